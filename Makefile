@@ -1,0 +1,52 @@
+# pyscheduler: `make run` starts the scheduler on a working default, `make test` passes the tests.
+PYTHON ?= python3
+PIP_STAMP := .venv-stamp
+
+.PHONY: install test test-unit e2e lint typecheck bench run controlplane-build controlplane-up controlplane-down e2e-kind clean
+
+install: $(PIP_STAMP)
+
+$(PIP_STAMP): pyproject.toml
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(PIP_STAMP)
+
+## test: unit tests, then the e2e suite against a real local control plane (built on first use)
+test: install
+	$(PYTHON) -m pytest -q tests e2e
+
+test-unit: install
+	$(PYTHON) -m pytest -q tests
+
+e2e: install
+	$(PYTHON) -m pytest -q e2e
+
+lint: install
+	$(PYTHON) -m ruff check scheduler tests e2e bench examples
+	lint-imports
+
+typecheck: install
+	$(PYTHON) -m mypy scheduler
+
+## bench: offline scheduler_perf shapes through `simulate --output placements`
+bench: install
+	$(PYTHON) bench/run.py
+
+## run: the scheduler in the foreground against the current cluster, or a local control plane
+run: install
+	$(PYTHON) e2e/run_local.py
+
+controlplane-build:
+	bash e2e/controlplane/build.sh
+
+controlplane-up: controlplane-build
+	bash e2e/controlplane/up.sh
+
+controlplane-down:
+	bash e2e/controlplane/down.sh
+
+## e2e-kind: for machines with Docker: kind cluster, image, manifests, same e2e suite
+e2e-kind: install
+	bash e2e/kind/run.sh
+
+clean:
+	rm -rf build dist *.egg-info $(PIP_STAMP) bench/out .pytest_cache .ruff_cache .mypy_cache

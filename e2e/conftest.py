@@ -1,0 +1,183 @@
+"""pytest fixtures for pyscheduler's end-to-end tests (``pytest e2e/``).
+
+Control plane
+    If ``KUBECONFIG`` is set and its API server answers, that cluster is used
+    as is. Otherwise the session starts a local loopback control plane
+    (etcd + kube-apiserver with RBAC + kwok; no kubelet, no
+    kube-controller-manager) with ``e2e/controlplane/up.sh`` and stops it with
+    ``down.sh`` at the end. Missing binaries are built first by
+    ``e2e/controlplane/build.sh`` (tens of minutes cold; set
+    ``PYSCHED_E2E_BUILD=0`` to fail instead). To keep one control plane across
+    runs: ``eval "$(e2e/controlplane/up.sh | grep ^export)"``.
+
+Environment
+    ``PYSCHED_E2E_IN_CLUSTER=1``  pyscheduler already runs in the cluster
+        (e2e/kind/run.sh). Tests must not start their own scheduler: check the
+        ``in_cluster`` fixture (or use ``local_scheduler_allowed``).
+    ``PYSCHED_E2E_KWOK=1``  kwok manages the nodes of an external cluster.
+
+Local control-plane facts that tests must live with
+    * Only bare Pods (no Deployment/ReplicaSet/Job controllers).
+    * No "default" ServiceAccount (ServiceAccount admission is off) and
+      namespaces never finish deleting; delete pods, not namespaces.
+    * TaintNodesByCondition admission is off: fake nodes carry no taints
+      unless a test adds them. ``Priority`` admission is on.
+    * kwok sets fake nodes Ready, turns *bound* pods on its nodes Running, and
+      finishes graceful deletion of bound pods. No heartbeats, no leases.
+
+Session fixtures
+    ``control_plane``    harness.ControlPlane (kubeconfig, kwok, in_cluster_scheduler, run_dir)
+    ``kubeconfig``       admin kubeconfig path (str)
+    ``api_client``       kubernetes.client.ApiClient (admin)
+    ``core_v1``          kubernetes.client.CoreV1Api (admin)
+    ``in_cluster``       bool, PYSCHED_E2E_IN_CLUSTER
+    ``kwok``             skips the test unless kwok manages nodes
+    ``scheduler_rbac``   applies manifests/ for real except the Deployment
+                         (Namespace, ServiceAccount, RBAC, ConfigMap); returns
+                         the list of applied objects
+    ``scheduler_kubeconfig``  kubeconfig path for ServiceAccount
+                         pyscheduler/pyscheduler (TokenRequest token): run the
+                         scheduler process with it to prove the ClusterRole
+    ``scheduler_config_path`` path of a KubeSchedulerConfiguration file equal
+                         to the ConfigMap's, with clientConnection.kubeconfig
+                         pointing at ``scheduler_kubeconfig``
+
+Function fixtures
+    ``namespace``        fresh namespace name; its pods are deleted afterwards
+    ``node_factory``     ``node_factory(count=1, prefix=None, wait_ready=True,
+                         **make_node_kwargs) -> [names]``; nodes deleted afterwards
+    ``local_scheduler_allowed``  skips the test when PYSCHED_E2E_IN_CLUSTER=1
+
+Helpers (import from ``harness``): make_node, make_pod, create_pod(s),
+bind_pod, wait_for, wait_for_pod_phase, wait_for_pod_scheduled,
+wait_for_node_ready, apply_yaml, apply_objects, write_sa_kubeconfig,
+create_sa_token, can_i, unique_name.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+from typing import Any, Callable, Iterator
+
+import pytest
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+from kubernetes import client  # noqa: E402
+from kubernetes.client.rest import ApiException  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[harness.ControlPlane]:
+    try:
+        cp = harness.ensure_control_plane()
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"no usable control plane: {exc}", pytrace=False)
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(control_plane: harness.ControlPlane) -> str:
+    return control_plane.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def api_client(control_plane: harness.ControlPlane) -> Iterator[client.ApiClient]:
+    api = control_plane.api_client()
+    yield api
+    api.close()
+
+
+@pytest.fixture(scope="session")
+def core_v1(api_client: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="session")
+def in_cluster(control_plane: harness.ControlPlane) -> bool:
+    return control_plane.in_cluster_scheduler
+
+
+@pytest.fixture(scope="session")
+def kwok(control_plane: harness.ControlPlane) -> None:
+    if not control_plane.kwok:
+        pytest.skip("kwok does not manage this cluster's nodes (set PYSCHED_E2E_KWOK=1 if it does)")
+
+
+@pytest.fixture
+def local_scheduler_allowed(in_cluster: bool) -> None:
+    if in_cluster:
+        pytest.skip("PYSCHED_E2E_IN_CLUSTER=1: the scheduler already runs in the cluster")
+
+
+@pytest.fixture
+def namespace(core_v1: client.CoreV1Api) -> Iterator[str]:
+    name = harness.unique_name("e2e")
+    harness.ensure_namespace(core_v1, name, labels={"pyscheduler-e2e": "true"})
+    yield name
+    try:
+        harness.delete_all_pods(core_v1, name, wait=True, timeout=30)
+    except (ApiException, AssertionError) as exc:  # best effort
+        print(f"cleanup of namespace {name} failed: {exc}", file=sys.stderr)
+    try:
+        core_v1.delete_namespace(name)
+    except ApiException:
+        pass
+
+
+@pytest.fixture
+def node_factory(core_v1: client.CoreV1Api) -> Iterator[Callable[..., list[str]]]:
+    created: list[str] = []
+
+    def factory(count: int = 1, prefix: str | None = None, wait_ready: bool = True, timeout: float = 60.0, **kwargs: Any) -> list[str]:
+        names = harness.create_nodes(
+            core_v1, count, prefix=prefix or harness.unique_name("node"),
+            wait_ready=wait_ready, timeout=timeout, **kwargs,
+        )
+        created.extend(names)
+        return names
+
+    yield factory
+    for name in created:
+        try:
+            core_v1.delete_node(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                print(f"cleanup of node {name} failed: {exc}", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def scheduler_rbac(api_client: client.ApiClient) -> list[dict[str, Any]]:
+    return harness.apply_yaml(api_client, harness.MANIFESTS_DIR, skip_kinds={"Deployment"})
+
+
+@pytest.fixture(scope="session")
+def scheduler_kubeconfig(
+    api_client: client.ApiClient,
+    scheduler_rbac: list[dict[str, Any]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> str:
+    path = tmp_path_factory.mktemp("sa") / "pyscheduler.kubeconfig"
+    return harness.write_sa_kubeconfig(
+        api_client, "pyscheduler", "pyscheduler", path, expiration_seconds=6 * 3600, create=False
+    )
+
+
+@pytest.fixture(scope="session")
+def scheduler_config_path(scheduler_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    cm = next(
+        d for d in harness.iter_yaml_documents(harness.MANIFESTS_DIR)
+        if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "pyscheduler-config"
+    )
+    cfg = yaml.safe_load(cm["data"]["config.yaml"])
+    cfg.setdefault("clientConnection", {})["kubeconfig"] = scheduler_kubeconfig
+    path = pathlib.Path(tmp_path_factory.mktemp("sched-config")) / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return str(path)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Stop the control plane started by up.sh (by PID, reverse start order) and
+# clean up: etcd data dir, PKI, pid files. Logs are kept in $PYSCHED_RUN/logs
+# unless --purge is given (which removes the whole run dir).
+#
+# Usage: e2e/controlplane/down.sh [--keep-logs|--purge]
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+RUN=$PYSCHED_RUN
+mode=${1:---keep-logs}
+case $mode in
+  --keep-logs | --purge) ;;
+  *) echo "usage: $0 [--keep-logs|--purge]" >&2; exit 2 ;;
+esac
+
+if [[ ! -d $RUN ]]; then
+  echo "not running (no $RUN)"
+  exit 0
+fi
+
+ETCD_DATA=""
+if [[ -s $RUN/env ]]; then
+  # shellcheck disable=SC1091
+  source "$RUN/env"
+fi
+
+# stop <name>: SIGTERM, wait up to 10 s, then SIGKILL. Only kills the PID if
+# its executable is still the component (guards against PID reuse).
+stop() {
+  local name=$1 f=$RUN/pids/$1.pid pid exe i
+  [[ -s $f ]] || return 0
+  pid=$(<"$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+    if [[ -n $exe && $(basename "${exe% (deleted)}") != "$name" ]]; then
+      cp_log "$name: pid $pid is now '$exe', not ours; not killing it"
+    else
+      kill -TERM "$pid" 2>/dev/null || true
+      for ((i = 0; i < 50; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+      done
+      if kill -0 "$pid" 2>/dev/null; then
+        cp_log "$name: pid $pid did not exit after SIGTERM; SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+      fi
+      cp_log "$name: stopped (pid $pid)"
+    fi
+  fi
+  rm -f "$f"
+}
+
+for name in kube-scheduler kwok kube-apiserver etcd; do
+  stop "$name"
+done
+
+if [[ -n $ETCD_DATA && -d $ETCD_DATA ]]; then
+  case $ETCD_DATA in
+    /dev/shm/pyscheduler-etcd.* | "$RUN"/etcd-data.*) rm -rf "$ETCD_DATA" ;;
+    *) cp_log "not removing unexpected etcd data dir '$ETCD_DATA'" ;;
+  esac
+fi
+
+if [[ $mode == --purge ]]; then
+  rm -rf "$RUN"
+else
+  rm -rf "$RUN/pki" "$RUN/pids" "$RUN/env" "$RUN/kubeconfig" "$RUN/kube-scheduler.yaml" "$RUN"/etcd-data.*
+fi
+echo "down"

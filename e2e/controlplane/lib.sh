@@ -1,0 +1,43 @@
+# shellcheck shell=bash disable=SC2034
+# Shared settings for build.sh / up.sh / down.sh. Source it; do not execute it.
+#
+# Environment knobs (all optional):
+#   PYSCHED_CACHE   cache root (binaries, GOMODCACHE, GOCACHE)
+#                   default ${XDG_CACHE_HOME:-$HOME/.cache}/pyscheduler
+#   PYSCHED_RUN     run dir (pids, logs, pki, kubeconfigs, etcd data if no /dev/shm)
+#                   default /tmp/pyscheduler-cp
+#   PYSCHED_ETCD_PORT (default 2379), PYSCHED_ETCD_PEER_PORT (default 2380),
+#   PYSCHED_APISERVER_PORT (default 6443), PYSCHED_KWOK_PORT (default 10247)
+
+CP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export CP_DIR
+
+PYSCHED_CACHE=${PYSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pyscheduler}
+PYSCHED_RUN=${PYSCHED_RUN:-/tmp/pyscheduler-cp}
+BIN_ROOT="$PYSCHED_CACHE/bin"
+
+ETCD_PORT=${PYSCHED_ETCD_PORT:-2379}
+ETCD_PEER_PORT=${PYSCHED_ETCD_PEER_PORT:-2380}
+APISERVER_PORT=${PYSCHED_APISERVER_PORT:-6443}
+KWOK_PORT=${PYSCHED_KWOK_PORT:-10247}
+
+# Version of module $2 as required in wrapper module dir $1 (read from go.mod,
+# so no Go toolchain is needed to locate binaries).
+cp_mod_version() {
+  awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) {
+      for (i = 1; i <= NF; i++) if ($i ~ /^v[0-9]/) { print $i; exit }
+    }' "$CP_DIR/$1/go.mod"
+}
+
+KUBE_VERSION=$(cp_mod_version k8s k8s.io/kubernetes)
+ETCD_VERSION=$(cp_mod_version etcd go.etcd.io/etcd/server/v3)
+KWOK_VERSION=$(cp_mod_version kwok sigs.k8s.io/kwok)
+
+KUBE_APISERVER_BIN="$BIN_ROOT/kube-apiserver-$KUBE_VERSION/kube-apiserver"
+KUBE_SCHEDULER_BIN="$BIN_ROOT/kube-scheduler-$KUBE_VERSION/kube-scheduler"
+ETCD_BIN="$BIN_ROOT/etcd-$ETCD_VERSION/etcd"
+KWOK_BIN="$BIN_ROOT/kwok-$KWOK_VERSION/kwok"
+# Stage definitions copied out of the kwok module by build.sh.
+KWOK_STAGES="$BIN_ROOT/kwok-$KWOK_VERSION/stages.yaml"
+
+cp_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Start a loopback control plane: etcd -> kube-apiserver (RBAC on) -> kwok.
+# No containers, no kubelet, no kube-controller-manager. Binaries come from
+# build.sh's cache (run e2e/controlplane/build.sh first).
+#
+# Usage: e2e/controlplane/up.sh        then: eval "$(e2e/controlplane/up.sh | grep ^export)"
+#
+# Run dir ${PYSCHED_RUN:-/tmp/pyscheduler-cp}:
+#   pids/<name>.pid  logs/<name>.log  pki/ (certs, admin.kubeconfig)
+#   kubeconfig (admin, O=system:masters)  env (ports, paths; sourceable)
+#
+# Ports (127.0.0.1 only): PYSCHED_ETCD_PORT=2379, PYSCHED_ETCD_PEER_PORT=2380,
+# PYSCHED_APISERVER_PORT=6443, PYSCHED_KWOK_PORT=10247. A default that is
+# busy is replaced by a free port; a port set explicitly must be free.
+#
+# PYSCHED_WITH_KUBE_SCHEDULER=1 also starts the real kube-scheduler (default
+# profile, leader election off, secure port PYSCHED_KUBE_SCHEDULER_PORT=10359)
+# as a comparison peer.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+T0=$SECONDS
+RUN=$PYSCHED_RUN
+PKI=$RUN/pki
+mkdir -p "$RUN/pids" "$RUN/logs"
+
+pid_alive() { # <name>
+  local f=$RUN/pids/$1.pid pid
+  [[ -s $f ]] || return 1
+  pid=$(<"$f")
+  kill -0 "$pid" 2>/dev/null
+}
+
+apiserver_ready() { # <port>
+  [[ -s $PKI/ca.crt ]] &&
+    [[ $(curl -fsS --max-time 2 --cacert "$PKI/ca.crt" "https://127.0.0.1:$1/readyz" 2>/dev/null) == ok ]]
+}
+
+print_env() {
+  echo "control plane is up (apiserver https://127.0.0.1:$APISERVER_PORT, run dir $RUN)"
+  echo "export KUBECONFIG=$RUN/kubeconfig"
+}
+
+# Already up?
+if [[ -s $RUN/env ]]; then
+  # shellcheck disable=SC1091
+  source "$RUN/env"
+  if pid_alive etcd && pid_alive kube-apiserver && pid_alive kwok && apiserver_ready "$APISERVER_PORT"; then
+    echo "already up"
+    print_env
+    exit 0
+  fi
+  cp_log "stale run dir $RUN (not all components alive): cleaning up first"
+  "$CP_DIR/down.sh" >/dev/null
+  mkdir -p "$RUN/pids" "$RUN/logs"
+  # Re-derive ports from the environment, not from the stale env file.
+  # shellcheck disable=SC1091
+  source "$CP_DIR/lib.sh"
+fi
+
+for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do
+  if [[ ! -e $b ]]; then
+    cp_log "missing $b: run e2e/controlplane/build.sh first"
+    exit 1
+  fi
+done
+if [[ ${PYSCHED_WITH_KUBE_SCHEDULER:-0} == 1 && ! -x $KUBE_SCHEDULER_BIN ]]; then
+  cp_log "missing $KUBE_SCHEDULER_BIN: run e2e/controlplane/build.sh kube-scheduler"
+  exit 1
+fi
+command -v curl >/dev/null || { cp_log "curl is required"; exit 1; }
+
+port_busy() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# pick_port <VAR> <env-name>: keep the value if free; replace a busy default.
+pick_port() {
+  local var=$1 envname=$2 port=${!1}
+  if port_busy "$port"; then
+    if [[ -n ${!envname:-} ]]; then
+      cp_log "port $port ($envname) is in use"
+      exit 1
+    fi
+    port=$(free_port)
+    cp_log "default port ${!1} busy, using $port for $var"
+    printf -v "$var" '%s' "$port"
+  fi
+}
+pick_port ETCD_PORT PYSCHED_ETCD_PORT
+pick_port ETCD_PEER_PORT PYSCHED_ETCD_PEER_PORT
+pick_port APISERVER_PORT PYSCHED_APISERVER_PORT
+pick_port KWOK_PORT PYSCHED_KWOK_PORT
+KUBE_SCHEDULER_PORT=${PYSCHED_KUBE_SCHEDULER_PORT:-10359}
+[[ ${PYSCHED_WITH_KUBE_SCHEDULER:-0} == 1 ]] && pick_port KUBE_SCHEDULER_PORT PYSCHED_KUBE_SCHEDULER_PORT
+
+# etcd data on tmpfs when possible.
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+  ETCD_DATA=$(mktemp -d /dev/shm/pyscheduler-etcd.XXXXXX)
+else
+  ETCD_DATA=$(mktemp -d "$RUN/etcd-data.XXXXXX")
+fi
+
+cat >"$RUN/env" <<EOF
+# Written by e2e/controlplane/up.sh; sourced by down.sh and the pytest harness.
+PYSCHED_RUN=$RUN
+APISERVER_PORT=$APISERVER_PORT
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+KWOK_PORT=$KWOK_PORT
+KUBE_SCHEDULER_PORT=$KUBE_SCHEDULER_PORT
+ETCD_DATA=$ETCD_DATA
+KUBECONFIG_ADMIN=$RUN/kubeconfig
+EOF
+
+fail() {
+  local name=$1
+  cp_log "$name failed to become ready; last log lines ($RUN/logs/$name.log):"
+  tail -n 30 "$RUN/logs/$name.log" >&2 || true
+  "$CP_DIR/down.sh" --keep-logs >/dev/null || true
+  exit 1
+}
+
+# start <name> <cmd...>: background, own session, PID to pids/<name>.pid
+start() {
+  local name=$1
+  shift
+  setsid "$@" >"$RUN/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$RUN/pids/$name.pid"
+}
+
+# wait_until <name> <timeout-s> <check cmd...>
+wait_until() {
+  local name=$1 timeout=$2 t
+  shift 2
+  t=$SECONDS
+  until "$@"; do
+    pid_alive "$name" || fail "$name"
+    ((SECONDS - t < timeout)) || fail "$name"
+    sleep 0.2
+  done
+  cp_log "$name ready ($((SECONDS - t))s)"
+}
+
+PYSCHED_APISERVER_PORT=$APISERVER_PORT "$CP_DIR/pki.sh" "$PKI" >/dev/null
+ln -sfn pki/admin.kubeconfig "$RUN/kubeconfig"
+
+# --- etcd -------------------------------------------------------------------
+start etcd "$ETCD_BIN" \
+  --name=node0 \
+  --data-dir="$ETCD_DATA" \
+  --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster="node0=http://127.0.0.1:$ETCD_PEER_PORT" \
+  --unsafe-no-fsync=true \
+  --quota-backend-bytes=8589934592 \
+  --auto-compaction-retention=1 \
+  --log-level=warn
+etcd_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"'; }
+wait_until etcd 30 etcd_ready
+
+# --- kube-apiserver -----------------------------------------------------------
+# Without kube-controller-manager: ServiceAccount admission would reject pods
+# (no "default" SA is ever created) and TaintNodesByCondition would leave every
+# node tainted not-ready forever, so both are disabled. Priority stays on.
+# PYSCHED_APISERVER_EXTRA_ARGS: extra whitespace-separated flags (benchmark knobs).
+read -r -a APISERVER_EXTRA <<<"${PYSCHED_APISERVER_EXTRA_ARGS:-}"
+start kube-apiserver "$KUBE_APISERVER_BIN" \
+  --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+  --client-ca-file="$PKI/ca.crt" \
+  --service-account-issuer="https://127.0.0.1:$APISERVER_PORT" \
+  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+  --authorization-mode=RBAC \
+  --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
+  --service-cluster-ip-range=10.0.0.0/24 \
+  --allow-privileged=true \
+  --endpoint-reconciler-type=none \
+  --profiling=false \
+  "${APISERVER_EXTRA[@]}"
+wait_until kube-apiserver 90 apiserver_ready "$APISERVER_PORT"
+
+# --- kwok -------------------------------------------------------------------
+# Stages: node-initialize + pod-ready + pod-delete (no heartbeat, no leases).
+start kwok "$KWOK_BIN" \
+  --kubeconfig="$PKI/admin.kubeconfig" \
+  --config="$KWOK_STAGES" \
+  --manage-all-nodes=true \
+  --cidr=10.128.0.0/9 \
+  --node-lease-duration-seconds=0 \
+  --server-address="127.0.0.1:$KWOK_PORT"
+kwok_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$KWOK_PORT/healthz" >/dev/null 2>&1; }
+wait_until kwok 30 kwok_ready
+
+# --- optional: the real kube-scheduler ------------------------------------------
+if [[ ${PYSCHED_WITH_KUBE_SCHEDULER:-0} == 1 ]]; then
+  cat >"$RUN/kube-scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: $PKI/kube-scheduler.kubeconfig
+  qps: ${PYSCHED_KUBE_SCHEDULER_QPS:-50}
+  burst: ${PYSCHED_KUBE_SCHEDULER_BURST:-100}
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: default-scheduler
+EOF
+  start kube-scheduler "$KUBE_SCHEDULER_BIN" \
+    --config="$RUN/kube-scheduler.yaml" \
+    --bind-address=127.0.0.1 --secure-port="$KUBE_SCHEDULER_PORT" \
+    --authentication-kubeconfig="$PKI/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="$PKI/kube-scheduler.kubeconfig" \
+    --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics
+  ks_ready() { [[ $(curl -ksS --max-time 2 "https://127.0.0.1:$KUBE_SCHEDULER_PORT/readyz" 2>/dev/null) == ok ]]; }
+  wait_until kube-scheduler 60 ks_ready
+fi
+
+cp_log "up in $((SECONDS - T0))s"
+print_env

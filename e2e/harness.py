@@ -1,0 +1,667 @@
+"""Helpers for pyscheduler's end-to-end tests against a real kube-apiserver.
+
+The control plane is either
+
+* an existing cluster: ``KUBECONFIG`` is set and its API server answers
+  (for example kind, see ``e2e/kind/run.sh``), or
+* a local loopback control plane (etcd + kube-apiserver with RBAC + kwok, no
+  containers) started with ``e2e/controlplane/up.sh`` and stopped with
+  ``down.sh``; the binaries are built once by ``e2e/controlplane/build.sh``
+  into ``${PYSCHED_CACHE:-~/.cache/pyscheduler}/bin``.
+
+Everything here uses the official ``kubernetes`` Python client and PyYAML.
+Nothing in this module is pyscheduler-specific except the defaults of
+:func:`make_node` (KWOK-style fake nodes).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import os
+import pathlib
+import subprocess
+import time
+import uuid
+import zlib
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+import urllib3
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+from kubernetes.dynamic import DynamicClient
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONTROLPLANE_DIR = REPO_ROOT / "e2e" / "controlplane"
+MANIFESTS_DIR = REPO_ROOT / "manifests"
+
+FIELD_MANAGER = "pyscheduler-e2e"
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------
+# Control plane lifecycle
+# ---------------------------------------------------------------------------
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def run_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("PYSCHED_RUN", "/tmp/pyscheduler-cp"))
+
+
+@dataclasses.dataclass
+class ControlPlane:
+    """A reachable API server and what is known about it."""
+
+    kubeconfig: str
+    #: True if this process ran up.sh (and so must run down.sh).
+    started_here: bool = False
+    #: True if kwok manages the nodes (fake nodes become Ready, bound pods Running).
+    kwok: bool = False
+    #: True if pyscheduler already runs in the cluster (PYSCHED_E2E_IN_CLUSTER=1).
+    in_cluster_scheduler: bool = False
+    #: Run dir of the local control plane (pids, logs, pki), if local.
+    run_dir: pathlib.Path | None = None
+
+    def api_client(self) -> client.ApiClient:
+        return new_api_client(self.kubeconfig)
+
+    def stop(self) -> None:
+        if self.started_here:
+            subprocess.run([str(CONTROLPLANE_DIR / "down.sh")], check=False)
+            self.started_here = False
+
+
+def new_api_client(kubeconfig: str | os.PathLike[str]) -> client.ApiClient:
+    """A fresh ApiClient for *kubeconfig* (no global default configuration)."""
+    cfg = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+    return client.ApiClient(configuration=cfg)
+
+
+def api_reachable(kubeconfig: str, timeout: float = 5.0) -> bool:
+    """True if the API server of *kubeconfig* answers /version."""
+    try:
+        api = new_api_client(kubeconfig)
+    except Exception:  # noqa: BLE001 - any config error means "not usable"
+        return False
+    try:
+        client.VersionApi(api).get_code(_request_timeout=timeout)
+        return True
+    except (ApiException, urllib3.exceptions.HTTPError, OSError):
+        return False
+    finally:
+        api.close()
+
+
+def local_binaries_present() -> bool:
+    """True if build.sh has nothing to build (cheap check: runs no Go)."""
+    script = (
+        f'source "{CONTROLPLANE_DIR}/lib.sh"; '
+        'for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do '
+        '[[ -e $b ]] || exit 1; done'
+    )
+    return subprocess.run(["bash", "-c", script], check=False).returncode == 0
+
+
+def build_binaries() -> None:
+    subprocess.run([str(CONTROLPLANE_DIR / "build.sh")], check=True)
+
+
+def start_local_control_plane() -> ControlPlane:
+    """Run up.sh (building the binaries first if needed) and return the plane."""
+    if not local_binaries_present():
+        if os.environ.get("PYSCHED_E2E_BUILD", "1") == "0":
+            raise RuntimeError(
+                "control-plane binaries missing and PYSCHED_E2E_BUILD=0; "
+                "run e2e/controlplane/build.sh"
+            )
+        build_binaries()
+    out = subprocess.run(
+        [str(CONTROLPLANE_DIR / "up.sh")],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
+    kubeconfig = None
+    for line in out.splitlines():
+        if line.startswith("export KUBECONFIG="):
+            kubeconfig = line.split("=", 1)[1].strip()
+    if not kubeconfig:
+        raise RuntimeError(f"up.sh printed no KUBECONFIG:\n{out}")
+    # "already up" means somebody else owns it: leave it running at the end.
+    started = "already up" not in out.splitlines()
+    return ControlPlane(
+        kubeconfig=kubeconfig, started_here=started, kwok=True, run_dir=run_dir()
+    )
+
+
+def ensure_control_plane() -> ControlPlane:
+    """Use a reachable ``$KUBECONFIG``, else start the local control plane.
+
+    ``PYSCHED_E2E_KWOK=1`` declares that kwok manages an external cluster's
+    nodes (the local plane always has kwok).
+    """
+    in_cluster = env_flag("PYSCHED_E2E_IN_CLUSTER")
+    kubeconfig = os.environ.get("KUBECONFIG", "")
+    if kubeconfig and ":" not in kubeconfig and api_reachable(kubeconfig):
+        local_kc = str(run_dir() / "kubeconfig")
+        is_local = os.path.realpath(kubeconfig) == os.path.realpath(local_kc)
+        return ControlPlane(
+            kubeconfig=kubeconfig,
+            kwok=is_local or env_flag("PYSCHED_E2E_KWOK"),
+            in_cluster_scheduler=in_cluster,
+            run_dir=run_dir() if is_local else None,
+        )
+    if in_cluster:
+        raise RuntimeError(
+            "PYSCHED_E2E_IN_CLUSTER=1 but KUBECONFIG is unset or unreachable"
+        )
+    return start_local_control_plane()
+
+
+# ---------------------------------------------------------------------------
+# Waiting
+# ---------------------------------------------------------------------------
+
+
+class WaitTimeout(AssertionError):
+    pass
+
+
+def wait_for(
+    fn: Callable[[], T],
+    timeout: float = 30.0,
+    interval: float = 0.2,
+    desc: str = "condition",
+) -> T:
+    """Call *fn* until it returns something truthy; return that value.
+
+    ApiException 404 counts as "not yet". On timeout raise WaitTimeout with the
+    last value or error seen.
+    """
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = fn()
+            if last:
+                return last
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            last = exc
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"timed out after {timeout}s waiting for {desc}; last: {last!r}")
+        time.sleep(interval)
+
+
+def node_is_ready(node: client.V1Node) -> bool:
+    return any(
+        c.type == "Ready" and c.status == "True" for c in (node.status.conditions or [])
+    )
+
+
+def pod_condition(pod: client.V1Pod, ctype: str) -> client.V1PodCondition | None:
+    for c in pod.status.conditions or []:
+        if c.type == ctype:
+            return c
+    return None
+
+
+def wait_for_node_ready(core: client.CoreV1Api, name: str, timeout: float = 30.0) -> client.V1Node:
+    return wait_for(
+        lambda: (n := core.read_node(name)) and node_is_ready(n) and n,
+        timeout=timeout,
+        desc=f"node {name} Ready",
+    )
+
+
+def wait_for_pod(
+    core: client.CoreV1Api,
+    namespace: str,
+    name: str,
+    predicate: Callable[[client.V1Pod], bool],
+    timeout: float = 30.0,
+    desc: str | None = None,
+) -> client.V1Pod:
+    return wait_for(
+        lambda: (p := core.read_namespaced_pod(name, namespace)) and predicate(p) and p,
+        timeout=timeout,
+        desc=desc or f"pod {namespace}/{name}",
+    )
+
+
+def wait_for_pod_phase(
+    core: client.CoreV1Api, namespace: str, name: str, phase: str = "Running", timeout: float = 30.0
+) -> client.V1Pod:
+    return wait_for_pod(
+        core, namespace, name, lambda p: p.status.phase == phase, timeout,
+        desc=f"pod {namespace}/{name} phase {phase}",
+    )
+
+
+def wait_for_pod_scheduled(
+    core: client.CoreV1Api, namespace: str, name: str, timeout: float = 30.0
+) -> client.V1Pod:
+    """Wait until spec.nodeName is set (by whichever scheduler)."""
+    return wait_for_pod(
+        core, namespace, name, lambda p: bool(p.spec.node_name), timeout,
+        desc=f"pod {namespace}/{name} bound",
+    )
+
+
+def wait_for_deleted(read: Callable[[], Any], timeout: float = 30.0, desc: str = "object") -> None:
+    def gone() -> bool:
+        try:
+            read()
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return False
+
+    wait_for(gone, timeout=timeout, desc=f"{desc} deleted")
+
+
+# ---------------------------------------------------------------------------
+# Object builders and creators
+# ---------------------------------------------------------------------------
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def make_node(
+    name: str,
+    cpu: str = "4",
+    memory: str = "32Gi",
+    pods: str | int = 110,
+    zone: str = "zone-a",
+    region: str = "region-1",
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] | None = None,
+    extra_resources: Mapping[str, str] | None = None,
+    unschedulable: bool = False,
+    internal_ip: str | None = None,
+) -> dict[str, Any]:
+    """A KWOK-style fake node manifest (status is stored on create).
+
+    kwok (``--manage-all-nodes``) adds the Ready condition and nodeInfo. It
+    would only add addresses from its own ``--node-ip``/``--node-name`` (one
+    value for every node), so the node carries its own: Hostname = name and a
+    fake InternalIP in 198.18.0.0/15 (benchmarking range; never contacted).
+    Later capacity changes must go through the ``nodes/NAME/status`` subresource.
+    """
+    if internal_ip is None:
+        h = zlib.crc32(name.encode()) % (2 * 65536)
+        internal_ip = f"198.{18 + h // 65536}.{(h // 256) % 256}.{h % 256}"
+    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra_resources or {})}
+    node_labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "topology.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": region,
+        "type": "kwok",
+        **(labels or {}),
+    }
+    node_annotations = {
+        "node.alpha.kubernetes.io/ttl": "0",
+        "kwok.x-k8s.io/node": "fake",
+        **(annotations or {}),
+    }
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": node_labels, "annotations": node_annotations},
+        "spec": spec,
+        "status": {
+            "allocatable": dict(resources),
+            "capacity": dict(resources),
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "fake",
+                "kubeProxyVersion": "fake",
+                "containerRuntimeVersion": "fake",
+                "kernelVersion": "fake",
+                "osImage": "fake",
+                "bootID": "",
+                "machineID": "",
+                "systemUUID": "",
+            },
+            "addresses": [
+                {"type": "InternalIP", "address": internal_ip},
+                {"type": "Hostname", "address": name},
+            ],
+            "phase": "Running",
+        },
+    }
+
+
+def create_nodes(
+    core: client.CoreV1Api,
+    count: int,
+    prefix: str = "kwok-node",
+    wait_ready: bool = False,
+    timeout: float = 60.0,
+    **node_kwargs: Any,
+) -> list[str]:
+    """Create *count* fake nodes named ``{prefix}-{i}``; return their names.
+
+    ``zone`` may be a callable ``i -> zone`` to spread nodes over zones.
+    """
+    names = []
+    zone = node_kwargs.pop("zone", "zone-a")
+    for i in range(count):
+        name = f"{prefix}-{i}"
+        z = zone(i) if callable(zone) else zone
+        core.create_node(make_node(name, zone=z, **node_kwargs))
+        names.append(name)
+    if wait_ready:
+        for name in names:
+            wait_for_node_ready(core, name, timeout=timeout)
+    return names
+
+
+def make_pod(
+    name: str,
+    namespace: str = "default",
+    scheduler_name: str | None = "pyscheduler",
+    cpu: str | None = "100m",
+    memory: str | None = "128Mi",
+    labels: Mapping[str, str] | None = None,
+    node_name: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    priority_class_name: str | None = None,
+    tolerations: Sequence[Mapping[str, Any]] | None = None,
+    affinity: Mapping[str, Any] | None = None,
+    image: str = "registry.k8s.io/pause:3.10.2",
+    **spec_extra: Any,
+) -> dict[str, Any]:
+    """A bare pod manifest (no controller: the local plane has no KCM).
+
+    ``scheduler_name=None`` leaves schedulerName unset (default-scheduler).
+    Extra keyword arguments go into ``spec`` verbatim (camelCase keys).
+    """
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    container: dict[str, Any] = {"name": "c", "image": image}
+    if requests:
+        container["resources"] = {"requests": requests}
+    spec: dict[str, Any] = {
+        "containers": [container],
+        "terminationGracePeriodSeconds": 0,
+        **spec_extra,
+    }
+    if scheduler_name:
+        spec["schedulerName"] = scheduler_name
+    if node_name:
+        spec["nodeName"] = node_name
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if priority_class_name:
+        spec["priorityClassName"] = priority_class_name
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if affinity:
+        spec["affinity"] = dict(affinity)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+        "spec": spec,
+    }
+
+
+def create_pod(core: client.CoreV1Api, namespace: str = "default", name: str | None = None, **kwargs: Any) -> client.V1Pod:
+    name = name or unique_name("pod")
+    return core.create_namespaced_pod(namespace, make_pod(name, namespace=namespace, **kwargs))
+
+
+def create_pods(core: client.CoreV1Api, count: int, namespace: str = "default", prefix: str = "pod", **kwargs: Any) -> list[str]:
+    names = [f"{prefix}-{i}" for i in range(count)]
+    for name in names:
+        core.create_namespaced_pod(namespace, make_pod(name, namespace=namespace, **kwargs))
+    return names
+
+
+def bind_pod(core: client.CoreV1Api, namespace: str, name: str, node: str) -> None:
+    """POST pods/NAME/binding, as a scheduler does.
+
+    ``_preload_content=False`` because the client cannot deserialize the
+    Status object the API server returns for this subresource.
+    """
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+        target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+    )
+    resp = core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
+    # Drain the body before returning the connection to the pool, or the next
+    # request on it fails with ResponseNotReady. Errors raise ApiException.
+    resp.read()
+    resp.release_conn()
+
+
+def ensure_namespace(core: client.CoreV1Api, name: str, labels: Mapping[str, str] | None = None) -> None:
+    try:
+        core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def delete_all_pods(core: client.CoreV1Api, namespace: str, wait: bool = True, timeout: float = 60.0) -> None:
+    """Delete every pod of *namespace* (no namespace controller runs locally).
+
+    Bound pods get a deletionTimestamp; kwok's pod-delete stage finishes them.
+    """
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    if wait:
+        wait_for(
+            lambda: not core.list_namespaced_pod(namespace).items,
+            timeout=timeout,
+            desc=f"all pods in {namespace} deleted",
+        )
+
+
+# ---------------------------------------------------------------------------
+# Applying YAML
+# ---------------------------------------------------------------------------
+
+
+def iter_yaml_documents(path: str | os.PathLike[str], recursive: bool = False) -> Iterator[dict[str, Any]]:
+    """Kubernetes objects in a YAML file, or in the *.yaml/*.yml files of a
+    directory (sorted; subdirectories only if *recursive*). Empty documents
+    and kustomize files (kustomization.yaml, kind Kustomization/Component)
+    are skipped; ``kind: List`` is flattened."""
+    p = pathlib.Path(path)
+    if p.is_dir():
+        pattern = "**/*" if recursive else "*"
+        files = sorted(f for f in p.glob(pattern) if f.suffix in {".yaml", ".yml"} and f.is_file())
+    else:
+        files = [p]
+    for f in files:
+        if f.name in {"kustomization.yaml", "kustomization.yml"}:
+            continue
+        with f.open() as fh:
+            for doc in yaml.safe_load_all(fh):
+                if not doc:
+                    continue
+                if str(doc.get("apiVersion", "")).startswith("kustomize.config.k8s.io"):
+                    continue
+                if doc.get("kind") == "List":
+                    yield from (i for i in doc.get("items") or [] if i)
+                else:
+                    yield doc
+
+
+# Namespaces and cluster-scoped RBAC first, workloads last.
+_KIND_ORDER = [
+    "CustomResourceDefinition", "Namespace", "PriorityClass", "StorageClass",
+    "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+    "ConfigMap", "Secret", "Service",
+]
+
+
+def _kind_rank(doc: Mapping[str, Any]) -> int:
+    kind = doc.get("kind", "")
+    return _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+
+
+def apply_objects(
+    api: client.ApiClient,
+    docs: Iterable[Mapping[str, Any]],
+    dry_run: bool = False,
+    namespace: str | None = None,
+    field_manager: str = FIELD_MANAGER,
+    skip_kinds: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """Server-side apply each object (force conflicts). ``dry_run`` sends
+    ``dryRun=All``. Namespaced objects without a namespace get *namespace*
+    (default "default"). Returns the API server's answers as dicts."""
+    dyn = DynamicClient(api)
+    skip = set(skip_kinds)
+    results = []
+    for doc in sorted((d for d in docs if d.get("kind") not in skip), key=_kind_rank):
+        resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        ns = None
+        if resource.namespaced:
+            ns = doc.get("metadata", {}).get("namespace") or namespace or "default"
+        kwargs: dict[str, Any] = {"field_manager": field_manager, "force_conflicts": True}
+        if dry_run:
+            kwargs["dry_run"] = "All"
+        out = dyn.server_side_apply(resource, body=dict(doc), namespace=ns, **kwargs)
+        results.append(out.to_dict())
+    return results
+
+
+def apply_yaml(
+    api: client.ApiClient,
+    path: str | os.PathLike[str],
+    dry_run: bool = False,
+    namespace: str | None = None,
+    recursive: bool = False,
+    field_manager: str = FIELD_MANAGER,
+    skip_kinds: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """Server-side apply all YAML documents of a file or directory."""
+    return apply_objects(
+        api,
+        list(iter_yaml_documents(path, recursive=recursive)),
+        dry_run=dry_run,
+        namespace=namespace,
+        field_manager=field_manager,
+        skip_kinds=skip_kinds,
+    )
+
+
+# ---------------------------------------------------------------------------
+# ServiceAccount identities
+# ---------------------------------------------------------------------------
+
+
+def ensure_service_account(core: client.CoreV1Api, namespace: str, name: str) -> None:
+    ensure_namespace(core, namespace)
+    try:
+        core.create_namespaced_service_account(
+            namespace, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def create_sa_token(core: client.CoreV1Api, namespace: str, name: str, expiration_seconds: int = 3600) -> str:
+    """A bound token for ServiceAccount namespace/name (TokenRequest API)."""
+    req = client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=expiration_seconds)
+    )
+    return core.create_namespaced_service_account_token(name, namespace, req).status.token
+
+
+def write_token_kubeconfig(
+    api: client.ApiClient,
+    token: str,
+    path: str | os.PathLike[str],
+    user: str = "sa",
+) -> str:
+    """Write a kubeconfig that reaches *api*'s server with a bearer token.
+
+    The CA is taken from *api*'s configuration (file or, for in-memory data,
+    embedded). Returns the path.
+    """
+    cfg = api.configuration
+    cluster: dict[str, Any] = {"server": cfg.host}
+    if cfg.ssl_ca_cert:
+        cluster["certificate-authority-data"] = base64.b64encode(
+            pathlib.Path(cfg.ssl_ca_cert).read_bytes()
+        ).decode()
+    elif not cfg.verify_ssl:
+        cluster["insecure-skip-tls-verify"] = True
+    kc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": cluster}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "e2e", "user": user}}],
+        "current-context": user,
+    }
+    p = pathlib.Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(yaml.safe_dump(kc, sort_keys=False))
+    p.chmod(0o600)
+    return str(p)
+
+
+def write_sa_kubeconfig(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    path: str | os.PathLike[str],
+    expiration_seconds: int = 3600,
+    create: bool = True,
+) -> str:
+    """Kubeconfig that authenticates as system:serviceaccount:namespace:name.
+
+    A process started with ``KUBECONFIG=path`` runs with exactly that
+    ServiceAccount's RBAC, which is how the ClusterRole in manifests/ is proven.
+    """
+    core = client.CoreV1Api(api)
+    if create:
+        ensure_service_account(core, namespace, name)
+    token = create_sa_token(core, namespace, name, expiration_seconds)
+    return write_token_kubeconfig(api, token, path, user=f"{namespace}-{name}")
+
+
+def can_i(
+    api: client.ApiClient,
+    verb: str,
+    resource: str,
+    group: str = "",
+    namespace: str | None = None,
+    subresource: str | None = None,
+    name: str | None = None,
+) -> bool:
+    """SelfSubjectAccessReview for the identity of *api*."""
+    body = client.V1SelfSubjectAccessReview(
+        spec=client.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=client.V1ResourceAttributes(
+                verb=verb, resource=resource, group=group, namespace=namespace,
+                subresource=subresource, name=name,
+            )
+        )
+    )
+    return bool(client.AuthorizationV1Api(api).create_self_subject_access_review(body).status.allowed)

@@ -1,0 +1,196 @@
+"""The scheduler's view of the cluster: NodeInfos plus assumed pods (upstream backend/cache).
+
+One writer (the watcher, or simulate) mutates the cache; each scheduling cycle calls
+``update_snapshot`` which re-clones only the nodes whose info changed since the last call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from scheduler.objects import NodeInfo, PodInfo, Raw
+from scheduler.snapshot import Snapshot, zone_key
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class _PodState:
+    pod: PodInfo
+    node: str
+    assumed: bool
+    binding_finished: bool = False
+    deadline: float | None = None  # assumed-pod expiry, set once binding finished
+
+
+class Cache:
+    def __init__(self, assumed_ttl: float = 0.0) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.pods: dict[str, _PodState] = {}  # by uid
+        # nodeTree: zone -> node names in arrival order; zone order = first arrival.
+        self._zones: dict[str, list[str]] = {}
+        self._dirty: set[str] = set()  # node names whose pods/usage changed
+        self._node_changed: set[str] = set()  # node names whose Node object changed
+        self._list_changed = True
+        self.assumed_ttl = assumed_ttl  # 0 = never expire (upstream default since v1.x)
+
+    # -- nodes -------------------------------------------------------------------------------
+    def add_node(self, raw: Raw) -> NodeInfo:
+        name = str((raw.get("metadata") or {}).get("name", ""))
+        ni = self.nodes.get(name)
+        if ni is None:
+            ni = NodeInfo(raw)
+            self.nodes[name] = ni
+            self._tree_add(ni)
+        else:
+            old_zone = zone_key(ni.labels)
+            was_present = ni.node_present
+            ni.set_node(raw)
+            ni.generation += 1
+            if not was_present:
+                self._tree_add(ni)
+            elif zone_key(ni.labels) != old_zone:
+                self._tree_remove(name, old_zone)
+                self._tree_add(ni)
+            else:
+                self._node_changed.add(name)
+                self._dirty.add(name)
+        return ni
+
+    update_node = add_node
+
+    def remove_node(self, name: str) -> None:
+        ni = self.nodes.get(name)
+        if ni is None or not ni.node_present:
+            return
+        self._tree_remove(name, zone_key(ni.labels))
+        if ni.pods:
+            # Pods still reference the node; keep an imaginary NodeInfo until they go (upstream).
+            ni.raw = None
+        else:
+            del self.nodes[name]
+
+    def _tree_add(self, ni: NodeInfo) -> None:
+        self._zones.setdefault(zone_key(ni.labels), []).append(ni.name)
+        self._list_changed = True
+
+    def _tree_remove(self, name: str, zone: str) -> None:
+        names = self._zones.get(zone)
+        if names and name in names:
+            names.remove(name)
+            if not names:
+                del self._zones[zone]
+        self._list_changed = True
+
+    def node_names_in_tree_order(self) -> list[str]:
+        out: list[str] = []
+        lists = list(self._zones.values())
+        i = 0
+        while True:
+            added = False
+            for lst in lists:
+                if i < len(lst):
+                    out.append(lst[i])
+                    added = True
+            if not added:
+                return out
+            i += 1
+
+    # -- pods --------------------------------------------------------------------------------
+    def _node_for(self, name: str) -> NodeInfo:
+        ni = self.nodes.get(name)
+        if ni is None:
+            ni = NodeInfo(None, name=name)
+            self.nodes[name] = ni
+        return ni
+
+    def _add_to_node(self, pod: PodInfo, node: str) -> None:
+        self._node_for(node).add_pod(pod)
+        self._dirty.add(node)
+
+    def _remove_from_node(self, pod: PodInfo, node: str) -> None:
+        ni = self.nodes.get(node)
+        if ni is None:
+            return
+        ni.remove_pod(pod)
+        self._dirty.add(node)
+        if not ni.node_present and not ni.pods:
+            del self.nodes[node]
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """A pod the API server shows bound to a node (confirms an assumed pod)."""
+        st = self.pods.get(pod.uid)
+        if st is not None:
+            if st.assumed and st.node != pod.node_name:
+                log.warning("assumed_pod_bound_elsewhere", pod=pod.key, assumed=st.node, node=pod.node_name)
+            self._remove_from_node(st.pod, st.node)
+        self.pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
+        self._add_to_node(pod, pod.node_name)
+
+    def update_pod(self, pod: PodInfo) -> None:
+        self.add_pod(pod)
+
+    def remove_pod(self, uid: str) -> None:
+        st = self.pods.pop(uid, None)
+        if st is not None:
+            self._remove_from_node(st.pod, st.node)
+
+    def assume_pod(self, pod: PodInfo, node: str) -> None:
+        if pod.uid in self.pods:
+            raise ValueError(f"pod {pod.key} is already in the cache")
+        self.pods[pod.uid] = _PodState(pod, node, assumed=True)
+        self._add_to_node(pod, node)
+
+    def finish_binding(self, uid: str, now: float) -> None:
+        st = self.pods.get(uid)
+        if st is not None and st.assumed:
+            st.binding_finished = True
+            if self.assumed_ttl > 0:
+                st.deadline = now + self.assumed_ttl
+
+    def confirm_pod(self, uid: str) -> None:
+        """The assumed pod is known bound (simulate's stand-in for the watch event)."""
+        st = self.pods.get(uid)
+        if st is not None:
+            st.assumed = False
+
+    def forget_pod(self, uid: str) -> None:
+        st = self.pods.get(uid)
+        if st is not None and st.assumed:
+            self.remove_pod(uid)
+
+    def is_assumed(self, uid: str) -> bool:
+        st = self.pods.get(uid)
+        return st is not None and st.assumed
+
+    def cleanup_expired(self, now: float) -> list[PodInfo]:
+        expired = [
+            st.pod
+            for st in self.pods.values()
+            if st.assumed and st.binding_finished and st.deadline is not None and now >= st.deadline
+        ]
+        for p in expired:
+            log.warning("assumed_pod_expired", pod=p.key)
+            self.remove_pod(p.uid)
+        return expired
+
+    def pod_count(self) -> int:
+        return len(self.pods)
+
+    # -- snapshot ----------------------------------------------------------------------------
+    def update_snapshot(self, snap: Snapshot) -> None:
+        if self._list_changed:
+            ordered = [self.nodes[n].clone() for n in self.node_names_in_tree_order()]
+            snap.set_nodes(ordered)
+            self._list_changed = False
+        else:
+            for name in self._dirty:
+                ni = self.nodes.get(name)
+                if ni is None or not ni.node_present or name not in snap.node_map:
+                    continue
+                snap.replace_node(ni.clone(), name in self._node_changed)
+        self._dirty.clear()
+        self._node_changed.clear()
+        snap.generation += 1

@@ -1,0 +1,44 @@
+"""Per-attempt state shared between a plugin's extension points."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from scheduler.framework.status import Code, Status, StatusError
+
+T = TypeVar("T")
+
+
+class CycleState:
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str, kind: type[T]) -> T:
+        """Read a value written by an earlier phase; a missing key is an Error status, as upstream."""
+        try:
+            value = self._data[key]
+        except KeyError:
+            raise StatusError(Status(Code.ERROR, f"error reading {key!r} from cycleState: not found")) from None
+        if not isinstance(value, kind):
+            raise StatusError(Status(Code.ERROR, f"{key!r} in cycleState has type {type(value).__name__}"))
+        return value
+
+    def get(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        c = CycleState()
+        c._data = dict(self._data)
+        c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.skip_score_plugins = set(self.skip_score_plugins)
+        return c

@@ -1,0 +1,332 @@
+"""Extension-point protocols (upstream framework/interface.go), as base classes.
+
+A plugin subclasses ``Plugin`` plus one class per extension point it implements; the runtime
+and the config validation read the extension points off the class hierarchy.
+
+Batch forms: a Filter or Score plugin may override ``filter_batch`` / ``score_batch`` to decide
+many nodes at once (numpy over the snapshot's columns). They must agree exactly with the
+per-node ``filter`` / ``score``; tests check that. The runtime falls back to the per-node form
+when a batch method returns ``None``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Status
+from scheduler.objects import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.snapshot import Listers, Snapshot
+
+
+# ---------------------------------------------------------------------------------------------
+# Queue-side types
+
+
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its queue bookkeeping (upstream QueuedPodInfo)."""
+
+    __slots__ = (
+        "attempts",
+        "gated",
+        "initial_attempt_timestamp",
+        "pending_plugins",
+        "pod",
+        "seq",
+        "timestamp",
+        "unschedulable_count",
+        "unschedulable_plugins",
+    )
+
+    def __init__(self, pod: PodInfo, timestamp: float, seq: int = 0) -> None:
+        self.pod = pod
+        self.timestamp = timestamp  # when the pod was (re)added to the queue
+        self.seq = seq  # insertion order: the final, deterministic tie-break
+        self.attempts = 0
+        self.unschedulable_count = 0
+        self.initial_attempt_timestamp: float | None = None
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+        self.gated = False
+
+    def __repr__(self) -> str:
+        return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
+
+
+class ActionType(enum.IntFlag):
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATION = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+class QueueingHint(enum.IntEnum):
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    resource: str  # "Pod", "AssignedPod", "UnscheduledPod", "Node", "Namespace", "Service", "*", ...
+    action: ActionType
+    label: str = ""
+
+    def matches(self, other: ClusterEvent) -> bool:
+        """Whether ``other`` (an event that happened) is covered by this registered event."""
+        if self.resource not in ("*", other.resource) and not (
+            self.resource == "Pod" and other.resource in ("AssignedPod", "UnscheduledPod")
+        ):
+            return False
+        return bool(self.action & other.action)
+
+
+# hint(pod, old_obj, new_obj) -> QueueingHint
+QueueingHintFn = Callable[[PodInfo, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Restricts the nodes Filter looks at. ``None`` node_names means all nodes."""
+
+    node_names: set[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return PreFilterResult(None if self.node_names is None else set(self.node_names))
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+    victims: list[PodInfo] = field(default_factory=list)
+
+
+class NodeToStatus:
+    """Filter statuses of the rejected nodes, plus the status of nodes never evaluated."""
+
+    __slots__ = ("absent", "statuses")
+
+    def __init__(self) -> None:
+        self.statuses: dict[str, Status] = {}
+        # Upstream: nodes not in the map count as UnschedulableAndUnresolvable (no reasons).
+        self.absent: Status | None = None
+
+    def get(self, node: str) -> Status | None:
+        return self.statuses.get(node, self.absent)
+
+
+# ---------------------------------------------------------------------------------------------
+# Handle
+
+
+class PodBinder(Protocol):
+    """The API write DefaultBinder needs; the live app injects an API client, simulate a fake."""
+
+    async def bind(self, pod: PodInfo, node: str) -> None: ...
+
+
+class Handle:
+    """What plugins may use from the framework: the current snapshot, the cluster listers and
+    the binder (``client``)."""
+
+    __slots__ = ("client", "listers", "parallelism", "profile_name", "snapshot")
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        listers: Listers,
+        profile_name: str = "",
+        parallelism: int = 16,
+        client: PodBinder | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.listers = listers
+        self.profile_name = profile_name
+        self.parallelism = parallelism
+        self.client = client
+
+
+# ---------------------------------------------------------------------------------------------
+# Plugins
+
+
+class Plugin:
+    """Base of every plugin. ``name`` is the name used in configuration."""
+
+    name: ClassVar[str] = ""
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
+        """Factory: validate ``args`` and build the plugin. No I/O here."""
+        if args:
+            raise ValueError(f"plugin {cls.name} takes no arguments")
+        return cls()
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+    def sort_key(self, q: QueuedPodInfo) -> Any:
+        """Optional heap key equivalent to ``less``; None makes the queue fall back to ``less``."""
+        return None
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> PreFilterResult | Status | None:
+        raise NotImplementedError
+
+    # PreFilterExtensions, used when preemption simulates adding/removing pods.
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status | None:
+        return None
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status | None:
+        return None
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> np.ndarray | None:
+        """Optional: a bool mask over ``snapshot.node_infos[idx]`` (True = passes), or None."""
+        return None
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """Raw score; raise ``StatusError`` to fail."""
+        raise NotImplementedError
+
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> np.ndarray | None:
+        """Optional: int64 scores for ``snapshot.node_infos[idx]``, or None for the per-node form."""
+        return None
+
+    # NormalizeScore; ``has_normalize`` tells the runtime whether to call it.
+    has_normalize: ClassVar[bool] = False
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: np.ndarray) -> Status | None:
+        return None
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        """Status (None = allow, WAIT = wait up to the returned seconds) and the timeout."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Return None when bound, SKIP to let the next bind plugin try."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class EnqueueExtensions:
+    """Mixin: the cluster events that may make a pod this plugin rejected schedulable."""
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        raise NotImplementedError
+
+
+# Extension point names exactly as they appear in KubeSchedulerConfiguration.
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+def extension_points_of(plugin_cls: type) -> list[str]:
+    return [point for point, base in EXTENSION_POINTS.items() if issubclass(plugin_cls, base)]

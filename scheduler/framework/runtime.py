@@ -1,0 +1,475 @@
+"""The framework runtime: builds a profile's plugins and runs each extension point
+(upstream framework/runtime/framework.go)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import (
+    EXTENSION_POINTS,
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    NodeToStatus,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from scheduler.framework.status import (
+    MAX_NODE_SCORE,
+    MAX_TOTAL_SCORE,
+    MIN_NODE_SCORE,
+    Code,
+    Status,
+    StatusError,
+)
+from scheduler.objects import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.config import Profile
+    from scheduler.snapshot import Snapshot
+
+# Upstream caps the time a Permit plugin may make a pod wait.
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+# Observer called as (extension_point, plugin_or_empty, status_code_name, seconds); metrics hook in here.
+DurationObserver = Callable[[str, str, str, float], None]
+
+
+class FrameworkError(ValueError):
+    """The profile cannot be built (unknown plugin, wrong extension point, bad args)."""
+
+
+@dataclass(slots=True)
+class ScoreResult:
+    """Scores of the feasible nodes: per plugin raw and weighted-normalised, plus totals."""
+
+    idx: np.ndarray  # snapshot positions of the scored nodes
+    plugins: list[str]
+    raw: list[np.ndarray]  # what Score returned, per plugin
+    final: list[np.ndarray]  # after NormalizeScore and weight, per plugin
+    totals: np.ndarray
+
+
+def _status_name(s: Status | None) -> str:
+    return "Success" if s is None else s.code.name.title().replace("_", "")
+
+
+class Framework:
+    """One profile's plugins, instantiated once, and the code that runs them."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Mapping[str, type[Plugin]],
+        handle: Handle,
+        *,
+        global_percentage: int = 0,
+        observer: DurationObserver | None = None,
+    ) -> None:
+        self.profile_name = profile.scheduler_name
+        self.handle = handle
+        self.percentage_of_nodes_to_score = (
+            profile.percentage_of_nodes_to_score if profile.percentage_of_nodes_to_score is not None else global_percentage
+        )
+        self.observer = observer
+        self.plugins: dict[str, Plugin] = {}
+        self.weights: dict[str, int] = {}
+        points: dict[str, list[Plugin]] = {p: [] for p in EXTENSION_POINTS}
+        for point, refs in profile.plugins.items():
+            base = EXTENSION_POINTS.get(point)
+            if base is None:
+                raise FrameworkError(f"unknown extension point {point!r}")
+            for ref in refs:
+                pl = self._instance(ref.name, registry, profile.plugin_args.get(ref.name))
+                if not isinstance(pl, base):
+                    raise FrameworkError(f'plugin "{ref.name}" does not extend {point} plugin')
+                points[point].append(pl)
+                if point == "score":
+                    self.weights[ref.name] = ref.weight or 1
+        if sum(self.weights.values()) * MAX_NODE_SCORE > MAX_TOTAL_SCORE:
+            raise FrameworkError("total score of Score plugins could overflow")
+        self.pre_enqueue_plugins: list[PreEnqueuePlugin] = points["preEnqueue"]  # type: ignore[assignment]
+        qs = points["queueSort"]
+        if len(qs) != 1:
+            raise FrameworkError(f"one queue sort plugin required for profile with scheduler name {self.profile_name!r}")
+        self.queue_sort: QueueSortPlugin = qs[0]  # type: ignore[assignment]
+        self.pre_filter_plugins: list[PreFilterPlugin] = points["preFilter"]  # type: ignore[assignment]
+        self.filter_plugins: list[FilterPlugin] = points["filter"]  # type: ignore[assignment]
+        self.post_filter_plugins: list[PostFilterPlugin] = points["postFilter"]  # type: ignore[assignment]
+        self.pre_score_plugins: list[PreScorePlugin] = points["preScore"]  # type: ignore[assignment]
+        self.score_plugins: list[ScorePlugin] = points["score"]  # type: ignore[assignment]
+        self.reserve_plugins: list[ReservePlugin] = points["reserve"]  # type: ignore[assignment]
+        self.permit_plugins: list[PermitPlugin] = points["permit"]  # type: ignore[assignment]
+        self.pre_bind_plugins: list[PreBindPlugin] = points["preBind"]  # type: ignore[assignment]
+        self.bind_plugins: list[BindPlugin] = points["bind"]  # type: ignore[assignment]
+        self.post_bind_plugins: list[PostBindPlugin] = points["postBind"]  # type: ignore[assignment]
+        if not self.bind_plugins:
+            raise FrameworkError(f"at least one bind plugin is needed for profile with scheduler name {self.profile_name!r}")
+        # Plugins whose batch form overrides the base class's "None" default.
+        self._filter_has_batch = {
+            pl.name: type(pl).filter_batch is not FilterPlugin.filter_batch for pl in self.filter_plugins
+        }
+        self._score_has_batch = {pl.name: type(pl).score_batch is not ScorePlugin.score_batch for pl in self.score_plugins}
+        # When True every plugin is run in its per-node reference form (tests compare both).
+        self.reference_mode = False
+
+    def _instance(self, name: str, registry: Mapping[str, type[Plugin]], args: Mapping[str, Any] | None) -> Plugin:
+        pl = self.plugins.get(name)
+        if pl is not None:
+            return pl
+        cls = registry.get(name)
+        if cls is None:
+            raise FrameworkError(f'plugin "{name}" does not exist')
+        try:
+            pl = cls.new(args, self.handle)
+        except ValueError as exc:
+            raise FrameworkError(f"initializing plugin {name!r}: {exc}") from exc
+        self.plugins[name] = pl
+        return pl
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _observe(self, point: str, plugin: str, status: Status | None, started: float) -> None:
+        if self.observer is not None:
+            self.observer(point, plugin, _status_name(status), time.perf_counter() - started)
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score_plugins)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter_plugins)
+
+    def enqueue_extensions(self) -> list[tuple[str, EnqueueExtensions]]:
+        return [(name, pl) for name, pl in self.plugins.items() if isinstance(pl, EnqueueExtensions)]
+
+    # -- PreEnqueue --------------------------------------------------------------------------
+    def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
+        for pl in self.pre_enqueue_plugins:
+            try:
+                s = pl.pre_enqueue(pod)
+            except Exception as exc:
+                return Status(Code.ERROR, f"running PreEnqueue plugin {pl.name!r}: {exc}", plugin=pl.name)
+            if s is not None and not s.is_success():
+                return s.with_plugin(pl.name)
+        return None
+
+    # -- PreFilter ---------------------------------------------------------------------------
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, list[str]]:
+        """Returns (node restriction or None, status, plugins that restricted the nodes)."""
+        started = time.perf_counter()
+        result: PreFilterResult | None = None
+        returned: Status | None = None
+        with_nodes: list[str] = []
+        for pl in self.pre_filter_plugins:
+            try:
+                r = pl.pre_filter(state, pod, nodes)
+            except StatusError as exc:
+                r = exc.status
+            except Exception as exc:
+                r = Status(Code.ERROR, str(exc))
+            if isinstance(r, Status):
+                if r.code == Code.SKIP:
+                    state.skip_filter_plugins.add(pl.name)
+                    continue
+                if r.code == Code.SUCCESS:
+                    continue
+                r = r.with_plugin(pl.name)
+                if r.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    self._observe("PreFilter", "", r, started)
+                    return None, r, with_nodes
+                if r.code == Code.UNSCHEDULABLE:
+                    # Keep running the others: preemption needs all PreFilter state.
+                    returned = r
+                    continue
+                err = Status(Code.ERROR, f"running PreFilter plugin {pl.name!r}: {r.message}", plugin=pl.name)
+                self._observe("PreFilter", "", err, started)
+                return None, err, with_nodes
+            if r is not None and r.node_names is not None:
+                with_nodes.append(pl.name)
+                result = r if result is None else result.merge(r)
+                if result.node_names is not None and not result.node_names:
+                    if len(with_nodes) == 1:
+                        msg = f"node(s) didn't satisfy plugin {with_nodes[0]}"
+                    else:
+                        msg = f"node(s) didn't satisfy plugin(s) [{' '.join(with_nodes)}] simultaneously"
+                    st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+                    self._observe("PreFilter", "", st, started)
+                    return result, st, with_nodes
+        self._observe("PreFilter", "", returned, started)
+        return result, returned, with_nodes
+
+    # -- Filter (reference, one node) --------------------------------------------------------
+    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        skip = state.skip_filter_plugins
+        for pl in self.filter_plugins:
+            if pl.name in skip:
+                continue
+            s = self._filter_one(pl, state, pod, node)
+            if s is not None:
+                return s
+        return None
+
+    def _filter_one(self, pl: FilterPlugin, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        try:
+            s = pl.filter(state, pod, node)
+        except StatusError as exc:
+            s = exc.status
+        except Exception as exc:
+            s = Status(Code.ERROR, str(exc))
+        if s is None or s.code == Code.SUCCESS:
+            return None
+        if not s.is_rejected():
+            return Status(Code.ERROR, f"running {pl.name!r} filter plugin: {s.message}", plugin=pl.name)
+        return s.with_plugin(pl.name)
+
+    def filter_chunk(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, cand: np.ndarray
+    ) -> tuple[np.ndarray, dict[int, Status | int]]:
+        """Run Filter over ``cand`` (snapshot positions). Returns the pass mask and, per failing
+        position in ``cand``, either its Status or the index of the plugin that rejected it (the
+        Status is then computed lazily by ``status_for``)."""
+        alive = np.ones(len(cand), dtype=bool)
+        failures: dict[int, Status | int] = {}
+        skip = state.skip_filter_plugins
+        infos = snap.node_infos
+        for k, pl in enumerate(self.filter_plugins):
+            if pl.name in skip:
+                continue
+            pos = np.flatnonzero(alive)
+            if len(pos) == 0:
+                break
+            sub = cand[pos]
+            mask: np.ndarray | None = None
+            if self._filter_has_batch[pl.name] and not self.reference_mode:
+                try:
+                    mask = pl.filter_batch(state, pod, snap, sub)
+                except StatusError as exc:
+                    raise StatusError(
+                        Status(Code.ERROR, f"running {pl.name!r} filter plugin: {exc.status.message}", plugin=pl.name)
+                    ) from None
+            if mask is not None:
+                bad = pos[~mask]
+                if len(bad):
+                    alive[bad] = False
+                    for b in bad.tolist():
+                        failures[b] = k
+                continue
+            for p, i in zip(pos.tolist(), sub.tolist()):
+                s = self._filter_one(pl, state, pod, infos[i])
+                if s is not None:
+                    if s.code == Code.ERROR:
+                        raise StatusError(s)
+                    alive[p] = False
+                    failures[p] = s
+        return alive, failures
+
+    def status_for(self, state: CycleState, pod: PodInfo, node: NodeInfo, failure: Status | int) -> Status:
+        if isinstance(failure, Status):
+            return failure
+        pl = self.filter_plugins[failure]
+        s = self._filter_one(pl, state, pod, node)
+        if s is None:
+            # The batch form rejected a node its per-node form accepts: a plugin bug, said loudly.
+            return Status(Code.ERROR, f"plugin {pl.name!r}: batch filter disagrees with filter on node {node.name}")
+        return s
+
+    # -- PostFilter --------------------------------------------------------------------------
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        started = time.perf_counter()
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for pl in self.post_filter_plugins:
+            try:
+                r, s = pl.post_filter(state, pod, statuses)
+            except StatusError as exc:
+                r, s = None, exc.status
+            except Exception as exc:
+                r, s = None, Status(Code.ERROR, str(exc))
+            if s is None or s.code == Code.SUCCESS:
+                self._observe("PostFilter", "", None, started)
+                return r, Status(Code.SUCCESS, plugin=pl.name)
+            if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, s.with_plugin(pl.name)
+            if not s.is_rejected():
+                return None, Status(Code.ERROR, s.message, plugin=pl.name)
+            if r is not None and r.nominated_node_name:
+                result = r
+            reasons.extend(s.reasons)
+            if not rejector:
+                rejector = pl.name
+        st = Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+        self._observe("PostFilter", "", st, started)
+        return result, st
+
+    # -- PreScore / Score --------------------------------------------------------------------
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        started = time.perf_counter()
+        for pl in self.pre_score_plugins:
+            try:
+                s = pl.pre_score(state, pod, nodes)
+            except StatusError as exc:
+                s = exc.status
+            except Exception as exc:
+                s = Status(Code.ERROR, str(exc))
+            if s is None or s.code == Code.SUCCESS:
+                continue
+            if s.code == Code.SKIP:
+                state.skip_score_plugins.add(pl.name)
+                continue
+            st = Status(Code.ERROR, f"running PreScore plugin {pl.name!r}: {s.message}", plugin=pl.name)
+            self._observe("PreScore", "", st, started)
+            return st
+        self._observe("PreScore", "", None, started)
+        return None
+
+    def run_score(self, state: CycleState, pod: PodInfo, snap: Snapshot, idx: np.ndarray) -> ScoreResult:
+        started = time.perf_counter()
+        names: list[str] = []
+        raws: list[np.ndarray] = []
+        finals: list[np.ndarray] = []
+        totals = np.zeros(len(idx), dtype=np.int64)
+        infos = snap.node_infos
+        for pl in self.score_plugins:
+            if pl.name in state.skip_score_plugins:
+                continue
+            try:
+                arr: np.ndarray | None = None
+                if self._score_has_batch[pl.name] and not self.reference_mode:
+                    arr = pl.score_batch(state, pod, snap, idx)
+                if arr is None:
+                    arr = np.fromiter((pl.score(state, pod, infos[i]) for i in idx.tolist()), dtype=np.int64, count=len(idx))
+                else:
+                    arr = np.asarray(arr, dtype=np.int64)
+                raw = arr.copy()
+                if pl.has_normalize:
+                    s = pl.normalize_score(state, pod, arr)
+                    if s is not None and not s.is_success():
+                        raise StatusError(Status(Code.ERROR, f"running Normalize on Score plugins: plugin {pl.name!r} failed with: {s.message}"))
+            except StatusError as exc:
+                if exc.status.code == Code.ERROR and "Score plugins" in exc.status.message:
+                    raise
+                raise StatusError(
+                    Status(Code.ERROR, f"running Score plugins: plugin {pl.name!r} failed with: {exc.status.message}", plugin=pl.name)
+                ) from None
+            if len(arr) and (int(arr.max()) > MAX_NODE_SCORE or int(arr.min()) < MIN_NODE_SCORE):
+                bad = int(arr.max()) if int(arr.max()) > MAX_NODE_SCORE else int(arr.min())
+                raise StatusError(
+                    Status(
+                        Code.ERROR,
+                        f"applying score defaultWeights on Score plugins: plugin {pl.name!r} returns an invalid score "
+                        f"{bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        plugin=pl.name,
+                    )
+                )
+            weighted = arr * self.weights[pl.name]
+            totals += weighted
+            names.append(pl.name)
+            raws.append(raw)
+            finals.append(weighted)
+        self._observe("Score", "", None, started)
+        return ScoreResult(idx, names, raws, finals, totals)
+
+    # -- Reserve / Permit --------------------------------------------------------------------
+    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        for pl in self.reserve_plugins:
+            try:
+                s = pl.reserve(state, pod, node)
+            except Exception as exc:
+                s = Status(Code.ERROR, str(exc))
+            if s is not None and not s.is_success():
+                if s.is_rejected():
+                    return s.with_plugin(pl.name)
+                return Status(Code.ERROR, f"running Reserve plugin {pl.name!r}: {s.message}", plugin=pl.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        for pl in reversed(self.reserve_plugins):
+            try:
+                pl.unreserve(state, pod, node)
+            except Exception:  # Unreserve must not fail the cleanup of the others.
+                continue
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status | None, float]:
+        """None to allow; a WAIT status with the wait timeout; or a rejection/error."""
+        wait = False
+        timeout = MAX_PERMIT_TIMEOUT
+        for pl in self.permit_plugins:
+            try:
+                s, t = pl.permit(state, pod, node)
+            except Exception as exc:
+                s, t = Status(Code.ERROR, str(exc)), 0.0
+            if s is None or s.is_success():
+                continue
+            if s.is_rejected():
+                return s.with_plugin(pl.name), 0.0
+            if s.code == Code.WAIT:
+                wait = True
+                timeout = min(timeout, t)
+                continue
+            return Status(Code.ERROR, f"running Permit plugin {pl.name!r}: {s.message}", plugin=pl.name), 0.0
+        if wait:
+            return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod"), timeout
+        return None, 0.0
+
+    # -- binding cycle -----------------------------------------------------------------------
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        for pl in self.pre_bind_plugins:
+            try:
+                s = await pl.pre_bind(state, pod, node)
+            except Exception as exc:
+                s = Status(Code.ERROR, str(exc))
+            if s is not None and not s.is_success() and s.code != Code.SKIP:
+                if s.is_rejected():
+                    return s.with_plugin(pl.name)
+                return Status(Code.ERROR, f"running PreBind plugin {pl.name!r}: {s.message}", plugin=pl.name)
+        return None
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        for pl in self.bind_plugins:
+            try:
+                s = await pl.bind(state, pod, node)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                s = Status(Code.ERROR, str(exc))
+            if s is not None and s.code == Code.SKIP:
+                continue
+            if s is not None and not s.is_success():
+                if s.is_rejected():
+                    return s.with_plugin(pl.name)
+                return Status(Code.ERROR, f"running Bind plugin {pl.name!r}: {s.message}", plugin=pl.name)
+            return None
+        return Status(Code.SKIP)
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        for pl in self.post_bind_plugins:
+            try:
+                pl.post_bind(state, pod, node)
+            except Exception:  # PostBind is informational; a failure must not undo the binding.
+                continue

@@ -1,0 +1,725 @@
+"""The one module that knows Kubernetes field paths.
+
+Raw Pod/Node/Namespace dicts (kopf bodies, YAML documents) become slotted ``PodInfo`` /
+``NodeInfo`` objects once; the hot path only reads these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scheduler.labels import (
+    LabelSelector,
+    NodeSelector,
+    PreferredSchedulingTerm,
+    Requirement,
+    parse_preferred_terms,
+)
+from scheduler.quantity import int_value, milli_value
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+HUGEPAGES_PREFIX = "hugepages-"
+
+# Scoring-only defaults for containers that do not mention cpu/memory (upstream schedutil).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_REGION = "topology.kubernetes.io/region"
+
+Raw = Mapping[str, Any]
+
+
+def _is_native(name: str) -> bool:
+    return name in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith(HUGEPAGES_PREFIX)
+
+
+def _quantity(name: str, value: Any) -> int:
+    return milli_value(value) if name == CPU else int_value(value)
+
+
+class Resource:
+    """A resource vector in integer base units (milli-CPU, bytes, counts)."""
+
+    __slots__ = ("allowed_pod_number", "ephemeral_storage", "memory", "milli_cpu", "scalar")
+
+    def __init__(
+        self,
+        milli_cpu: int = 0,
+        memory: int = 0,
+        ephemeral_storage: int = 0,
+        allowed_pod_number: int = 0,
+        scalar: dict[str, int] | None = None,
+    ) -> None:
+        self.milli_cpu = milli_cpu
+        self.memory = memory
+        self.ephemeral_storage = ephemeral_storage
+        self.allowed_pod_number = allowed_pod_number
+        self.scalar: dict[str, int] = scalar if scalar is not None else {}
+
+    @staticmethod
+    def from_list(raw: Mapping[str, Any] | None) -> Resource:
+        r = Resource()
+        for name, q in (raw or {}).items():
+            r.set(str(name), _quantity(str(name), q))
+        return r
+
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def set(self, name: str, value: int) -> None:
+        if name == CPU:
+            self.milli_cpu = value
+        elif name == MEMORY:
+            self.memory = value
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage = value
+        elif name == PODS:
+            self.allowed_pod_number = value
+        else:
+            self.scalar[name] = value
+
+    def add(self, other: Resource, sign: int = 1) -> None:
+        self.milli_cpu += sign * other.milli_cpu
+        self.memory += sign * other.memory
+        self.ephemeral_storage += sign * other.ephemeral_storage
+        self.allowed_pod_number += sign * other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) + sign * v
+
+    def clone(self) -> Resource:
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar))
+
+    def names(self) -> list[str]:
+        return [CPU, MEMORY, EPHEMERAL_STORAGE, *self.scalar]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Resource) and (
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pod_number,
+            {k: v for k, v in self.scalar.items() if v},
+        ) == (
+            other.milli_cpu,
+            other.memory,
+            other.ephemeral_storage,
+            other.allowed_pod_number,
+            {k: v for k, v in other.scalar.items() if v},
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Resource(cpu={self.milli_cpu}m, memory={self.memory}, eph={self.ephemeral_storage}, "
+            f"pods={self.allowed_pod_number}, scalar={self.scalar})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Taints and tolerations
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str  # "Equal" (default) or "Exists"
+    value: str
+    effect: str  # "" matches every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        """v1.Toleration.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return False
+
+
+def tolerates_taint(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    for t in tolerations:
+        if t.tolerates(taint):
+            return True
+    return False
+
+
+def find_untolerated_taint(
+    taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...], effects: tuple[str, ...]
+) -> Taint | None:
+    """The first taint with one of ``effects`` that no toleration tolerates (v1helper.FindMatchingUntoleratedTaint)."""
+    for taint in taints:
+        if taint.effect in effects and not tolerates_taint(tolerations, taint):
+            return taint
+    return None
+
+
+def _parse_taints(raw: list[Raw] | None) -> tuple[Taint, ...]:
+    return tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in raw or [])
+
+
+def _parse_tolerations(raw: list[Raw] | None) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(
+            str(t.get("key", "") or ""),
+            str(t.get("operator", "") or ""),
+            str(t.get("value", "") or ""),
+            str(t.get("effect", "") or ""),
+        )
+        for t in raw or []
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Pod affinity and topology spread
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A v1.PodAffinityTerm with the selector compiled and match/mismatchLabelKeys folded in.
+
+    ``namespaces`` is the explicit set (the pod's own namespace when both it and the namespace
+    selector are empty); ``namespace_selector`` is None when absent.
+    """
+
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
+    topology_key: str
+
+    def matches_namespace(self, namespace: str, ns_labels: Mapping[str, str] | None) -> bool:
+        if namespace in self.namespaces:
+            return True
+        if self.namespace_selector is None:
+            return False
+        return self.namespace_selector.matches(ns_labels or {})
+
+    def matches(self, pod: PodInfo, ns_labels: Mapping[str, str] | None) -> bool:
+        return self.matches_namespace(pod.namespace, ns_labels) and self.selector.matches(pod.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedAffinityTerm:
+    weight: int
+    term: AffinityTerm
+
+
+def _parse_affinity_term(raw: Raw, pod_ns: str, pod_labels: Mapping[str, str]) -> AffinityTerm:
+    selector = LabelSelector.parse(raw.get("labelSelector"))
+    if selector is None:
+        # A nil selector matches nothing (upstream: labels.Nothing()).
+        from scheduler.labels import NOTHING
+
+        selector = NOTHING
+    extra: list[Requirement] = []
+    # matchLabelKeys / mismatchLabelKeys: only when a selector is set, keys the pod has.
+    if raw.get("labelSelector") is not None:
+        for key in raw.get("matchLabelKeys") or []:
+            if key in pod_labels:
+                extra.append(Requirement(key, "In", frozenset([pod_labels[key]])))
+        for key in raw.get("mismatchLabelKeys") or []:
+            if key in pod_labels:
+                extra.append(Requirement(key, "NotIn", frozenset([pod_labels[key]])))
+    if extra:
+        selector = selector.and_(tuple(extra))
+    namespaces = frozenset(str(n) for n in raw.get("namespaces") or [])
+    ns_sel = LabelSelector.parse(raw.get("namespaceSelector"))
+    if not namespaces and ns_sel is None:
+        namespaces = frozenset([pod_ns])
+    return AffinityTerm(selector, namespaces, ns_sel, str(raw.get("topologyKey", "")))
+
+
+def _parse_weighted_terms(raw: list[Raw] | None, ns: str, labels: Mapping[str, str]) -> tuple[WeightedAffinityTerm, ...]:
+    return tuple(
+        WeightedAffinityTerm(int(w.get("weight", 0)), _parse_affinity_term(w.get("podAffinityTerm") or {}, ns, labels))
+        for w in raw or []
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    selector: LabelSelector
+    min_domains: int | None
+    node_affinity_policy: str  # Honor | Ignore (default Honor)
+    node_taints_policy: str  # Honor | Ignore (default Ignore)
+    match_label_keys: tuple[str, ...]
+
+
+def _parse_spread_constraints(raw: list[Raw] | None, labels: Mapping[str, str]) -> tuple[TopologySpreadConstraint, ...]:
+    out = []
+    for c in raw or []:
+        sel = LabelSelector.parse(c.get("labelSelector"))
+        keys = tuple(str(k) for k in c.get("matchLabelKeys") or [])
+        if sel is None:
+            from scheduler.labels import NOTHING
+
+            sel = NOTHING
+        elif keys:
+            extra = tuple(Requirement(k, "In", frozenset([labels[k]])) for k in keys if k in labels)
+            sel = sel.and_(extra)
+        md = c.get("minDomains")
+        out.append(
+            TopologySpreadConstraint(
+                max_skew=int(c.get("maxSkew", 1)),
+                topology_key=str(c.get("topologyKey", "")),
+                when_unsatisfiable=str(c.get("whenUnsatisfiable", "DoNotSchedule")),
+                selector=sel,
+                min_domains=int(md) if md is not None else None,
+                node_affinity_policy=str(c.get("nodeAffinityPolicy") or "Honor"),
+                node_taints_policy=str(c.get("nodeTaintsPolicy") or "Ignore"),
+                match_label_keys=keys,
+            )
+        )
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pods
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    host_ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+def _parse_time(value: Any) -> float:
+    if not value:
+        return 0.0
+    if isinstance(value, datetime):
+        return value.timestamp()
+    text = str(value)
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _container_requests(c: Raw) -> dict[str, int]:
+    res = c.get("resources") or {}
+    limits = res.get("limits") or {}
+    reqs = dict(res.get("requests") or {})
+    # API-server defaulting: a resource with a limit but no request requests its limit.
+    for k, v in limits.items():
+        reqs.setdefault(k, v)
+    return {str(k): _quantity(str(k), v) for k, v in reqs.items()}
+
+
+def _max_into(acc: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        if v > acc.get(k, 0):
+            acc[k] = v
+
+
+def _add_into(acc: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        acc[k] = acc.get(k, 0) + v
+
+
+def _aggregate_requests(
+    containers: list[dict[str, int]],
+    inits: list[tuple[dict[str, int], bool]],
+    defaults: Mapping[str, int] | None,
+) -> dict[str, int]:
+    """component-helpers resource.AggregateContainerRequests, with optional non-missing defaults."""
+
+    def with_defaults(r: dict[str, int]) -> dict[str, int]:
+        if not defaults:
+            return r
+        out = dict(r)
+        for k, v in defaults.items():
+            out.setdefault(k, v)
+        return out
+
+    reqs: dict[str, int] = {}
+    for c in containers:
+        _add_into(reqs, with_defaults(c))
+    sidecars: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for r, restartable in inits:
+        r = with_defaults(r)
+        if restartable:
+            # A sidecar runs alongside everything that starts after it.
+            _add_into(reqs, r)
+            _add_into(sidecars, r)
+            need = dict(sidecars)
+        else:
+            need = dict(r)
+            _add_into(need, sidecars)
+        _max_into(init_max, need)
+    _max_into(reqs, init_max)
+    return reqs
+
+
+def _pod_level_supported(name: str) -> bool:
+    return name in (CPU, MEMORY) or is_hugepages(name)
+
+
+class PodInfo:
+    """Everything the scheduler reads from a Pod, computed once from its dict."""
+
+    __slots__ = (
+        "affinity_preferred",
+        "affinity_required",
+        "anti_affinity_preferred",
+        "anti_affinity_required",
+        "creation_ts",
+        "deleting",
+        "host_ports",
+        "images",
+        "init_images",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node_affinity_preferred",
+        "node_affinity_required",
+        "node_name",
+        "node_selector",
+        "nominated_node_name",
+        "non0_cpu",
+        "non0_mem",
+        "owner_refs",
+        "phase",
+        "preemption_policy",
+        "priority",
+        "raw",
+        "requests",
+        "resource_version",
+        "scheduler_name",
+        "scheduling_gates",
+        "spread_constraints",
+        "start_ts",
+        "tolerations",
+        "uid",
+        "volumes",
+    )
+
+    def __init__(self, raw: Raw) -> None:
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        self.raw = raw
+        self.name: str = str(meta.get("name", ""))
+        self.namespace: str = str(meta.get("namespace") or "default")
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid: str = str(meta.get("uid") or self.key)
+        self.resource_version: str = str(meta.get("resourceVersion") or "")
+        self.labels: dict[str, str] = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        self.creation_ts = _parse_time(meta.get("creationTimestamp"))
+        self.deleting = bool(meta.get("deletionTimestamp"))
+        self.owner_refs = tuple(
+            OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller")))
+            for o in meta.get("ownerReferences") or []
+        )
+        self.node_name: str = str(spec.get("nodeName") or "")
+        self.scheduler_name: str = str(spec.get("schedulerName") or "default-scheduler")
+        self.priority: int = int(spec.get("priority") or 0)
+        self.preemption_policy: str = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
+        self.scheduling_gates = tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [])
+        self.phase: str = str(status.get("phase") or "")
+        self.nominated_node_name: str = str(status.get("nominatedNodeName") or "")
+        self.start_ts = _parse_time(status.get("startTime"))
+        self.tolerations = _parse_tolerations(spec.get("tolerations"))
+        self.node_selector: dict[str, str] = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
+        self.volumes: tuple[Raw, ...] = tuple(spec.get("volumes") or [])
+
+        containers = spec.get("containers") or []
+        init_containers = spec.get("initContainers") or []
+        self.images = tuple(str(c.get("image", "")) for c in containers)
+        self.init_images = tuple(str(c.get("image", "")) for c in init_containers)
+        ports: list[HostPort] = []
+        # Upstream schedutil.GetHostPorts: sidecar (restartPolicy Always) init containers first,
+        # since they run for the pod's whole life, then the regular containers.
+        sidecars = [c for c in init_containers if c.get("restartPolicy") == "Always"]
+        for c in (*sidecars, *containers):
+            for p in c.get("ports") or []:
+                hp = int(p.get("hostPort") or 0)
+                if hp > 0:
+                    ports.append(HostPort(str(p.get("hostIP") or ""), str(p.get("protocol") or "TCP"), hp))
+        self.host_ports = tuple(ports)
+
+        self._compute_requests(spec, containers, init_containers)
+
+        affinity = spec.get("affinity") or {}
+        na = affinity.get("nodeAffinity") or {}
+        self.node_affinity_required: NodeSelector | None = NodeSelector.parse(
+            na.get("requiredDuringSchedulingIgnoredDuringExecution")
+        )
+        self.node_affinity_preferred: tuple[PreferredSchedulingTerm, ...] = parse_preferred_terms(
+            na.get("preferredDuringSchedulingIgnoredDuringExecution")
+        )
+        pa = affinity.get("podAffinity") or {}
+        paa = affinity.get("podAntiAffinity") or {}
+        ns, lbl = self.namespace, self.labels
+        self.affinity_required = tuple(
+            _parse_affinity_term(t, ns, lbl) for t in pa.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        )
+        self.affinity_preferred = _parse_weighted_terms(pa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, lbl)
+        self.anti_affinity_required = tuple(
+            _parse_affinity_term(t, ns, lbl) for t in paa.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        )
+        self.anti_affinity_preferred = _parse_weighted_terms(
+            paa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, lbl
+        )
+        self.spread_constraints = _parse_spread_constraints(spec.get("topologySpreadConstraints"), self.labels)
+
+    def _compute_requests(self, spec: Raw, containers: list[Raw], init_containers: list[Raw]) -> None:
+        creqs = [_container_requests(c) for c in containers]
+        ireqs = [(_container_requests(c), c.get("restartPolicy") == "Always") for c in init_containers]
+        overhead = {str(k): _quantity(str(k), v) for k, v in (spec.get("overhead") or {}).items()}
+        pod_level = {
+            str(k): _quantity(str(k), v)
+            for k, v in ((spec.get("resources") or {}).get("requests") or {}).items()
+            if _pod_level_supported(str(k))
+        }
+
+        def finish(reqs: dict[str, int]) -> dict[str, int]:
+            reqs.update(pod_level)
+            _add_into(reqs, overhead)
+            return reqs
+
+        reqs = finish(_aggregate_requests(creqs, ireqs, None))
+        self.requests = Resource()
+        for k, v in reqs.items():
+            self.requests.set(k, v)
+        self.requests.allowed_pod_number = 0
+        # Non-zero defaults apply only to resources the pod level does not set (upstream PodInfo).
+        defaults = {k: v for k, v in ((CPU, DEFAULT_MILLI_CPU_REQUEST), (MEMORY, DEFAULT_MEMORY_REQUEST)) if k not in pod_level}
+        if defaults and (creqs or ireqs):
+            non0 = finish(_aggregate_requests(creqs, ireqs, defaults))
+        else:
+            non0 = reqs
+        self.non0_cpu = non0.get(CPU, 0)
+        self.non0_mem = non0.get(MEMORY, 0)
+
+    # -- helpers used by several plugins -------------------------------------------------------
+    @property
+    def has_affinity(self) -> bool:
+        return bool(self.affinity_required or self.affinity_preferred or self.anti_affinity_required or self.anti_affinity_preferred)
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        return bool(self.anti_affinity_required)
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key} node={self.node_name or '-'})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes
+
+
+@dataclass(slots=True)
+class ImageState:
+    size: int
+    num_nodes: int = 0
+
+
+class NodeInfo:
+    """A node plus the aggregate of the pods on it (upstream framework.NodeInfo)."""
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "image_sizes",
+        "index",
+        "labels",
+        "name",
+        "non0_cpu",
+        "non0_mem",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "raw",
+        "requested",
+        "taints",
+        "unschedulable",
+        "used_ports",
+    )
+
+    def __init__(self, raw: Raw | None = None, name: str = "") -> None:
+        self.raw: Raw | None = raw
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        self.requested = Resource()
+        self.non0_cpu = 0
+        self.non0_mem = 0
+        self.used_ports: dict[tuple[str, int], set[str]] = {}
+        self.generation = 0
+        self.index = -1  # position in the snapshot's node list
+        if raw is None:
+            self.name = name
+            self.labels: dict[str, str] = {}
+            self.taints: tuple[Taint, ...] = ()
+            self.unschedulable = False
+            self.allocatable = Resource()
+            self.image_sizes: dict[str, int] = {}
+            return
+        self.set_node(raw)
+
+    def set_node(self, raw: Raw) -> None:
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        self.raw = raw
+        self.name = str(meta.get("name", ""))
+        self.labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        self.taints = _parse_taints(spec.get("taints"))
+        self.unschedulable = bool(spec.get("unschedulable"))
+        # API-server defaulting: allocatable defaults to capacity.
+        alloc = status.get("allocatable")
+        if alloc is None:
+            alloc = status.get("capacity")
+        self.allocatable = Resource.from_list(alloc)
+        sizes: dict[str, int] = {}
+        for img in status.get("images") or []:
+            size = int(img.get("sizeBytes") or 0)
+            for n in img.get("names") or []:
+                sizes[str(n)] = size
+        self.image_sizes = sizes
+
+    @property
+    def node_present(self) -> bool:
+        return self.raw is not None
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.pods.append(pod)
+        if pod.has_affinity:
+            self.pods_with_affinity.append(pod)
+        if pod.anti_affinity_required:
+            self.pods_with_required_anti_affinity.append(pod)
+        self._account(pod, 1)
+
+    def remove_pod(self, pod: PodInfo) -> bool:
+        for i, p in enumerate(self.pods):
+            if p.uid == pod.uid:
+                old = self.pods.pop(i)
+                self.pods_with_affinity = [q for q in self.pods_with_affinity if q.uid != pod.uid]
+                self.pods_with_required_anti_affinity = [
+                    q for q in self.pods_with_required_anti_affinity if q.uid != pod.uid
+                ]
+                self._account(old, -1)
+                return True
+        return False
+
+    def _account(self, pod: PodInfo, sign: int) -> None:
+        self.requested.add(pod.requests, sign)
+        self.non0_cpu += sign * pod.non0_cpu
+        self.non0_mem += sign * pod.non0_mem
+        for hp in pod.host_ports:
+            ip = hp.host_ip or "0.0.0.0"
+            k = (hp.protocol, hp.port)
+            if sign > 0:
+                self.used_ports.setdefault(k, set()).add(ip)
+            else:
+                ips = self.used_ports.get(k)
+                if ips is not None:
+                    ips.discard(ip)
+                    if not ips:
+                        del self.used_ports[k]
+        self.generation += 1
+
+    def clone(self) -> NodeInfo:
+        c = NodeInfo.__new__(NodeInfo)
+        c.raw = self.raw
+        c.name = self.name
+        c.labels = self.labels
+        c.taints = self.taints
+        c.unschedulable = self.unschedulable
+        c.allocatable = self.allocatable
+        c.image_sizes = self.image_sizes
+        c.pods = list(self.pods)
+        c.pods_with_affinity = list(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        c.requested = self.requested.clone()
+        c.non0_cpu = self.non0_cpu
+        c.non0_mem = self.non0_mem
+        c.used_ports = {k: set(v) for k, v in self.used_ports.items()}
+        c.generation = self.generation
+        c.index = self.index
+        return c
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name} pods={len(self.pods)})"
+
+
+@dataclass(slots=True)
+class NamespaceInfo:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def parse(raw: Raw) -> NamespaceInfo:
+        meta = raw.get("metadata") or {}
+        return NamespaceInfo(str(meta.get("name", "")), {str(k): str(v) for k, v in (meta.get("labels") or {}).items()})
+
+
+@dataclass(slots=True)
+class SelectorOwner:
+    """A Service, ReplicaSet, StatefulSet or ReplicationController: what default spreading needs."""
+
+    kind: str
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+
+    @staticmethod
+    def parse(raw: Raw) -> SelectorOwner:
+        meta = raw.get("metadata") or {}
+        kind = str(raw.get("kind", ""))
+        spec = raw.get("spec") or {}
+        sel_raw = spec.get("selector")
+        sel: LabelSelector | None
+        if kind in ("Service", "ReplicationController"):
+            # These use plain map selectors; an empty map selects nothing for spreading.
+            sel = LabelSelector.parse({"matchLabels": sel_raw}) if sel_raw else None
+        else:
+            sel = LabelSelector.parse(sel_raw) if sel_raw is not None else None
+        return SelectorOwner(kind, str(meta.get("namespace") or "default"), str(meta.get("name", "")), sel)

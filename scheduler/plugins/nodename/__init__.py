@@ -1,0 +1,59 @@
+"""NodeName (upstream plugins/nodename/node_name.go)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    FilterPlugin,
+    QueueingHint,
+)
+from scheduler.framework.status import Status, unresolvable
+from scheduler.objects import NodeInfo, PodInfo
+from scheduler.plugins.helper import as_node
+
+if TYPE_CHECKING:
+    from scheduler.snapshot import Snapshot
+
+ERR_REASON = "node(s) didn't match the requested node name"
+_REJECT = unresolvable(ERR_REASON)
+
+
+def fits(pod: PodInfo, node: NodeInfo) -> bool:
+    return not pod.node_name or pod.node_name == node.name
+
+
+class NodeName(FilterPlugin, EnqueueExtensions):
+    """A pod that already names its node (spec.nodeName) fits only that node."""
+
+    name = "NodeName"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        return None if fits(pod, node) else _REJECT
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> np.ndarray:
+        if not pod.node_name:
+            return np.ones(len(idx), dtype=bool)
+        target = snapshot.node_map.get(pod.node_name)
+        if target is None:
+            return np.zeros(len(idx), dtype=bool)
+        return np.asarray(idx) == target.index
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD), self._after_node_add)]
+
+    @staticmethod
+    def _after_node_add(pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        node = as_node(new_obj)
+        if node is not None and fits(pod, node):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP

@@ -1,0 +1,178 @@
+"""NodeResourcesBalancedAllocation (upstream noderesources/balanced_allocation.go).
+
+Favours nodes whose resource fractions (requested / allocatable, capped at 1, using *actual*
+requests of the node's pods plus the incoming pod) are close to each other:
+``int64((1 - std) * 100)`` with float64 math done in the same order as Go.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin
+from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
+from scheduler.objects import NodeInfo, PodInfo
+from scheduler.plugins.noderesources.resource_allocation import (
+    DEFAULT_RESOURCES,
+    ResourceAllocationScorer,
+    ResourceSpec,
+    duplicate,
+    invalid,
+    parse_resources,
+    raise_aggregate,
+)
+
+if TYPE_CHECKING:
+    from scheduler.snapshot import Snapshot
+
+NAME = "NodeResourcesBalancedAllocation"
+PRE_SCORE_KEY = "PreScore" + NAME
+
+
+@dataclass(frozen=True, slots=True)
+class BalancedAllocationArgs:
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+
+    @staticmethod
+    def parse(raw: Mapping[str, Any] | None) -> BalancedAllocationArgs:
+        raw = raw or {}
+        resources = parse_resources(raw.get("resources"), "resources")
+        errs: list[str] = []
+        seen: set[str] = set()
+        for i, r in enumerate(resources):
+            if r.name in seen:
+                errs.append(duplicate(f"resources[{i}].name", r.name))
+            else:
+                seen.add(r.name)
+            # Weights do not enter the math; upstream only accepts 1 (after defaulting 0 -> 1).
+            if r.weight != 1:
+                errs.append(invalid(f"resources[{i}].weight", r.weight, "must be 1"))
+        raise_aggregate(errs)
+        return BalancedAllocationArgs(resources)
+
+
+def balanced_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
+    """balancedResourceScorer over the resources with non-zero allocatable."""
+    fractions: list[float] = []
+    total = 0.0
+    for r, a in zip(requested, allocatable):
+        f = float(r) / float(a)
+        if f > 1:
+            f = 1.0
+        total += f
+        fractions.append(f)
+    std = 0.0
+    n = len(fractions)
+    if n == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif n > 2:
+        mean = total / float(n)
+        acc = 0.0
+        for f in fractions:
+            acc = acc + (f - mean) * (f - mean)
+        std = math.sqrt(acc / float(n))
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+def balanced_resource_score_batch(
+    requested: list[np.ndarray],
+    allocatable: list[np.ndarray],
+    present: list[np.ndarray],
+    weights: list[int],
+    m: int,
+) -> np.ndarray:
+    k = len(requested)
+    fracs: list[np.ndarray] = []
+    for r, a, p in zip(requested, allocatable, present):
+        # Masked lanes get 0.0; they are excluded below (adding 0.0 never changes a float sum).
+        f = r.astype(np.float64) / (a if p.all() else np.where(p, a, 1)).astype(np.float64)
+        np.minimum(f, 1.0, out=f)
+        if not p.all():
+            f[~p] = 0.0
+        fracs.append(f)
+    all_present = all(bool(p.all()) for p in present)
+    if all_present and k == 2:
+        std = np.abs((fracs[0] - fracs[1]) / 2)
+        return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    if all_present and k < 2:
+        return np.full(m, MAX_NODE_SCORE, dtype=np.int64)
+    # General case: the number of fractions differs per node.
+    n = np.zeros(m, dtype=np.int64)
+    total = np.zeros(m, dtype=np.float64)
+    first = np.zeros(m, dtype=np.float64)
+    second = np.zeros(m, dtype=np.float64)
+    for f, p in zip(fracs, present):
+        total = total + f
+        first = np.where(p & (n == 0), f, first)
+        second = np.where(p & (n == 1), f, second)
+        n = n + p
+    std = np.zeros(m, dtype=np.float64)
+    two = n == 2
+    if two.any():
+        std[two] = np.abs((first[two] - second[two]) / 2)
+    many = n > 2
+    if many.any():
+        nf = n[many].astype(np.float64)
+        mean = total[many] / nf
+        acc = np.zeros(int(many.sum()), dtype=np.float64)
+        for f, p in zip(fracs, present):
+            d = f[many] - mean
+            acc = acc + np.where(p[many], d * d, 0.0)
+        std[many] = np.sqrt(acc / nf)
+    return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+class _PreScoreState:
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, pod_requests: tuple[int, ...]) -> None:
+        self.pod_requests = pod_requests
+
+
+class BalancedAllocation(PreScorePlugin, ScorePlugin):
+    name = NAME
+
+    def __init__(self, args: BalancedAllocationArgs | None = None) -> None:
+        self.args = args or BalancedAllocationArgs()
+        self.scorer = ResourceAllocationScorer(
+            self.args.resources, balanced_resource_score, balanced_resource_score_batch, use_requested=True
+        )
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> BalancedAllocation:
+        return cls(BalancedAllocationArgs.parse(args))
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        reqs = self.scorer.pod_requests(pod)
+        if self.scorer.is_best_effort(reqs):
+            # Upstream skips best-effort pods so they do not all pile onto one node (#129138).
+            return SKIP
+        state.write(PRE_SCORE_KEY, _PreScoreState(reqs))
+        return None
+
+    def _requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...] | None:
+        s = state.get(PRE_SCORE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s.pod_requests
+        # PreScore did not run: compute here, and score best-effort pods 0 as upstream does.
+        reqs = self.scorer.pod_requests(pod)
+        return None if self.scorer.is_best_effort(reqs) else reqs
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        reqs = self._requests(state, pod)
+        if reqs is None:
+            return 0
+        return self.scorer.score_node(node, reqs)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
+        reqs = self._requests(state, pod)
+        idx = np.asarray(idx, dtype=np.intp)
+        if reqs is None:
+            return np.zeros(len(idx), dtype=np.int64)
+        return self.scorer.score_columns(snapshot.columns, idx, reqs)

@@ -1,0 +1,461 @@
+"""NodeResourcesFit (upstream noderesources/fit.go + apis/config validation of NodeResourcesFitArgs).
+
+Filter: the node must have room for one more pod and for every resource the pod requests
+(quantity > 0, ignored extended resources excepted). A resource the pod asks for more of than
+the node's whole allocatable makes the status UnschedulableAndUnresolvable (preemption cannot
+help); otherwise Unschedulable. Reasons accumulate: pods, cpu, memory, ephemeral-storage,
+then scalar resources.
+
+Score: LeastAllocated / MostAllocated / RequestedToCapacityRatio over the configured resources
+(see resource_allocation.py). No NormalizeScore.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHint,
+    ScorePlugin,
+)
+from scheduler.framework.status import Code, Status
+from scheduler.objects import NodeInfo, PodInfo, Resource
+from scheduler.plugins.helper import as_node, as_pod
+from scheduler.plugins.noderesources.least_allocated import least_resource_score, least_resource_score_batch
+from scheduler.plugins.noderesources.most_allocated import most_resource_score, most_resource_score_batch
+from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MAX_UTILIZATION,
+    RequestedToCapacityRatioScorer,
+    ShapePoint,
+)
+from scheduler.plugins.noderesources.resource_allocation import (
+    DEFAULT_RESOURCES,
+    ResourceAllocationScorer,
+    ResourceSpec,
+    forbidden,
+    invalid,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    not_supported,
+    parse_resources,
+    raise_aggregate,
+    required,
+)
+
+if TYPE_CHECKING:
+    from scheduler.snapshot import Snapshot
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_KEY = "PreFilter" + NAME
+PRE_SCORE_KEY = "PreScore" + NAME
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+SUPPORTED_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+TOO_MANY_PODS = "Too many pods"
+INSUFFICIENT_CPU = "Insufficient cpu"
+INSUFFICIENT_MEMORY = "Insufficient memory"
+INSUFFICIENT_EPHEMERAL = "Insufficient ephemeral-storage"
+SIDECAR_DISABLED = "Pod has a restartable init container and the SidecarContainers feature is disabled"
+
+
+# ---------------------------------------------------------------------------------------------
+# Args
+
+
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_RE = re.compile("^" + _QUALIFIED_NAME_FMT + "$")
+_QUALIFIED_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '"
+    + _QUALIFIED_NAME_FMT
+    + "')"
+)
+_DNS1123_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '"
+    + _DNS1123_SUBDOMAIN_FMT
+    + "')"
+)
+
+
+def _label_name_errors(path: str, value: str) -> list[str]:
+    """metav1validation.ValidateLabelName (utilvalidation.IsQualifiedName)."""
+    msgs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            msgs.append("prefix part must be non-empty")
+        elif len(prefix) > 253:
+            msgs.append("prefix part must be no more than 253 characters")
+        elif not _DNS1123_SUBDOMAIN_RE.match(prefix):
+            msgs.append("prefix part " + _DNS1123_SUBDOMAIN_MSG)
+    else:
+        msgs.append(
+            "a qualified name " + _QUALIFIED_NAME_MSG + " with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        )
+        return [invalid(path, value, m) for m in msgs]
+    if not name:
+        msgs.append("name part must be non-empty")
+    elif len(name) > 63:
+        msgs.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME_RE.match(name):
+        msgs.append("name part " + _QUALIFIED_NAME_MSG)
+    return [invalid(path, value, m) for m in msgs]
+
+
+@dataclass(frozen=True, slots=True)
+class FitArgs:
+    """config.NodeResourcesFitArgs after v1 defaulting."""
+
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_resource_groups: frozenset[str] = frozenset()
+    strategy: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    shape: tuple[ShapePoint, ...] | None = None
+
+    @staticmethod
+    def parse(raw: Mapping[str, Any] | None) -> FitArgs:
+        raw = raw or {}
+        errs: list[str] = []
+        ignored = [str(x) for x in raw.get("ignoredResources") or []]
+        groups = [str(x) for x in raw.get("ignoredResourceGroups") or []]
+        for i, res in enumerate(ignored):
+            errs += _label_name_errors(f"ignoredResources[{i}]", res)
+        for i, group in enumerate(groups):
+            p = f"ignoredResourceGroups[{i}]"
+            if "/" in group:
+                errs.append(invalid(p, group, "resource group name can't contain '/'"))
+            errs += _label_name_errors(p, group)
+
+        ss = raw.get("scoringStrategy")
+        shape: tuple[ShapePoint, ...] | None = None
+        if ss is None:
+            strategy, resources = LEAST_ALLOCATED, DEFAULT_RESOURCES
+        else:
+            strategy = str(ss.get("type") or "")
+            resources = parse_resources(ss.get("resources"), "scoringStrategy.resources")
+            if strategy not in SUPPORTED_STRATEGIES:
+                errs.append(not_supported("scoringStrategy.type", strategy, SUPPORTED_STRATEGIES))
+            for i, r in enumerate(resources):
+                if r.weight <= 0 or r.weight > 100:
+                    errs.append(
+                        invalid(
+                            f"scoringStrategy.resources[{i}].weight",
+                            r.weight,
+                            f"resource weight of {r.name} not in valid range (0, 100]",
+                        )
+                    )
+            rtcr = ss.get("requestedToCapacityRatio")
+            if strategy == REQUESTED_TO_CAPACITY_RATIO:
+                if rtcr is None:
+                    errs.append(
+                        required(
+                            "scoringStrategy.requestedToCapacityRatio",
+                            "must be specified when type is RequestedToCapacityRatio",
+                        )
+                    )
+                else:
+                    shape = tuple(
+                        ShapePoint(int(p.get("utilization") or 0), int(p.get("score") or 0))
+                        for p in rtcr.get("shape") or []
+                    )
+                    errs += _shape_errors(shape, "scoringStrategy.requestedToCapacityRatio.shape")
+            elif rtcr is not None:
+                errs.append(
+                    forbidden(
+                        "scoringStrategy.requestedToCapacityRatio",
+                        "must be nil when type is not RequestedToCapacityRatio",
+                    )
+                )
+        raise_aggregate(errs)
+        return FitArgs(frozenset(ignored), frozenset(groups), strategy, resources, shape)
+
+
+def _shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
+    """validateFunctionShape."""
+    if not shape:
+        return [required(path, "at least one point must be specified")]
+    errs: list[str] = []
+    for i in range(1, len(shape)):
+        if shape[i - 1].utilization >= shape[i].utilization:
+            errs.append(
+                invalid(
+                    f"{path}[{i}].utilization",
+                    shape[i].utilization,
+                    "values must be sorted in increasing order",
+                )
+            )
+            break
+    for i, p in enumerate(shape):
+        if not 0 <= p.utilization <= MAX_UTILIZATION:
+            errs.append(
+                invalid(
+                    f"{path}[{i}].utilization", p.utilization, f"not in valid range [0, {MAX_UTILIZATION}]"
+                )
+            )
+        if not 0 <= p.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errs.append(
+                invalid(f"{path}[{i}].score", p.score, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+            )
+    return errs
+
+
+# ---------------------------------------------------------------------------------------------
+# Cycle state
+
+
+class _PreFilterState:
+    """The pod's request (computePodResourceRequest), with ignored / zero scalars dropped."""
+
+    __slots__ = ("cpu", "empty", "eph", "mem", "scalars")
+
+    def __init__(
+        self, cpu: int, mem: int, eph: int, scalars: tuple[tuple[str, int], ...], empty: bool
+    ) -> None:
+        self.cpu = cpu
+        self.mem = mem
+        self.eph = eph
+        self.scalars = scalars
+        self.empty = empty
+
+
+class _PreScoreState:
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, pod_requests: tuple[int, ...]) -> None:
+        self.pod_requests = pod_requests
+
+
+def _insufficient(
+    req: Resource,
+    alloc: Resource,
+    requested: Resource,
+    num_pods: int,
+    s: _PreFilterState,
+) -> tuple[list[str], bool]:
+    """fitsRequest: the failure reasons, and whether any of them is unresolvable."""
+    reasons: list[str] = []
+    unresolvable = False
+    if num_pods + 1 > alloc.allowed_pod_number:
+        reasons.append(TOO_MANY_PODS)
+    if s.empty:
+        return reasons, unresolvable
+    if s.cpu > 0 and s.cpu > alloc.milli_cpu - requested.milli_cpu:
+        reasons.append(INSUFFICIENT_CPU)
+        unresolvable |= s.cpu > alloc.milli_cpu
+    if s.mem > 0 and s.mem > alloc.memory - requested.memory:
+        reasons.append(INSUFFICIENT_MEMORY)
+        unresolvable |= s.mem > alloc.memory
+    if s.eph > 0 and s.eph > alloc.ephemeral_storage - requested.ephemeral_storage:
+        reasons.append(INSUFFICIENT_EPHEMERAL)
+        unresolvable |= s.eph > alloc.ephemeral_storage
+    for name, q in s.scalars:
+        a = alloc.scalar.get(name, 0)
+        if q > a - requested.scalar.get(name, 0):
+            reasons.append("Insufficient " + name)
+            unresolvable |= q > a
+    return reasons, unresolvable
+
+
+# ---------------------------------------------------------------------------------------------
+# Plugin
+
+
+class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    name = NAME
+
+    # Feature gates this plugin reads. SidecarContainers is GA and locked on in current releases;
+    # InPlacePodVerticalScaling is on by default; queueing hints are on by default.
+    enable_sidecar_containers: bool = True
+    enable_in_place_pod_vertical_scaling: bool = True
+
+    def __init__(self, args: FitArgs | None = None) -> None:
+        self.args = args or FitArgs()
+        a = self.args
+        if a.strategy == LEAST_ALLOCATED:
+            self.scorer = ResourceAllocationScorer(
+                a.resources, least_resource_score, least_resource_score_batch, False
+            )
+        elif a.strategy == MOST_ALLOCATED:
+            self.scorer = ResourceAllocationScorer(
+                a.resources, most_resource_score, most_resource_score_batch, False
+            )
+        elif a.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            rtcr = RequestedToCapacityRatioScorer(a.shape or ())
+            self.scorer = ResourceAllocationScorer(a.resources, rtcr.score, rtcr.score_batch, False)
+        else:
+            raise ValueError(f"scoring strategy {a.strategy} is not supported")
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Fit:
+        return cls(FitArgs.parse(args))
+
+    # -- PreFilter -----------------------------------------------------------------------------
+    def _ignored(self, name: str) -> bool:
+        if not is_extended_resource_name(name):
+            return False
+        a = self.args
+        if name in a.ignored_resources:
+            return True
+        return bool(a.ignored_resource_groups) and name.split("/", 1)[0] in a.ignored_resource_groups
+
+    def compute_state(self, pod: PodInfo) -> _PreFilterState:
+        r = pod.requests
+        scalars = tuple(
+            (name, q)
+            for name, q in r.scalar.items()
+            if q > 0 and is_scalar_resource_name(name) and not self._ignored(name)
+        )
+        # "Empty" as upstream: only the pod count is checked then (ignored scalars still count).
+        any_scalar = any(q > 0 and is_scalar_resource_name(n) for n, q in r.scalar.items())
+        empty = r.milli_cpu == 0 and r.memory == 0 and r.ephemeral_storage == 0 and not any_scalar
+        return _PreFilterState(r.milli_cpu, r.memory, r.ephemeral_storage, scalars, empty)
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> PreFilterResult | Status | None:
+        # No Skip here: even a pod requesting nothing must pass the pod-count check.
+        if not self.enable_sidecar_containers and _has_restartable_init_container(pod):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, SIDECAR_DISABLED)
+        state.write(PRE_FILTER_KEY, self.compute_state(pod))
+        return None
+
+    # -- Filter --------------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        s = state.read(PRE_FILTER_KEY, _PreFilterState)
+        reasons, unres = _insufficient(pod.requests, node.allocatable, node.requested, len(node.pods), s)
+        if not reasons:
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unres else Code.UNSCHEDULABLE, *reasons)
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> np.ndarray:
+        s = state.read(PRE_FILTER_KEY, _PreFilterState)
+        cols = snapshot.columns
+        idx = np.asarray(idx, dtype=np.intp)
+        # num_pods + 1 <= allowed  <=>  num_pods < allowed
+        ok = cols.num_pods.take(idx) < cols.alloc_pods.take(idx)
+        if s.empty:
+            return ok
+        # Pass when request <= allocatable - requested, for each resource the pod asks for.
+        if s.cpu > 0:
+            ok &= cols.alloc_cpu.take(idx) - cols.req_cpu.take(idx) >= s.cpu
+        if s.mem > 0:
+            ok &= cols.alloc_mem.take(idx) - cols.req_mem.take(idx) >= s.mem
+        if s.eph > 0:
+            ok &= cols.alloc_eph.take(idx) - cols.req_eph.take(idx) >= s.eph
+        for name, q in s.scalars:
+            a = cols.scalar_alloc.get(name)
+            if a is None:
+                # No node has it: 0 - 0 < q everywhere.
+                ok[:] = False
+                return ok
+            ok &= a.take(idx) - cols.scalar_req[name].take(idx) >= q
+        return ok
+
+    # -- Score ---------------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_KEY, _PreScoreState(self.scorer.pod_requests(pod)))
+        return None
+
+    def _requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...]:
+        s = state.get(PRE_SCORE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s.pod_requests
+        # Upstream computes the request on the spot when PreScore did not run.
+        return self.scorer.pod_requests(pod)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return self.scorer.score_node(node, self._requests(state, pod))
+
+    def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.intp)
+        return self.scorer.score_columns(snapshot.columns, idx, self._requests(state, pod))
+
+    # -- queueing ------------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        pod_action = ActionType.DELETE
+        if self.enable_in_place_pod_vertical_scaling:
+            pod_action |= ActionType.UPDATE_POD_SCALE_DOWN
+        # With queueing hints on (the default) upstream registers only Add | UpdateNodeAllocatable.
+        node_action = ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+        return [
+            ClusterEventWithHint(ClusterEvent("Pod", pod_action), self._after_pod_event),
+            ClusterEventWithHint(ClusterEvent("Node", node_action), self._after_node_change),
+        ]
+
+    def _after_pod_event(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        original, modified = as_pod(old_obj), as_pod(new_obj)
+        if modified is None:
+            if original is None or (not original.node_name and not original.nominated_node_name):
+                return QueueingHint.QUEUE_SKIP  # an unscheduled pod freed nothing
+            return QueueingHint.QUEUE
+        if not self.enable_in_place_pod_vertical_scaling:
+            return QueueingHint.QUEUE_SKIP
+        if modified.uid == pod.uid:
+            return QueueingHint.QUEUE
+        if not modified.node_name or original is None:
+            return QueueingHint.QUEUE_SKIP
+        want, before, after = pod.requests, original.requests, modified.requests
+        for name in ("cpu", "memory", "ephemeral-storage", *want.scalar):
+            if want.get(name) != 0 and before.get(name) > after.get(name):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _after_node_change(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        original, modified = as_node(old_obj), as_node(new_obj)
+        if modified is None:
+            return QueueingHint.QUEUE_SKIP
+        # isFit: the pod on an empty copy of the node, nothing ignored.
+        s = Fit().compute_state(pod)
+        reasons, _ = _insufficient(pod.requests, modified.allocatable, Resource(), 0, s)
+        if reasons:
+            return QueueingHint.QUEUE_SKIP
+        if original is None:
+            return QueueingHint.QUEUE
+        return (
+            QueueingHint.QUEUE if _requested_increased(pod, original, modified) else QueueingHint.QUEUE_SKIP
+        )
+
+
+def _requested_increased(pod: PodInfo, original: NodeInfo, modified: NodeInfo) -> bool:
+    """haveAnyRequestedResourcesIncreased."""
+    old, new, r = original.allocatable, modified.allocatable, pod.requests
+    if new.allowed_pod_number > old.allowed_pod_number:
+        return True
+    if (r.milli_cpu > 0 and new.milli_cpu > old.milli_cpu) or (r.memory > 0 and new.memory > old.memory):
+        return True
+    if r.ephemeral_storage > 0 and new.ephemeral_storage > old.ephemeral_storage:
+        return True
+    return any(q > 0 and new.scalar.get(n, 0) > old.scalar.get(n, 0) for n, q in r.scalar.items())
+
+
+def _has_restartable_init_container(pod: PodInfo) -> bool:
+    spec = pod.raw.get("spec") or {}
+    return any(c.get("restartPolicy") == "Always" for c in spec.get("initContainers") or [])

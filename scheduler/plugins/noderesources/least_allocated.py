@@ -1,0 +1,45 @@
+"""LeastAllocated scoring strategy (upstream noderesources/least_allocated.go).
+
+Per resource: ``(allocatable - requested) * 100 / allocatable`` (0 when over-committed); node
+score: weighted mean with integer division.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.framework.status import MAX_NODE_SCORE
+from scheduler.plugins.noderesources.resource_allocation import safe_divisor, weighted_mean_int
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def least_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
+    node_score = 0
+    weight_sum = 0
+    for r, a, w in zip(requested, allocatable, weights):
+        node_score += least_requested_score(r, a) * w
+        weight_sum += w
+    if weight_sum == 0:
+        return 0
+    return node_score // weight_sum
+
+
+def least_resource_score_batch(
+    requested: list[np.ndarray],
+    allocatable: list[np.ndarray],
+    present: list[np.ndarray],
+    weights: list[int],
+    m: int,
+) -> np.ndarray:
+    scores = []
+    for r, a, p in zip(requested, allocatable, present):
+        free = a - r
+        # free < 0 (over-committed) scores 0; masked lanes are dropped by the weighted mean.
+        s = np.maximum(free, 0) * MAX_NODE_SCORE // safe_divisor(a, p)
+        scores.append(s)
+    return weighted_mean_int(scores, present, weights, m)

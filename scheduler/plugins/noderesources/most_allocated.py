@@ -1,0 +1,45 @@
+"""MostAllocated scoring strategy (upstream noderesources/most_allocated.go).
+
+Per resource: ``min(requested, allocatable) * 100 / allocatable``; node score: weighted mean
+with integer division.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.framework.status import MAX_NODE_SCORE
+from scheduler.plugins.noderesources.resource_allocation import safe_divisor, weighted_mean_int
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    # Requests may exceed capacity because pods without requests count non-zero defaults.
+    requested = min(requested, capacity)
+    return requested * MAX_NODE_SCORE // capacity
+
+
+def most_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
+    node_score = 0
+    weight_sum = 0
+    for r, a, w in zip(requested, allocatable, weights):
+        node_score += most_requested_score(r, a) * w
+        weight_sum += w
+    if weight_sum == 0:
+        return 0
+    return node_score // weight_sum
+
+
+def most_resource_score_batch(
+    requested: list[np.ndarray],
+    allocatable: list[np.ndarray],
+    present: list[np.ndarray],
+    weights: list[int],
+    m: int,
+) -> np.ndarray:
+    scores = [
+        np.minimum(r, a) * MAX_NODE_SCORE // safe_divisor(a, p)
+        for r, a, p in zip(requested, allocatable, present)
+    ]
+    return weighted_mean_int(scores, present, weights, m)

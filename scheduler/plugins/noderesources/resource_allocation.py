@@ -1,0 +1,263 @@
+"""Shared resource-allocation scoring (upstream noderesources/resource_allocation.go).
+
+A scorer turns, for every configured resource, the node's allocatable and the node's requested
+amount *plus the incoming pod's request* into one 0..100 score. Fit (Least/Most/RTCR) counts
+cpu/memory with the non-zero defaults (100m / 200MiB per container that does not name them);
+BalancedAllocation (``use_requested``) counts the actual requests.
+
+The per-node form (``score_node``) is the reference. ``score_columns`` does the same over the
+snapshot's numpy columns; every operand is non-negative, so numpy's floor division equals Go's
+truncating int64 division.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.objects import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.snapshot import NodeColumns
+
+# Kinds of resource, decided once per configured name.
+KIND_CPU = 0
+KIND_MEMORY = 1
+KIND_EPHEMERAL = 2
+KIND_SCALAR = 3  # extended, hugepages-*, *kubernetes.io/*, attachable-volumes-*
+KIND_OTHER = 4  # e.g. "pods": never scored (upstream finds no allocatable entry)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """schedutil.IsScalarResourceName: extended or prefixed-native (a '/' in the name),
+    hugepages-*, or attachable-volumes-*."""
+    return "/" in name or name.startswith("hugepages-") or name.startswith("attachable-volumes-")
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: has a domain, not kubernetes.io, not requests.*."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def resource_kind(name: str) -> int:
+    if name == CPU:
+        return KIND_CPU
+    if name == MEMORY:
+        return KIND_MEMORY
+    if name == EPHEMERAL_STORAGE:
+        return KIND_EPHEMERAL
+    if is_scalar_resource_name(name):
+        return KIND_SCALAR
+    return KIND_OTHER
+
+
+# ---------------------------------------------------------------------------------------------
+# Args helpers (config.ResourceSpec and field-error formatting as in apimachinery field.Error)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int
+
+
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+def go_value(value: Any) -> str:
+    """How field.Error prints a value: strings quoted, numbers bare."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
+def invalid(path: str, value: Any, detail: str) -> str:
+    return f"{path}: Invalid value: {go_value(value)}: {detail}"
+
+
+def required(path: str, detail: str) -> str:
+    return f"{path}: Required value: {detail}"
+
+
+def forbidden(path: str, detail: str) -> str:
+    return f"{path}: Forbidden: {detail}"
+
+
+def duplicate(path: str, value: Any) -> str:
+    return f"{path}: Duplicate value: {go_value(value)}"
+
+
+def not_supported(path: str, value: Any, supported: Sequence[str]) -> str:
+    return f"{path}: Unsupported value: {go_value(value)}: supported values: " + ", ".join(
+        go_value(s) for s in supported
+    )
+
+
+def raise_aggregate(errs: list[str]) -> None:
+    """utilerrors.Aggregate.Error(): one message alone, several as '[a, b]'."""
+    if not errs:
+        return
+    if len(errs) == 1:
+        raise ValueError(errs[0])
+    raise ValueError("[" + ", ".join(errs) + "]")
+
+
+def parse_resources(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
+    """A v1 resources list with v1 defaulting: empty -> cpu+memory, weight 0/unset -> 1."""
+    if not raw:
+        return DEFAULT_RESOURCES
+    if not isinstance(raw, Sequence):
+        raise ValueError(f"{path}: Invalid value: expected a list")
+    out = []
+    for r in raw:
+        if not isinstance(r, Mapping):
+            raise ValueError(f"{path}: Invalid value: expected a list of {{name, weight}}")
+        weight = int(r.get("weight") or 0)
+        out.append(ResourceSpec(str(r.get("name", "")), weight if weight != 0 else 1))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The scorer
+
+
+# scorer(requested, allocatable) over the resources whose allocatable is non-zero; the lists
+# keep configured order, entries with allocatable 0 are dropped as upstream skips them.
+ScoreFn = Callable[[list[int], list[int], list[int]], int]
+# Vectorised form: (requested[k][m], allocatable[k][m], present[k][m], weights[k], m) -> int64[m].
+BatchScoreFn = Callable[[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[int], int], np.ndarray]
+
+
+class ResourceAllocationScorer:
+    __slots__ = ("batch_fn", "kinds", "names", "resources", "score_fn", "use_requested", "weights")
+
+    def __init__(
+        self,
+        resources: Sequence[ResourceSpec],
+        score_fn: ScoreFn,
+        batch_fn: BatchScoreFn,
+        use_requested: bool,
+    ) -> None:
+        self.resources = tuple(resources)
+        self.names = tuple(r.name for r in resources)
+        self.weights = tuple(r.weight for r in resources)
+        self.kinds = tuple(resource_kind(r.name) for r in resources)
+        self.score_fn = score_fn
+        self.batch_fn = batch_fn
+        self.use_requested = use_requested
+
+    # -- pod side ------------------------------------------------------------------------------
+    def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
+        """calculatePodResourceRequestList: one request per configured resource."""
+        out = []
+        for name, kind in zip(self.names, self.kinds):
+            if kind == KIND_CPU:
+                out.append(pod.requests.milli_cpu if self.use_requested else pod.non0_cpu)
+            elif kind == KIND_MEMORY:
+                out.append(pod.requests.memory if self.use_requested else pod.non0_mem)
+            elif kind == KIND_EPHEMERAL:
+                out.append(pod.requests.ephemeral_storage)
+            elif kind == KIND_SCALAR:
+                out.append(pod.requests.scalar.get(name, 0))
+            else:
+                out.append(pod.requests.get(name))
+        return tuple(out)
+
+    @staticmethod
+    def is_best_effort(pod_requests: Sequence[int]) -> bool:
+        return not any(pod_requests)
+
+    # -- per node (reference) ------------------------------------------------------------------
+    def _alloc_req(self, node: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
+        """calculateResourceAllocatableRequest for resource i."""
+        kind = self.kinds[i]
+        if kind == KIND_SCALAR and pod_request == 0:
+            # An extended resource the pod does not ask for is left out of the score.
+            return 0, 0
+        alloc = node.allocatable
+        if kind == KIND_CPU:
+            used = node.requested.milli_cpu if self.use_requested else node.non0_cpu
+            return alloc.milli_cpu, used + pod_request
+        if kind == KIND_MEMORY:
+            used = node.requested.memory if self.use_requested else node.non0_mem
+            return alloc.memory, used + pod_request
+        if kind == KIND_EPHEMERAL:
+            return alloc.ephemeral_storage, node.requested.ephemeral_storage + pod_request
+        name = self.names[i]
+        if name in alloc.scalar:
+            return alloc.scalar[name], node.requested.scalar.get(name, 0) + pod_request
+        return 0, 0
+
+    def score_node(self, node: NodeInfo, pod_requests: Sequence[int]) -> int:
+        requested: list[int] = []
+        allocatable: list[int] = []
+        weights: list[int] = []
+        for i in range(len(self.names)):
+            a, r = self._alloc_req(node, i, pod_requests[i])
+            if a == 0:
+                continue
+            allocatable.append(a)
+            requested.append(r)
+            weights.append(self.weights[i])
+        return self.score_fn(requested, allocatable, weights)
+
+    # -- batch ---------------------------------------------------------------------------------
+    def score_columns(self, cols: NodeColumns, idx: np.ndarray, pod_requests: Sequence[int]) -> np.ndarray:
+        reqs: list[np.ndarray] = []
+        allocs: list[np.ndarray] = []
+        present: list[np.ndarray] = []
+        weights: list[int] = []
+        for i, kind in enumerate(self.kinds):
+            pr = pod_requests[i]
+            if kind == KIND_CPU:
+                a = cols.alloc_cpu.take(idx)
+                r = (cols.req_cpu if self.use_requested else cols.non0_cpu).take(idx) + pr
+            elif kind == KIND_MEMORY:
+                a = cols.alloc_mem.take(idx)
+                r = (cols.req_mem if self.use_requested else cols.non0_mem).take(idx) + pr
+            elif kind == KIND_EPHEMERAL:
+                a = cols.alloc_eph.take(idx)
+                r = cols.req_eph.take(idx) + pr
+            elif kind == KIND_SCALAR:
+                if pr == 0:
+                    continue
+                col = cols.scalar_alloc.get(self.names[i])
+                if col is None:
+                    continue  # no node has it: allocatable 0 everywhere, skipped
+                a = col.take(idx)
+                r = cols.scalar_req[self.names[i]].take(idx) + pr
+            else:
+                continue
+            p = a != 0
+            allocs.append(a)
+            reqs.append(r)
+            present.append(p)
+            weights.append(self.weights[i])
+        return self.batch_fn(reqs, allocs, present, weights, len(idx))
+
+
+def safe_divisor(alloc: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """alloc with zeros replaced by 1 so masked-out lanes divide harmlessly."""
+    if present.all():
+        return alloc
+    return np.where(present, alloc, 1)
+
+
+def weighted_mean_int(
+    scores: list[np.ndarray], present: list[np.ndarray], weights: list[int], m: int
+) -> np.ndarray:
+    """Σ s·w / Σ w over present resources, integer division, 0 when no weight."""
+    num = np.zeros(m, dtype=np.int64)
+    den = np.zeros(m, dtype=np.int64)
+    for s, p, w in zip(scores, present, weights):
+        num += np.where(p, s * w, 0)
+        den += np.where(p, w, 0)
+    out = np.zeros(m, dtype=np.int64)
+    nz = den != 0
+    if nz.all():
+        return num // den
+    np.floor_divide(num, den, out=out, where=nz)
+    return out

@@ -1,0 +1,327 @@
+"""Offline what-if: the real framework against a cluster described in YAML, no API server.
+
+See shared/reference/simulate-contract.md. The same Cache, Snapshot, Framework, Algorithm and
+scheduling cycle as the live scheduler; the binder is a stand-in that always succeeds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+import yaml
+
+from scheduler.algorithm import Algorithm
+from scheduler.cache import Cache
+from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
+from scheduler.framework.runtime import Framework, FrameworkError
+from scheduler.objects import NamespaceInfo, PodInfo, SelectorOwner
+from scheduler.plugins.registry import default_registry
+from scheduler.schedule_one import CycleOutcome, scheduling_cycle
+from scheduler.snapshot import Listers, Snapshot
+
+KNOWN_KINDS = {
+    "Node",
+    "Pod",
+    "Namespace",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "PodDisruptionBudget",
+    "Service",
+    "ReplicaSet",
+    "StatefulSet",
+    "ReplicationController",
+}
+OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+
+
+class InputError(Exception):
+    """A bad input file; ``str()`` is the one line printed before exit 2."""
+
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_documents(path: str) -> list[dict[str, Any]]:
+    """Every object in a multi-document YAML (or JSON) file, with ``kind: List`` flattened."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        if path.endswith(".json"):
+            docs: list[Any] = [json.loads(text)]
+        else:
+            docs = list(yaml.load_all(text, Loader=_Loader))
+    except (yaml.YAMLError, ValueError) as exc:
+        first = " ".join(str(exc).split())
+        raise InputError(f"{path}: not valid YAML: {first}") from None
+    out: list[dict[str, Any]] = []
+
+    def walk(doc: Any, where: str) -> None:
+        if doc is None:
+            return
+        if not isinstance(doc, Mapping):
+            raise InputError(f"{path}: {where}: expected a Kubernetes object (a mapping), got {type(doc).__name__}")
+        kind = doc.get("kind")
+        if kind == "List" or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
+            for i, item in enumerate(doc.get("items") or []):
+                walk(item, f"{where}.items[{i}]")
+            return
+        if not isinstance(kind, str) or not kind:
+            raise InputError(f"{path}: {where}: object has no kind")
+        meta = doc.get("metadata")
+        if not isinstance(meta, Mapping) or not meta.get("name"):
+            raise InputError(f"{path}: {where}: {kind} has no metadata.name")
+        out.append(dict(doc))
+
+    for i, d in enumerate(docs):
+        walk(d, f"document {i}")
+    return out
+
+
+@dataclass(slots=True)
+class Cluster:
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    listers: Listers = field(default_factory=Listers)
+    ignored_kinds: set[str] = field(default_factory=set)
+
+
+def build_cluster(docs: list[dict[str, Any]], path: str = "") -> Cluster:
+    c = Cluster()
+    for d in docs:
+        kind = d["kind"]
+        if kind == "Node":
+            c.nodes.append(d)
+        elif kind == "Pod":
+            c.pods.append(d)
+        elif kind == "Namespace":
+            ns = NamespaceInfo.parse(d)
+            c.listers.namespaces[ns.name] = ns
+        elif kind in OWNER_KINDS:
+            o = SelectorOwner.parse(d)
+            c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o
+        elif kind in KNOWN_KINDS:
+            meta = d.get("metadata") or {}
+            key = f"{meta.get('namespace', '')}/{meta['name']}".lstrip("/")
+            c.listers.objects.setdefault(kind, {})[key] = d
+        else:
+            c.ignored_kinds.add(kind)
+    return c
+
+
+class _StaticBinder:
+    """Stands in for the API: the binding always succeeds."""
+
+    async def bind(self, pod: PodInfo, node: str) -> None:
+        return None
+
+
+def _run_sync(coro: Any) -> Any:
+    """Drive a coroutine that never suspends (simulate's binding plugins) without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("a binding plugin awaited real I/O inside simulate")
+
+
+class Simulator:
+    def __init__(self, cluster: Cluster, config: SchedulerConfig, seed: int | None = None,
+                 registry: Mapping[str, type[Plugin]] | None = None) -> None:
+        self.config = config
+        self.cache = Cache()
+        self.snapshot = Snapshot()
+        self.listers = cluster.listers
+        self.algorithm = Algorithm(np.random.default_rng(seed))
+        reg = registry if registry is not None else default_registry()
+        self.frameworks: dict[str, Framework] = {}
+        binder = _StaticBinder()
+        for prof in config.profiles:
+            handle = Handle(self.snapshot, self.listers, prof.scheduler_name, config.parallelism, binder)
+            self.frameworks[prof.scheduler_name] = Framework(
+                prof, reg, handle, global_percentage=config.percentage_of_nodes_to_score
+            )
+        for n in cluster.nodes:
+            self.cache.add_node(n)
+        self.pending: list[QueuedPodInfo] = []
+        self.gated: list[PodInfo] = []
+        for seq, raw in enumerate(cluster.pods):
+            pod = PodInfo(raw)
+            if pod.node_name:
+                if not pod.terminal:
+                    self.cache.add_pod(pod)
+                continue
+            fw = self.frameworks.get(pod.scheduler_name)
+            if fw is None:
+                continue
+            if fw.run_pre_enqueue(pod) is not None:
+                self.gated.append(pod)
+                continue
+            self.pending.append(QueuedPodInfo(pod, pod.creation_ts, seq))
+        first = next(iter(self.frameworks.values()))
+        qs = first.queue_sort
+        probe = qs.sort_key(self.pending[0]) if self.pending else None
+        if probe is not None:
+            self.pending.sort(key=qs.sort_key)
+        else:
+            self.pending.sort(key=functools.cmp_to_key(lambda a, b: -1 if qs.less(a, b) else (1 if qs.less(b, a) else 0)))
+
+    def attempts(self) -> Iterator[CycleOutcome]:
+        for q in self.pending:
+            q.attempts += 1
+            yield self.attempt(q.pod)
+
+    def attempt(self, pod: PodInfo) -> CycleOutcome:
+        fw = self.frameworks[pod.scheduler_name]
+        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
+        assumed = out.assumed
+        if assumed is None:
+            return out
+        node = assumed.node_name
+        # Binding cycle, synchronously: nothing here waits on I/O.
+        s = _run_sync(fw.run_pre_bind(out.state, assumed, node))
+        if s is None:
+            s = _run_sync(fw.run_bind(out.state, assumed, node))
+        if s is not None:
+            fw.run_unreserve(out.state, assumed, node)
+            self.cache.forget_pod(assumed.uid)
+            out.status = s
+            out.assumed = None
+            return out
+        self.cache.confirm_pod(assumed.uid)
+        fw.run_post_bind(out.state, assumed, node)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
+    """The --output json line of one attempt (simulate contract)."""
+    rec: dict[str, Any] = {"pod": out.pod.key, "node": out.node}
+    res = out.result
+    diag = res.diagnosis if res is not None else (out.fit_error.diagnosis if out.fit_error else None)
+    filtered: dict[str, Any] = {}
+    if diag is not None:
+        nts = diag.node_to_status
+        for name, s in nts.statuses.items():
+            filtered[name] = {"plugin": s.plugin, "reasons": list(s.reasons)}
+        if out.fit_error is not None and nts.absent is not None and nts.absent.reasons:
+            # Nodes the attempt never filtered carry the PreFilter (or PreFilterResult) status.
+            for ni in sim.snapshot.node_infos:
+                if ni.name not in filtered:
+                    filtered[ni.name] = {"plugin": nts.absent.plugin, "reasons": list(nts.absent.reasons)}
+    if res is not None:
+        rec["evaluated"] = res.evaluated_nodes
+        rec["feasible"] = res.feasible_nodes
+    else:
+        rec["evaluated"] = len(filtered)
+        rec["feasible"] = 0
+    rec["filtered"] = filtered
+    scores: dict[str, Any] = {}
+    if res is not None and res.scores is not None:
+        sc = res.scores
+        infos = sim.snapshot.node_infos
+        raws = [r.tolist() for r in sc.raw]
+        finals = [f.tolist() for f in sc.final]
+        totals = sc.totals.tolist()
+        for j, i in enumerate(sc.idx.tolist()):
+            scores[infos[i].name] = {
+                "plugins": {name: {"score": raws[k][j], "final": finals[k][j]} for k, name in enumerate(sc.plugins)},
+                "total": totals[j],
+            }
+    rec["scores"] = scores
+    if out.node is None:
+        rec["message"] = out.message
+    if out.post_filter is not None and out.post_filter.nominated_node_name:
+        rec["nominated"] = out.post_filter.nominated_node_name
+        rec["victims"] = [v.key for v in out.post_filter.victims]
+    return rec
+
+
+def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> None:
+    pod = out.pod.key
+    if out.node is None:
+        stream.write(f"{pod}: unschedulable\n  {out.message}\n\n")
+        return
+    res = out.result
+    assert res is not None
+    stream.write(f"{pod} -> {out.node}   (evaluated {res.evaluated_nodes}, feasible {res.feasible_nodes})\n")
+    sc = res.scores
+    if sc is None or not sc.plugins:
+        stream.write("  only one feasible node: no scoring\n\n" if sc is None else "  no score plugins\n\n")
+        return
+    order = np.argsort(-sc.totals, kind="stable")[:top]
+    infos = sim.snapshot.node_infos
+    headers = ["NODE", "TOTAL", *sc.plugins]
+    rows = [[infos[int(sc.idx[j])].name, str(int(sc.totals[j]))] + [str(int(f[j])) for f in sc.final] for j in order]
+    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
+    stream.write("  " + "  ".join(h.ljust(w) for h, w in zip(headers, widths)) + "\n")
+    for r in rows:
+        stream.write("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "\n")
+    stream.write("\n")
+
+
+def run(cluster_path: str, config_path: str | None, seed: int | None, output: str,
+        stream: IO[str] | None = None, stats: bool = False) -> int:
+    stream = stream or sys.stdout
+    try:
+        docs = load_documents(cluster_path)
+        cluster = build_cluster(docs, cluster_path)
+        config = load_config(config_path)
+        sim = Simulator(cluster, config, seed)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ConfigError as exc:
+        print(f"error: {config_path or 'default configuration'}: {exc}", file=sys.stderr)
+        return 2
+    except FrameworkError as exc:
+        print(f"error: {config_path or 'default configuration'}: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as exc:
+        print(f"error: {cluster_path}: {exc}", file=sys.stderr)
+        return 2
+    if cluster.ignored_kinds:
+        print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
+    for name in config.not_available:
+        print(f"note: plugin {name} is not available in pyscheduler; the profile runs without it", file=sys.stderr)
+    placed = 0
+    attempts = 0
+    write = stream.write
+    t0 = time.perf_counter()
+    for out in sim.attempts():
+        attempts += 1
+        if out.node is not None:
+            placed += 1
+        if output == "placements":
+            line = {"pod": out.pod.key, "node": out.node}
+            if out.post_filter is not None and out.post_filter.nominated_node_name:
+                line["nominated"] = out.post_filter.nominated_node_name
+            write(json.dumps(line) + "\n")
+        elif output == "json":
+            write(json.dumps(attempt_record(sim, out)) + "\n")
+        else:
+            _human(sim, out, stream)
+    elapsed = time.perf_counter() - t0
+    if output == "text":
+        write(f"{placed}/{attempts} pods scheduled\n")
+    if stats:
+        rate = attempts / elapsed if elapsed > 0 else 0.0
+        print(json.dumps({"attempts": attempts, "scheduled": placed, "seconds": round(elapsed, 4),
+                          "pods_per_second": round(rate, 1)}), file=sys.stderr)
+    return 0

@@ -1,0 +1,120 @@
+"""objects.py / quantity.py: exact quantity parsing and pod request aggregation.
+
+Expected values follow apimachinery resource.Quantity (MilliValue/Value round up) and
+component-helpers resource.PodRequests (init containers, sidecars, overhead, pod-level).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.objects import DEFAULT_MEMORY_REQUEST, NodeInfo, PodInfo
+from scheduler.quantity import QuantityError, int_value, milli_value
+from tests.builders import make_node, make_pod
+
+
+@pytest.mark.parametrize(
+    ("text", "milli", "value"),
+    [
+        ("100m", 100, 1),  # Value() rounds 0.1 up to 1
+        ("0.1", 100, 1),
+        ("1", 1000, 1),
+        ("1.5", 1500, 2),
+        ("1n", 1, 1),  # MilliValue rounds up too
+        ("1Ki", 1024000, 1024),
+        ("500Mi", 500 * 2**20 * 1000, 500 * 2**20),
+        ("1Gi", 2**30 * 1000, 2**30),
+        ("1.5Gi", 3 * 2**29 * 1000, 3 * 2**29),
+        ("1e3", 10**6, 1000),
+        ("1E3", 10**6, 1000),
+        ("2k", 2 * 10**6, 2000),
+        ("1M", 10**9, 10**6),
+        ("32Gi", 32 * 2**30 * 1000, 32 * 2**30),
+        ("0", 0, 0),
+        (4, 4000, 4),
+        ("+1", 1000, 1),
+        (".5", 500, 1),
+        ("5.", 5000, 5),
+        ("1e-3", 1, 1),
+    ],
+)
+def test_quantity(text: str, milli: int, value: int) -> None:
+    assert milli_value(text) == milli
+    assert int_value(text) == value
+
+
+@pytest.mark.parametrize("bad", ["", "1.2.3", "1Qi", "Gi", "1 Gi", "abc", "--1"])
+def test_quantity_rejects(bad: str) -> None:
+    with pytest.raises(QuantityError):
+        milli_value(bad)
+
+
+def _c(cpu: str | None = None, mem: str | None = None, restart: str | None = None, limits: dict | None = None) -> dict:
+    res: dict = {}
+    req = {}
+    if cpu is not None:
+        req["cpu"] = cpu
+    if mem is not None:
+        req["memory"] = mem
+    if req:
+        res["requests"] = req
+    if limits:
+        res["limits"] = limits
+    c: dict = {"name": "x", "image": "pause", "resources": res}
+    if restart:
+        c["restartPolicy"] = restart
+    return c
+
+
+# (case, containers, init containers, extra spec kwargs, cpu milli, memory bytes, non0 cpu, non0 mem)
+REQUEST_CASES = [
+    # component-helpers resource/helpers_test.go TestPodRequests "init container max"
+    ("init containers take the max", [_c("1"), _c("2")], [_c("2"), _c("4")], {}, 4000, 0, 4000, 2 * DEFAULT_MEMORY_REQUEST),
+    ("containers sum beats init", [_c("3")], [_c("2")], {}, 3000, 0, 3000, DEFAULT_MEMORY_REQUEST),
+    # "restartable init container" cases: sidecars add to everything started after them
+    ("sidecar then init", [_c("1")], [_c("1", restart="Always"), _c("2")], {}, 3000, 0, 3000, 2 * DEFAULT_MEMORY_REQUEST),
+    ("init then sidecar", [_c("1")], [_c("5"), _c("1", restart="Always")], {}, 5000, 0, 5000, 2 * DEFAULT_MEMORY_REQUEST),
+    # overhead is added on top (TestPodRequests "pod overhead")
+    ("overhead", [_c("1", "1Gi")], [], {"overhead": {"cpu": "250m", "memory": "120Mi"}}, 1250, 2**30 + 120 * 2**20,
+     1250, 2**30 + 120 * 2**20),
+    # limits default requests (API-server defaulting)
+    ("limits only", [_c(limits={"cpu": "2", "memory": "1Gi"})], [], {}, 2000, 2**30, 2000, 2**30),
+    # explicit zero is not replaced by the non-zero default (schedutil.GetNonzeroRequests)
+    ("explicit zero", [_c("0", "0")], [], {}, 0, 0, 0, 0),
+    # pod-level resources replace the container aggregate (PodLevelResources)
+    ("pod level", [_c("1", "1Gi")], [], {"pod_resources": {"requests": {"cpu": "2", "memory": "2Gi"}}}, 2000, 2 * 2**30,
+     2000, 2 * 2**30),
+    ("no requests", [_c()], [], {}, 0, 0, 100, DEFAULT_MEMORY_REQUEST),
+]
+
+
+@pytest.mark.parametrize(
+    ("containers", "inits", "extra", "cpu", "mem", "n0cpu", "n0mem"),
+    [c[1:] for c in REQUEST_CASES],
+    ids=[c[0] for c in REQUEST_CASES],
+)
+def test_pod_requests(containers: list, inits: list, extra: dict, cpu: int, mem: int, n0cpu: int, n0mem: int) -> None:
+    pod = PodInfo(make_pod(containers=containers, init_containers=inits, **extra))
+    assert pod.requests.milli_cpu == cpu
+    assert pod.requests.memory == mem
+    assert (pod.non0_cpu, pod.non0_mem) == (n0cpu, n0mem)
+
+
+def test_node_info_accounting() -> None:
+    ni = NodeInfo(make_node("n1", cpu="4", memory="8Gi"))
+    p1 = PodInfo(make_pod("a", cpu="1", memory="1Gi", host_ports=[8080]))
+    p2 = PodInfo(make_pod("b"))
+    ni.add_pod(p1)
+    ni.add_pod(p2)
+    assert ni.requested.milli_cpu == 1000
+    assert ni.non0_cpu == 1100 and ni.non0_mem == 2**30 + DEFAULT_MEMORY_REQUEST
+    assert ("TCP", 8080) in ni.used_ports
+    assert ni.remove_pod(p1)
+    assert ni.requested.milli_cpu == 0 and not ni.used_ports
+    assert ni.allocatable.allowed_pod_number == 110
+
+
+def test_allocatable_defaults_to_capacity() -> None:
+    raw = make_node("n1")
+    del raw["status"]["allocatable"]
+    assert NodeInfo(raw).allocatable.milli_cpu == 4000
