@@ -120,7 +120,13 @@ class Cache:
             del self.nodes[node]
 
     def add_pod(self, pod: PodInfo) -> None:
-        """A pod the API server shows bound to a node (confirms an assumed pod)."""
+        """A pod the API server shows bound to a node (confirms an assumed pod).
+
+        A pod that finished (Succeeded/Failed) frees its resources; a terminating pod (deletion
+        timestamp set) still holds them until it is gone, as upstream."""
+        if pod.terminal:
+            self.remove_pod(pod.uid)
+            return
         st = self.pods.get(pod.uid)
         if st is not None:
             if st.assumed and st.node != pod.node_name:
@@ -131,6 +137,14 @@ class Cache:
 
     def update_pod(self, pod: PodInfo) -> None:
         self.add_pod(pod)
+
+    def get_pod(self, uid: str) -> PodInfo | None:
+        st = self.pods.get(uid)
+        return st.pod if st is not None else None
+
+    def node_of(self, uid: str) -> str | None:
+        st = self.pods.get(uid)
+        return st.node if st is not None else None
 
     def remove_pod(self, uid: str) -> None:
         st = self.pods.pop(uid, None)
@@ -178,6 +192,12 @@ class Cache:
 
     def pod_count(self) -> int:
         return len(self.pods)
+
+    def assumed_pods(self) -> list[PodInfo]:
+        return [st.pod for st in self.pods.values() if st.assumed]
+
+    def node_count(self) -> int:
+        return sum(1 for ni in self.nodes.values() if ni.node_present)
 
     # -- snapshot ----------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot) -> None:

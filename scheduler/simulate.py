@@ -298,8 +298,9 @@ def run(cluster_path: str, config_path: str | None, seed: int | None, output: st
         return 2
     if cluster.ignored_kinds:
         print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
-    for name in config.not_available:
-        print(f"note: plugin {name} is not available in pyscheduler; the profile runs without it", file=sys.stderr)
+    if config.not_available:
+        print(f"note: not available in pyscheduler, left out of the profile: {', '.join(config.not_available)}",
+              file=sys.stderr)
     placed = 0
     attempts = 0
     write = stream.write

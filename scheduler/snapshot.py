@@ -7,6 +7,7 @@ pod's search starts from, so it is part of exactness.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 
 import numpy as np
@@ -224,11 +225,11 @@ class Snapshot:
     def get(self, name: str) -> NodeInfo | None:
         return self.node_map.get(name)
 
-    def nodes_with_affinity_pods(self) -> list[NodeInfo]:
+    def nodes_with_affinity_pods(self) -> builtins.list[NodeInfo]:
         self._refresh_affinity_lists()
         return self.have_pods_with_affinity
 
-    def nodes_with_required_anti_affinity_pods(self) -> list[NodeInfo]:
+    def nodes_with_required_anti_affinity_pods(self) -> builtins.list[NodeInfo]:
         self._refresh_affinity_lists()
         return self.have_pods_with_required_anti_affinity
 

@@ -142,7 +142,9 @@ class PodCounter:
         pred = self.pred
         if changed is None:
             self.counts = np.fromiter(
-                (sum(1 for p in ni.pods if pred(p)) if ni.pods else 0 for ni in infos), dtype=np.int64, count=len(infos)
+                (sum(1 for p in ni.pods if pred(p)) if ni.pods else 0 for ni in infos),
+                dtype=np.int64,
+                count=len(infos),
             )
         else:
             counts = self.counts
@@ -175,7 +177,12 @@ class TermIndex:
 
     def __init__(self) -> None:
         self.counts: dict[TermSig, np.ndarray] = {}
-        self.by_kind: dict[int, set[TermSig]] = {REQ_AFFINITY: set(), REQ_ANTI: set(), PREF_AFFINITY: set(), PREF_ANTI: set()}
+        self.by_kind: dict[int, set[TermSig]] = {
+            REQ_AFFINITY: set(),
+            REQ_ANTI: set(),
+            PREF_AFFINITY: set(),
+            PREF_ANTI: set(),
+        }
         self.contrib: dict[int, dict[TermSig, int]] = {}
         self.n = 0
         self.seq = -1

@@ -1,4 +1,5 @@
-"""DefaultNormalizeScore; cases from upstream plugins/helper/normalize_score_test.go TestDefaultNormalizeScore."""
+"""DefaultNormalizeScore; cases from upstream plugins/helper/normalize_score_test.go
+TestDefaultNormalizeScore."""
 
 from __future__ import annotations
 

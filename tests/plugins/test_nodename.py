@@ -26,7 +26,9 @@ from tests.builders import make_node, make_pod
     ids=["no-host", "match", "mismatch"],
 )
 def test_filter(pod_node: str, node: str, want_reject: bool) -> None:
-    st = NodeName().filter(CycleState(), PodInfo(make_pod("p", node_name=pod_node)), NodeInfo(make_node(node)))
+    st = NodeName().filter(
+        CycleState(), PodInfo(make_pod("p", node_name=pod_node)), NodeInfo(make_node(node))
+    )
     if want_reject:
         assert st is not None
         assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE

@@ -18,7 +18,7 @@ from tests.builders import make_node, make_pod
 
 def pod_with(*specs: str, name: str = "p", node: str = "") -> dict:
     """Pods like upstream's newPod("m1", "UDP/127.0.0.1/8080", ...): protocol/hostIP/hostPort."""
-    ports = []
+    ports: list[int | tuple[int, str, str]] = []
     for s in specs:
         proto, ip, port = s.split("/")
         ports.append((int(port), proto, ip))
@@ -40,19 +40,36 @@ CASES = [
     ("different host ip", ["TCP/127.0.0.1/8080"], ["TCP/127.0.0.2/8080"], False),
     ("different protocol", ["UDP/127.0.0.1/8080"], ["TCP/127.0.0.1/8080"], False),
     ("second udp port conflict", ["UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"], ["UDP/127.0.0.1/8080"], True),
-    ("first tcp port conflict", ["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"], ["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"], True),
+    (
+        "first tcp port conflict",
+        ["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"],
+        ["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"],
+        True,
+    ),
     ("first tcp port conflict due to 0.0.0.0 hostIP", ["TCP/0.0.0.0/8001"], ["TCP/127.0.0.1/8001"], True),
-    ("TCP hostPort conflict due to 0.0.0.0 hostIP", ["TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"], ["TCP/127.0.0.1/8001"], True),
+    (
+        "TCP hostPort conflict due to 0.0.0.0 hostIP",
+        ["TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"],
+        ["TCP/127.0.0.1/8001"],
+        True,
+    ),
     ("second tcp port conflict to 0.0.0.0 hostIP", ["TCP/127.0.0.1/8001"], ["TCP/0.0.0.0/8001"], True),
     ("second different protocol", ["UDP/127.0.0.1/8001"], ["TCP/0.0.0.0/8001"], False),
-    ("UDP hostPort conflict due to 0.0.0.0 hostIP", ["UDP/127.0.0.1/8001"], ["TCP/0.0.0.0/8001", "UDP/0.0.0.0/8001"], True),
+    (
+        "UDP hostPort conflict due to 0.0.0.0 hostIP",
+        ["UDP/127.0.0.1/8001"],
+        ["TCP/0.0.0.0/8001", "UDP/0.0.0.0/8001"],
+        True,
+    ),
     # Not upstream: an empty hostIP is 0.0.0.0 on both sides; "::" is not a wildcard to the scheduler.
     ("empty ip is wildcard", ["TCP//8001"], ["TCP/10.1.1.1/8001"], True),
     ("ipv6 any is literal", ["TCP/10.1.1.1/8001"], ["TCP/::/8001"], False),
 ]
 
 
-@pytest.mark.parametrize(("want_ports", "used_ports", "conflict"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("want_ports", "used_ports", "conflict"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_filter(want_ports: list[str], used_ports: list[str], conflict: bool) -> None:
     pl = NodePorts()
     pod = PodInfo(pod_with(*want_ports))
@@ -106,13 +123,17 @@ def test_batch_matches_per_node(seed: int) -> None:
     rng = random.Random(seed)
 
     def rand_port() -> str:
-        return f"{rng.choice(['TCP', 'UDP'])}/{rng.choice(['', '0.0.0.0', '10.0.0.1', '10.0.0.2'])}/{rng.choice([80, 81])}"
+        return f"{rng.choice(['TCP', 'UDP'])}/{rng.choice(['', '0.0.0.0', '10.0.0.1', '10.0.0.2'])}/{rng.choice([80, 81])}"  # noqa: E501
 
     nodes = []
     for i in range(50):
         ni = NodeInfo(make_node(f"n{i}"))
         for j in range(rng.randint(0, 2)):
-            ni.add_pod(PodInfo(pod_with(*[rand_port() for _ in range(rng.randint(0, 2))], name=f"e{i}-{j}", node=f"n{i}")))
+            ni.add_pod(
+                PodInfo(
+                    pod_with(*[rand_port() for _ in range(rng.randint(0, 2))], name=f"e{i}-{j}", node=f"n{i}")
+                )
+            )
         nodes.append(ni)
     snap = Snapshot()
     snap.set_nodes(nodes)
@@ -123,15 +144,25 @@ def test_batch_matches_per_node(seed: int) -> None:
         pl.pre_filter(state, pod, nodes)
         idx = np.array(rng.sample(range(50), rng.randint(1, 50)))
         want = [pl.filter(state, pod, nodes[i]) is None for i in idx]
-        assert pl.filter_batch(state, pod, snap, idx).tolist() == want
+        got = pl.filter_batch(state, pod, snap, idx)
+        assert got is not None
+        assert got.tolist() == want
 
 
 HINT_CASES = [
     # upstream Test_isSchedulableAfterPodDeleted
     ("skip-queue-on-unscheduled", make_pod("old"), QueueingHint.QUEUE_SKIP),
     ("skip-queue-on-non-hostport", make_pod("old", node_name="fake-node"), QueueingHint.QUEUE_SKIP),
-    ("skip-queue-on-unrelated-hostport", make_pod("old", node_name="fake-node", host_ports=[8081]), QueueingHint.QUEUE_SKIP),
-    ("queue-on-released-hostport", make_pod("old", node_name="fake-node", host_ports=[8080]), QueueingHint.QUEUE),
+    (
+        "skip-queue-on-unrelated-hostport",
+        make_pod("old", node_name="fake-node", host_ports=[8081]),
+        QueueingHint.QUEUE_SKIP,
+    ),
+    (
+        "queue-on-released-hostport",
+        make_pod("old", node_name="fake-node", host_ports=[8080]),
+        QueueingHint.QUEUE,
+    ),
 ]
 
 

@@ -56,9 +56,7 @@ def with_(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def enough_node(*existing: dict[str, Any]) -> NodeInfo:
     """makeAllocatableResources(10, 20, 32, 5, 20, 5) with one existing pod."""
-    raw = make_node(
-        "n", cpu="10m", memory="20", pods=32, ephemeral="20", extra={EXT_A: "5", HUGE_A: "5"}
-    )
+    raw = make_node("n", cpu="10m", memory="20", pods=32, ephemeral="20", extra={EXT_A: "5", HUGE_A: "5"})
     ni = NodeInfo(raw)
     for i, r in enumerate(existing):
         ni.add_pod(pod(r, name=f"existing-{i}"))
@@ -80,7 +78,14 @@ def run(plugin: Fit, p: PodInfo, node: NodeInfo) -> Status | None:
 # (name from TestEnoughRequests, pod, node's existing pod request, args, want code, want reasons)
 ENOUGH_CASES = [
     ("no resources requested always fits", PodInfo(make_pod(containers=[])), res(10, 20), None, None, ()),
-    ("too many resources fails", pod(res(1, 1)), res(10, 20), None, U, ("Insufficient cpu", "Insufficient memory")),
+    (
+        "too many resources fails",
+        pod(res(1, 1)),
+        res(10, 20),
+        None,
+        U,
+        ("Insufficient cpu", "Insufficient memory"),
+    ),
     (
         "too many resources fails due to init container cpu",
         pod(res(1, 1), inits=(res(3, 1),)),
@@ -299,7 +304,12 @@ ENOUGH_CASES = [
     ("name", "p", "existing", "args", "code", "reasons"), ENOUGH_CASES, ids=[c[0] for c in ENOUGH_CASES]
 )
 def test_enough_requests(
-    name: str, p: PodInfo, existing: dict[str, Any] | None, args: dict[str, Any] | None, code: Code | None, reasons: tuple[str, ...]
+    name: str,
+    p: PodInfo,
+    existing: dict[str, Any] | None,
+    args: dict[str, Any] | None,
+    code: Code | None,
+    reasons: tuple[str, ...],
 ) -> None:
     """fit_test.go TestEnoughRequests."""
     node = enough_node(existing) if existing is not None else enough_node()
@@ -318,10 +328,18 @@ NOT_ENOUGH_CASES = [
         PodInfo(make_pod(containers=[])),
         res(10, 20),
     ),
-    ("even if both resources fit, predicate fails when there's no space for additional pod", pod(res(1, 1)), res(5, 5)),
-    ("even for equal edge case, predicate fails when there's no space for additional pod", pod(res(5, 1)), res(5, 19)),
     (
-        "even for equal edge case, predicate fails when there's no space for additional pod due to init container",
+        "even if both resources fit, predicate fails when there's no space for additional pod",
+        pod(res(1, 1)),
+        res(5, 5),
+    ),
+    (
+        "even for equal edge case, predicate fails when there's no space for additional pod",
+        pod(res(5, 1)),
+        res(5, 19),
+    ),
+    (
+        "even for equal edge case, predicate fails when there's no space for additional pod due to init container",  # noqa: E501
         pod(res(5, 1), inits=(res(5, 1),)),
         res(5, 19),
     ),
@@ -364,7 +382,11 @@ def sidecar_pod(req_m: int, sidecar_m: int) -> PodInfo:
         make_pod(
             containers=[{"name": "regular", "resources": {"requests": {"cpu": f"{req_m}m"}}}],
             init_containers=[
-                {"name": "restartable-init", "restartPolicy": "Always", "resources": {"requests": {"cpu": f"{sidecar_m}m"}}}
+                {
+                    "name": "restartable-init",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": f"{sidecar_m}m"}},
+                }
             ],
         )
     )
@@ -429,7 +451,9 @@ def test_default_args() -> None:
     assert a.strategy == "LeastAllocated"
     assert [(r.name, r.weight) for r in a.resources] == [("cpu", 1), ("memory", 1)]
     # v1 defaulting: missing/zero weight becomes 1, empty resources become cpu+memory.
-    b = FitArgs.parse({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}})
+    b = FitArgs.parse(
+        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}}
+    )
     assert [(r.name, r.weight) for r in b.resources] == [("cpu", 1)]
     c = FitArgs.parse({"scoringStrategy": {"type": "MostAllocated"}})
     assert [(r.name, r.weight) for r in c.resources] == [("cpu", 1), ("memory", 1)]
@@ -440,13 +464,23 @@ def test_default_args() -> None:
     [
         (
             # least_allocated_test.go "resource with negative weight"
-            {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "memory", "weight": -1}, {"name": "cpu", "weight": 1}]}},
-            "scoringStrategy.resources[0].weight: Invalid value: -1: resource weight of memory not in valid range (0, 100]",
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "memory", "weight": -1}, {"name": "cpu", "weight": 1}],
+                }
+            },
+            "scoringStrategy.resources[0].weight: Invalid value: -1: resource weight of memory not in valid range (0, 100]",  # noqa: E501
         ),
         (
             # least_allocated_test.go "resource weight larger than MaxNodeScore"
-            {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "memory", "weight": 1}, {"name": "cpu", "weight": 101}]}},
-            "scoringStrategy.resources[1].weight: Invalid value: 101: resource weight of cpu not in valid range (0, 100]",
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "memory", "weight": 1}, {"name": "cpu", "weight": 101}],
+                }
+            },
+            "scoringStrategy.resources[1].weight: Invalid value: 101: resource weight of cpu not in valid range (0, 100]",  # noqa: E501
         ),
         (
             {"scoringStrategy": {"type": "Invalid"}},
@@ -455,21 +489,28 @@ def test_default_args() -> None:
         ),
         (
             {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
-            "scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio",
+            "scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio",  # noqa: E501
         ),
         (
             {"scoringStrategy": {"type": "LeastAllocated", "requestedToCapacityRatio": {"shape": []}}},
-            "scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio",
-        ),
-        (
-            {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": []}}},
-            "scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified",
+            "scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio",  # noqa: E501
         ),
         (
             {
                 "scoringStrategy": {
                     "type": "RequestedToCapacityRatio",
-                    "requestedToCapacityRatio": {"shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]},
+                    "requestedToCapacityRatio": {"shape": []},
+                }
+            },
+            "scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified",  # noqa: E501
+        ),
+        (
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {
+                        "shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]
+                    },
                 }
             },
             "scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 10: "
@@ -482,17 +523,17 @@ def test_default_args() -> None:
                     "requestedToCapacityRatio": {"shape": [{"utilization": 10, "score": 11}]},
                 }
             },
-            "scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11: not in valid range [0, 10]",
+            "scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11: not in valid range [0, 10]",  # noqa: E501
         ),
         (
             {"ignoredResourceGroups": ["example.com/aaa"]},
-            'ignoredResourceGroups[0]: Invalid value: "example.com/aaa": resource group name can\'t contain \'/\'',
+            "ignoredResourceGroups[0]: Invalid value: \"example.com/aaa\": resource group name can't contain '/'",  # noqa: E501
         ),
         (
             {"ignoredResources": ["-bad"]},
             'ignoredResources[0]: Invalid value: "-bad": name part must consist of alphanumeric characters, '
             "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
-            "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",  # noqa: E501
         ),
     ],
 )
@@ -503,7 +544,12 @@ def test_args_validation(raw: dict[str, Any], msg: str) -> None:
 
 
 def test_args_multiple_errors_aggregate() -> None:
-    raw = {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "a", "weight": -1}, {"name": "b", "weight": 200}]}}
+    raw = {
+        "scoringStrategy": {
+            "type": "LeastAllocated",
+            "resources": [{"name": "a", "weight": -1}, {"name": "b", "weight": 200}],
+        }
+    }
     with pytest.raises(ValueError) as e:
         FitArgs.parse(raw)
     assert str(e.value).startswith("[scoringStrategy.resources[0].weight: Invalid value: -1")
@@ -524,7 +570,12 @@ def _random_node(rng: random.Random, i: int) -> dict[str, Any]:
             extra[s] = str(rng.randint(0, 8))
     eph = str(rng.randint(0, 50)) if rng.random() < 0.7 else None
     return make_node(
-        f"n{i}", cpu=f"{rng.randint(0, 4000)}m", memory=str(rng.randint(0, 4000)), pods=rng.randint(0, 6), ephemeral=eph, extra=extra
+        f"n{i}",
+        cpu=f"{rng.randint(0, 4000)}m",
+        memory=str(rng.randint(0, 4000)),
+        pods=rng.randint(0, 6),
+        ephemeral=eph,
+        extra=extra,
     )
 
 
@@ -582,3 +633,28 @@ def test_filter_batch_equals_filter(seed: int) -> None:
             assert bool(mask[j]) == (st is None), (seed, k, i, st)
             failures += st is not None
     assert failures > 0  # the random clusters must exercise rejections too
+
+
+def test_events_to_register() -> None:
+    """fit.go EventsToRegister with queueing hints and InPlacePodVerticalScaling on (the defaults)."""
+    from scheduler.framework.interface import ActionType, QueueingHint
+
+    ev = Fit().events_to_register()
+    assert [(e.event.resource, e.event.action) for e in ev] == [
+        ("Pod", ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+        ("Node", ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+    ]
+    pod_hint, node_hint = ev[0].hint, ev[1].hint
+    assert pod_hint is not None and node_hint is not None
+    target = pod(res(1000, 1000))
+    # fit_test.go Test_isSchedulableAfterPodEvent: deleting an unscheduled pod frees nothing.
+    assert pod_hint(target, make_pod("gone", cpu="1"), None) == QueueingHint.QUEUE_SKIP
+    assert pod_hint(target, make_pod("gone", cpu="1", node_name="n"), None) == QueueingHint.QUEUE
+    # Test_isSchedulableAfterNodeChange: a new node too small is skipped, a big enough one queues.
+    small = make_node("n", cpu="500m", memory="1Gi")
+    big = make_node("n", cpu="2", memory="1Gi")
+    assert node_hint(target, None, small) == QueueingHint.QUEUE_SKIP
+    assert node_hint(target, None, big) == QueueingHint.QUEUE
+    # An update that fits but increased nothing the pod asks for is skipped.
+    assert node_hint(target, big, big) == QueueingHint.QUEUE_SKIP
+    assert node_hint(target, make_node("n", cpu="1", memory="1Gi"), big) == QueueingHint.QUEUE

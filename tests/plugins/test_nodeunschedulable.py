@@ -23,12 +23,24 @@ TOLERATE = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "e
     [
         (True, None, True),  # "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)"
         (False, None, False),  # "Schedule pod to normal node"
-        (False, None, False),  # "Schedule pod with toleration to normal node (node.Spec.Unschedulable==false)"
-        (True, TOLERATE, False),  # "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)"
+        (
+            False,
+            None,
+            False,
+        ),  # "Schedule pod with toleration to normal node (node.Spec.Unschedulable==false)"
+        (
+            True,
+            TOLERATE,
+            False,
+        ),  # "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)"
         # An empty-key Exists toleration tolerates every taint, this one included.
         (True, [{"operator": "Exists"}], False),
         # Wrong effect: the unschedulable taint is NoSchedule.
-        (True, [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoExecute"}], True),
+        (
+            True,
+            [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoExecute"}],
+            True,
+        ),
     ],
     ids=["unschedulable", "normal", "normal-tol", "unschedulable-tol", "exists-all", "wrong-effect"],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 
 import pytest
@@ -44,7 +45,10 @@ def test_less(a: QueuedPodInfo, b: QueuedPodInfo, expected: bool) -> None:
 def test_sort_key_consistent_with_less() -> None:
     pl = PrioritySort()
     rng = random.Random(7)
-    items = [q(rng.choice([None, -5, 0, 3, 1000]), float(rng.randint(0, 5)), seq=i, name=f"p{i}") for i in range(300)]
+    items = [
+        q(rng.choice([None, -5, 0, 3, 1000]), float(rng.randint(0, 5)), seq=i, name=f"p{i}")
+        for i in range(300)
+    ]
     for a in items[:60]:
         for b in items:
             if pl.less(a, b):
@@ -55,7 +59,7 @@ def test_sort_key_consistent_with_less() -> None:
     heap = [(pl.sort_key(x), x.seq, x) for x in items]
     heapq.heapify(heap)
     popped = [heapq.heappop(heap)[2] for _ in range(len(items))]
-    for x, y in zip(popped, popped[1:]):
+    for x, y in itertools.pairwise(popped):
         assert not pl.less(y, x)
 
 

@@ -49,7 +49,7 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         True,
     ),
     (
-        "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints",
+        "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints",  # noqa: E501
         [tol("foo", "Exists", "", "NoSchedule")],
         [taint("foo", "bar", "NoSchedule")],
         False,
@@ -61,19 +61,19 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         False,
     ),
     (
-        "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match",
+        "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match",  # noqa: E501
         [tol("foo", "Equal", "bar", "PreferNoSchedule")],
         [taint("foo", "bar", "NoSchedule")],
         True,
     ),
     (
-        "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty",
+        "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty",  # noqa: E501
         [tol("foo", "Equal", "bar")],
         [taint("foo", "bar", "NoSchedule")],
         False,
     ),
     (
-        "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint "
+        "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint "  # noqa: E501
         "on node is PreferNoSchedule",
         [tol("dedicated", "Equal", "user2", "NoSchedule")],
         [taint("dedicated", "user1", "PreferNoSchedule")],
@@ -85,7 +85,7 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         [taint("dedicated", "user1", "PreferNoSchedule")],
         False,
     ),
-    # Not upstream cases: NoExecute counts as a hard taint; untolerated NoExecute after a tolerated NoSchedule.
+    # Not upstream cases: NoExecute counts as a hard taint; untolerated NoExecute after a tolerated NoSchedule.  # noqa: E501
     ("no-execute is hard", None, [taint("k", "v", "NoExecute")], True),
     (
         "second hard taint untolerated",
@@ -96,7 +96,9 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
 ]
 
 
-@pytest.mark.parametrize(("tolerations", "taints", "want_reject"), [c[1:] for c in FILTER_CASES], ids=[c[0] for c in FILTER_CASES])
+@pytest.mark.parametrize(
+    ("tolerations", "taints", "want_reject"), [c[1:] for c in FILTER_CASES], ids=[c[0] for c in FILTER_CASES]
+)
 def test_filter(tolerations: list | None, taints: list, want_reject: bool) -> None:
     pod = PodInfo(make_pod("p", tolerations=tolerations))
     node = NodeInfo(make_node("n", taints=taints))
@@ -120,7 +122,10 @@ SCORE_CASES: list[tuple[str, list[dict[str, str]] | None, list[list[dict[str, st
     ),
     (
         "the nodes that all of their taints are tolerated by the pod, get the same score",
-        [tol("cpu-type", "Equal", "arm64", "PreferNoSchedule"), tol("disk-type", "Equal", "ssd", "PreferNoSchedule")],
+        [
+            tol("cpu-type", "Equal", "arm64", "PreferNoSchedule"),
+            tol("disk-type", "Equal", "ssd", "PreferNoSchedule"),
+        ],
         [
             [],
             [taint("cpu-type", "arm64", "PreferNoSchedule")],
@@ -157,7 +162,9 @@ SCORE_CASES: list[tuple[str, list[dict[str, str]] | None, list[list[dict[str, st
 ]
 
 
-@pytest.mark.parametrize(("tolerations", "node_taints", "want"), [c[1:] for c in SCORE_CASES], ids=[c[0] for c in SCORE_CASES])
+@pytest.mark.parametrize(
+    ("tolerations", "node_taints", "want"), [c[1:] for c in SCORE_CASES], ids=[c[0] for c in SCORE_CASES]
+)
 def test_score(tolerations: list | None, node_taints: list, want: list[int]) -> None:
     pl = TaintToleration()
     pod = PodInfo(make_pod("p", tolerations=tolerations))
@@ -185,7 +192,10 @@ _EFFECTS = ["NoSchedule", "NoExecute", "PreferNoSchedule"]
 
 
 def _random_taints(rng: random.Random) -> list[dict[str, str]]:
-    return [taint(rng.choice(_KEYS), rng.choice(["1", "2"]), rng.choice(_EFFECTS)) for _ in range(rng.randint(0, 3))]
+    return [
+        taint(rng.choice(_KEYS), rng.choice(["1", "2"]), rng.choice(_EFFECTS))
+        for _ in range(rng.randint(0, 3))
+    ]
 
 
 def _random_tolerations(rng: random.Random) -> list[dict[str, Any]]:

@@ -66,11 +66,41 @@ def sum_image_scores(
     return s
 
 
+class _ImageIndex:
+    """Per snapshot image set: for each image, the node positions holding it and its sizes.
+
+    Keyed on the snapshot's ``image_num_nodes`` dict, which the snapshot replaces whenever any
+    node's image list changes (and on every node-list rebuild).
+    """
+
+    __slots__ = ("counts", "entries", "n")
+
+    def __init__(self, counts: Mapping[str, int], n: int) -> None:
+        self.counts = counts
+        self.n = n
+        self.entries: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def get(self, snapshot: Snapshot, image: str) -> tuple[np.ndarray, np.ndarray]:
+        e = self.entries.get(image)
+        if e is None:
+            pos: list[int] = []
+            sizes: list[int] = []
+            for i, ni in enumerate(snapshot.node_infos):
+                size = ni.image_sizes.get(image)
+                if size is not None:
+                    pos.append(i)
+                    sizes.append(size)
+            e = (np.array(pos, dtype=np.intp), np.array(sizes, dtype=np.int64))
+            self.entries[image] = e
+        return e
+
+
 class ImageLocality(ScorePlugin):
     name = NAME
 
     def __init__(self, handle: Handle | None = None) -> None:
         self.handle = handle
+        self._index: _ImageIndex | None = None
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> ImageLocality:
@@ -90,18 +120,22 @@ class ImageLocality(ScorePlugin):
 
     def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.intp)
-        out = np.zeros(len(idx), dtype=np.int64)
         counts = snapshot.image_num_nodes
         images = [img for img in pod_images(pod) if img in counts]
         if not images:
             # None of the pod's images is on any node: every sum is 0, below the minimum -> 0.
-            return out
+            return np.zeros(len(idx), dtype=np.int64)
         total = len(snapshot.node_infos)
-        n_containers = len(pod.init_images) + len(pod.images)
-        infos = snapshot.node_infos
-        has = snapshot.columns.has_images.take(idx)
-        for j in np.flatnonzero(has):
-            s = sum_image_scores(infos[idx[j]], images, counts, total)
-            if s:
-                out[j] = calculate_priority(s, n_containers)
-        return out
+        index = self._index
+        if index is None or index.counts is not counts or index.n != total:
+            index = self._index = _ImageIndex(counts, total)
+        sums = np.zeros(total, dtype=np.int64)
+        for img in images:
+            pos, sizes = index.get(snapshot, img)
+            spread = float(counts[img]) / float(total)
+            # int64(float64(size) * spread): truncation toward zero, all values positive.
+            sums[pos] += (sizes.astype(np.float64) * spread).astype(np.int64)
+        s = sums.take(idx)
+        max_threshold = MAX_CONTAINER_THRESHOLD * (len(pod.init_images) + len(pod.images))
+        np.clip(s, MIN_THRESHOLD, max_threshold, out=s)
+        return MAX_NODE_SCORE * (s - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)

@@ -83,31 +83,33 @@ def balanced_resource_score(requested: list[int], allocatable: list[int], weight
 def balanced_resource_score_batch(
     requested: list[np.ndarray],
     allocatable: list[np.ndarray],
-    present: list[np.ndarray],
+    present: list[np.ndarray | None],
     weights: list[int],
     m: int,
 ) -> np.ndarray:
     k = len(requested)
     fracs: list[np.ndarray] = []
     for r, a, p in zip(requested, allocatable, present):
-        # Masked lanes get 0.0; they are excluded below (adding 0.0 never changes a float sum).
-        f = r.astype(np.float64) / (a if p.all() else np.where(p, a, 1)).astype(np.float64)
+        # int64 / int64 in numpy is float64(r) / float64(a), as in Go.
+        f = r / (a if p is None else np.where(p, a, 1))
         np.minimum(f, 1.0, out=f)
-        if not p.all():
+        if p is not None:
+            # Masked lanes get 0.0 and are excluded below (adding 0.0 never changes a float sum).
             f[~p] = 0.0
         fracs.append(f)
-    all_present = all(bool(p.all()) for p in present)
-    if all_present and k == 2:
-        std = np.abs((fracs[0] - fracs[1]) / 2)
-        return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
-    if all_present and k < 2:
-        return np.full(m, MAX_NODE_SCORE, dtype=np.int64)
-    # General case: the number of fractions differs per node.
+    if all(p is None for p in present):
+        if k == 2:
+            std = np.abs((fracs[0] - fracs[1]) / 2)
+            return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        if k < 2:
+            return np.full(m, MAX_NODE_SCORE, dtype=np.int64)
+    # General case: the number of fractions may differ per node.
+    masks = [np.ones(m, dtype=bool) if p is None else p for p in present]
     n = np.zeros(m, dtype=np.int64)
     total = np.zeros(m, dtype=np.float64)
     first = np.zeros(m, dtype=np.float64)
     second = np.zeros(m, dtype=np.float64)
-    for f, p in zip(fracs, present):
+    for f, p in zip(fracs, masks):
         total = total + f
         first = np.where(p & (n == 0), f, first)
         second = np.where(p & (n == 1), f, second)
@@ -121,7 +123,7 @@ def balanced_resource_score_batch(
         nf = n[many].astype(np.float64)
         mean = total[many] / nf
         acc = np.zeros(int(many.sum()), dtype=np.float64)
-        for f, p in zip(fracs, present):
+        for f, p in zip(fracs, masks):
             d = f[many] - mean
             acc = acc + np.where(p[many], d * d, 0.0)
         std[many] = np.sqrt(acc / nf)

@@ -34,7 +34,7 @@ def most_resource_score(requested: list[int], allocatable: list[int], weights: l
 def most_resource_score_batch(
     requested: list[np.ndarray],
     allocatable: list[np.ndarray],
-    present: list[np.ndarray],
+    present: list[np.ndarray | None],
     weights: list[int],
     m: int,
 ) -> np.ndarray:

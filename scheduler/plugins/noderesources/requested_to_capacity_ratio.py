@@ -81,24 +81,25 @@ class RequestedToCapacityRatioScorer:
         self,
         requested: list[np.ndarray],
         allocatable: list[np.ndarray],
-        present: list[np.ndarray],
+        present: list[np.ndarray | None],
         weights: list[int],
         m: int,
     ) -> np.ndarray:
         num = np.zeros(m, dtype=np.int64)
         den = np.zeros(m, dtype=np.int64)
         for r, a, p, w in zip(requested, allocatable, present, weights):
-            safe = a if p.all() else np.where(p, a, 1)
+            safe = a if p is None else np.where(p, a, 1)
             util = np.minimum(r, safe) * MAX_UTILIZATION // safe  # requested > capacity -> 100
             s = self.table.take(util)
-            use = p & (s > 0)
+            use = s > 0 if p is None else p & (s > 0)
             num += np.where(use, s * w, 0)
-            den += np.where(use, w, 0)
+            den += use * w
         out = np.zeros(m, dtype=np.int64)
         nz = den != 0
         if not nz.any():
             return out
-        x = num[nz].astype(np.float64) / den[nz].astype(np.float64)
+        # Go: int64(math.Round(float64(num) / float64(den))), half away from zero.
+        x = num[nz] / den[nz]
         t = np.trunc(x)
         out[nz] = (t + (x - t >= 0.5)).astype(np.int64)
         return out

@@ -127,8 +127,11 @@ def parse_resources(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
 # scorer(requested, allocatable) over the resources whose allocatable is non-zero; the lists
 # keep configured order, entries with allocatable 0 are dropped as upstream skips them.
 ScoreFn = Callable[[list[int], list[int], list[int]], int]
-# Vectorised form: (requested[k][m], allocatable[k][m], present[k][m], weights[k], m) -> int64[m].
-BatchScoreFn = Callable[[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[int], int], np.ndarray]
+# Vectorised form: (requested[k][m], allocatable[k][m], present[k][m] or None when allocatable is
+# non-zero on every node, weights[k], m) -> int64[m].
+BatchScoreFn = Callable[
+    [list[np.ndarray], list[np.ndarray], list[np.ndarray | None], list[int], int], np.ndarray
+]
 
 
 class ResourceAllocationScorer:
@@ -174,8 +177,9 @@ class ResourceAllocationScorer:
     def _alloc_req(self, node: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
         """calculateResourceAllocatableRequest for resource i."""
         kind = self.kinds[i]
-        if kind == KIND_SCALAR and pod_request == 0:
-            # An extended resource the pod does not ask for is left out of the score.
+        if kind == KIND_OTHER or (kind == KIND_SCALAR and pod_request == 0):
+            # An extended resource the pod does not ask for is left out of the score; a name that
+            # is not a scalar resource (e.g. "pods") never has an allocatable entry upstream.
             return 0, 0
         alloc = node.allocatable
         if kind == KIND_CPU:
@@ -208,7 +212,7 @@ class ResourceAllocationScorer:
     def score_columns(self, cols: NodeColumns, idx: np.ndarray, pod_requests: Sequence[int]) -> np.ndarray:
         reqs: list[np.ndarray] = []
         allocs: list[np.ndarray] = []
-        present: list[np.ndarray] = []
+        present: list[np.ndarray | None] = []
         weights: list[int] = []
         for i, kind in enumerate(self.kinds):
             pr = pod_requests[i]
@@ -231,7 +235,10 @@ class ResourceAllocationScorer:
                 r = cols.scalar_req[self.names[i]].take(idx) + pr
             else:
                 continue
-            p = a != 0
+            # None marks "allocatable non-zero on every node", the common case, so the
+            # scorers can skip masking.
+            nz = a != 0
+            p = None if nz.all() else nz
             allocs.append(a)
             reqs.append(r)
             present.append(p)
@@ -239,25 +246,34 @@ class ResourceAllocationScorer:
         return self.batch_fn(reqs, allocs, present, weights, len(idx))
 
 
-def safe_divisor(alloc: np.ndarray, present: np.ndarray) -> np.ndarray:
+def safe_divisor(alloc: np.ndarray, present: np.ndarray | None) -> np.ndarray:
     """alloc with zeros replaced by 1 so masked-out lanes divide harmlessly."""
-    if present.all():
+    if present is None:
         return alloc
     return np.where(present, alloc, 1)
 
 
 def weighted_mean_int(
-    scores: list[np.ndarray], present: list[np.ndarray], weights: list[int], m: int
+    scores: list[np.ndarray], present: list[np.ndarray | None], weights: list[int], m: int
 ) -> np.ndarray:
     """Σ s·w / Σ w over present resources, integer division, 0 when no weight."""
     num = np.zeros(m, dtype=np.int64)
+    if all(p is None for p in present):
+        # Common case: every node has every resource; the weight sum is one scalar.
+        total = sum(weights)
+        if total == 0:
+            return num
+        for s, w in zip(scores, weights):
+            num += s * w if w != 1 else s
+        return num // total
     den = np.zeros(m, dtype=np.int64)
     for s, p, w in zip(scores, present, weights):
-        num += np.where(p, s * w, 0)
-        den += np.where(p, w, 0)
+        if p is None:
+            num += s * w
+            den += w
+        else:
+            num += np.where(p, s * w, 0)
+            den += np.where(p, w, 0)
     out = np.zeros(m, dtype=np.int64)
-    nz = den != 0
-    if nz.all():
-        return num // den
-    np.floor_divide(num, den, out=out, where=nz)
+    np.floor_divide(num, den, out=out, where=den != 0)
     return out

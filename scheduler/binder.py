@@ -1,0 +1,305 @@
+"""API writes of the live scheduler: the Binding POST, Events, the PodScheduled condition.
+
+Everything goes through a small API protocol (``CoreAPI``) so tests inject a fake; the real
+one (``KubeCoreAPI``) wraps the kubernetes client, whose calls block, in a thread executor.
+All writes share one token bucket (clientConnection qps/burst, like client-go's rate limiter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.objects import PodInfo
+
+log = structlog.get_logger(__name__)
+
+# events/v1 isomorphic events within this window become a series (client-go events library).
+EVENT_SERIES_WINDOW = 30 * 60.0
+
+
+class ApiError(Exception):
+    """An API call failed; ``status`` is the HTTP status (0 for a transport error)."""
+
+    def __init__(self, status: int, message: str = "") -> None:
+        super().__init__(message or f"HTTP {status}")
+        self.status = status
+        self.message = message or f"HTTP {status}"
+
+
+class BindConflict(ApiError):
+    """409: the pod is already bound (or being deleted, or was replaced): not ours to bind."""
+
+
+class PodGone(ApiError):
+    """404: the pod does not exist any more."""
+
+
+class CoreAPI(Protocol):
+    """The API calls the scheduler makes; dict bodies in and out."""
+
+    def create_binding(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> None: ...
+
+    def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
+
+    def patch_pod_status(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
+
+
+def micro_time(ts: float) -> str:
+    """metav1.MicroTime as JSON (RFC 3339 with microseconds)."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TokenBucket:
+    """qps tokens per second, at most ``burst`` saved (client-go flowcontrol.NewTokenBucketRateLimiter)."""
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        self.qps = float(qps)
+        self.burst = max(1, int(burst))
+        self.tokens = float(self.burst)
+        self.clock = clock
+        self.sleep = sleep
+        self.last = clock()
+
+    def _refill(self) -> None:
+        now = self.clock()
+        if self.qps > 0:
+            self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.qps)
+        self.last = now
+
+    def try_take(self) -> bool:
+        if self.qps <= 0:
+            return True  # qps <= 0 disables rate limiting
+        self._refill()
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+    async def take(self) -> None:
+        if self.qps <= 0:
+            return
+        # Reserve a token now (may go negative) and wait for it: FIFO like client-go's Wait.
+        self._refill()
+        self.tokens -= 1.0
+        if self.tokens < 0:
+            await self.sleep(-self.tokens / self.qps)
+
+
+def _status_of(exc: BaseException) -> int:
+    st = getattr(exc, "status", None)
+    return int(st) if isinstance(st, int) else 0
+
+
+def _reason_of(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            msg = json.loads(body).get("message")
+            if msg:
+                return str(msg)
+        except (ValueError, AttributeError, TypeError):
+            pass
+    return str(getattr(exc, "reason", None) or exc)
+
+
+class KubeCoreAPI:
+    """CoreAPI over the kubernetes client. Blocking; the Binder calls it in an executor."""
+
+    def __init__(self, api_client: Any) -> None:
+        from kubernetes import client  # only binder/elector/app import the client
+
+        self.core = client.CoreV1Api(api_client)
+        self.events = client.EventsV1Api(api_client)
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            # _preload_content=False: the client cannot decode some replies (Binding's Status).
+            return fn(*args, _preload_content=False, **kwargs)
+        except Exception as exc:
+            status = _status_of(exc)
+            if status == 0 and not hasattr(exc, "status"):
+                raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
+            raise ApiError(status, _reason_of(exc)) from exc
+
+    def create_binding(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        self._call(self.core.create_namespaced_pod_binding, name, namespace, body)
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> None:
+        self._call(self.events.create_namespaced_event, namespace, body)
+
+    def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        self._call(self.events.patch_namespaced_event, name, namespace, body,
+                   _content_type="application/merge-patch+json")
+
+    def patch_pod_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        # Strategic merge: conditions merge by type, so the kubelet's conditions stay.
+        self._call(self.core.patch_namespaced_pod_status, name, namespace, body,
+                   _content_type="application/strategic-merge-patch+json")
+
+
+@dataclass(slots=True)
+class _Series:
+    name: str
+    count: int
+    first: float
+
+
+class Binder:
+    """The ``client`` of the framework Handle (DefaultBinder calls ``bind``) plus the other
+    writes the scheduler makes. One instance is shared by all profiles."""
+
+    def __init__(
+        self,
+        api: CoreAPI,
+        limiter: TokenBucket | None = None,
+        *,
+        executor: Executor | None = None,
+        hostname: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.api = api
+        self.limiter = limiter or TokenBucket(50, 100)
+        self._executor = executor
+        self.hostname = hostname or socket.gethostname()
+        self.clock = clock
+        self._series: dict[tuple[str, str, str, str], _Series] = {}
+        self.writes = 0  # API writes issued (metrics, tests)
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        await self.limiter.take()
+        self.writes += 1
+        loop = asyncio.get_running_loop()
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="api")
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    # -- Binding -----------------------------------------------------------------------------
+    async def bind(self, pod: PodInfo, node: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            # The UID precondition makes a same-name replacement pod fail with 409, not get bound.
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await self._run(self.api.create_binding, pod.namespace, pod.name, body)
+        except ApiError as exc:
+            if exc.status == 409:
+                raise BindConflict(409, exc.message) from exc
+            if exc.status == 404:
+                raise PodGone(404, exc.message) from exc
+            raise
+
+    # -- Events (events.k8s.io/v1) -----------------------------------------------------------
+    def _event_body(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str,
+                    note: str, now: float) -> dict[str, Any]:
+        # Event names follow the events library: <object>.<hex nanoseconds>.
+        name = f"{pod.name}.{int(now * 1e9):x}"
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": pod.namespace},
+            "eventTime": micro_time(now),
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self.hostname}",
+            "action": action,
+            "reason": reason,
+            "type": etype,
+            "note": note[:1024],
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+                "resourceVersion": pod.resource_version,
+            },
+        }
+
+    async def event(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str) -> None:
+        """Record an Event; an isomorphic repeat within the window bumps the series instead."""
+        now = self.clock()
+        key = (pod.uid, reason, action, note)
+        s = self._series.get(key)
+        try:
+            if s is not None and now - s.first < EVENT_SERIES_WINDOW:
+                s.count += 1
+                patch = {"series": {"count": s.count, "lastObservedTime": micro_time(now)}}
+                await self._run(self.api.patch_event, pod.namespace, s.name, patch)
+                return
+            body = self._event_body(pod, controller, etype, reason, action, note, now)
+            await self._run(self.api.create_event, pod.namespace, body)
+            self._series[key] = _Series(body["metadata"]["name"], 1, now)
+            if len(self._series) > 10000:
+                self._prune(now)
+        except ApiError as exc:
+            # Events are best effort, as in client-go.
+            if s is not None and exc.status == 404:
+                self._series.pop(key, None)
+            log.warning("event_write_failed", pod=pod.key, reason=reason, status=exc.status, error=exc.message)
+
+    def _prune(self, now: float) -> None:
+        for k, s in list(self._series.items()):
+            if now - s.first >= EVENT_SERIES_WINDOW:
+                del self._series[k]
+
+    def forget_pod(self, uid: str) -> None:
+        for k in [k for k in self._series if k[0] == uid]:
+            del self._series[k]
+
+    # -- PodScheduled condition --------------------------------------------------------------
+    async def set_unschedulable(self, pod: PodInfo, reason: str, message: str) -> bool:
+        """PodScheduled=False with reason and message; skipped when the pod already says so
+        (upstream updatePod via podutil.UpdatePodCondition). Returns whether it patched."""
+        status = (pod.raw.get("status") or {}) if isinstance(pod.raw, dict) else {}
+        for c in status.get("conditions") or []:
+            if (
+                c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == reason
+                and c.get("message") == message
+            ):
+                return False
+        now = self.clock()
+        cond: dict[str, Any] = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(now),
+        }
+        for c in status.get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("lastTransitionTime"):
+                cond["lastTransitionTime"] = c["lastTransitionTime"]  # status unchanged: keep it
+        body = {"status": {"conditions": [cond]}}
+        try:
+            await self._run(self.api.patch_pod_status, pod.namespace, pod.name, body)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("pod_condition_update_failed", pod=pod.key, status=exc.status, error=exc.message)
+            return False
+        return True

@@ -1,0 +1,126 @@
+"""Prometheus metrics under kube-scheduler's names (upstream pkg/scheduler/metrics/metrics.go).
+
+One ``Metrics`` object per process, on its own CollectorRegistry so tests can build many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from scheduler.framework.runtime import DurationObserver
+
+
+def _exp_buckets(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
+            "scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.framework_extension_point_duration = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            buckets=_exp_buckets(0.0001, 2, 12),
+            registry=r,
+        )
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
+            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that "
+            "the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that "
+            "the scheduler never attempted to schedule because they are gated.",
+            ["queue"],
+            registry=r,
+        )
+        self.queue_incoming_pods = Counter(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            registry=r,
+        )
+        self.pod_scheduling_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            buckets=_exp_buckets(1, 2, 5),
+            registry=r,
+        )
+        self.pod_scheduling_sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue "
+            "and might involve multiple scheduling attempts.",
+            ["attempts"],
+            buckets=_exp_buckets(0.01, 2, 20),
+            registry=r,
+        )
+        self.unschedulable_reasons = Counter(
+            "scheduler_unschedulable_reasons",
+            "Number of times a plugin rejected a pod in a scheduling attempt (pyscheduler: cumulative).",
+            ["plugin", "profile"],
+            registry=r,
+        )
+        self.binding_errors = Counter(
+            "pyscheduler_binding_errors",
+            "Binding failures by kind (conflict, gone, error).",
+            ["kind"],
+            registry=r,
+        )
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
+            ["name"],
+            registry=r,
+        )
+
+    # -- hooks -------------------------------------------------------------------------------
+    def extension_point_observer(self, profile: str) -> DurationObserver:
+        hist = self.framework_extension_point_duration
+
+        def observe(point: str, plugin: str, status: str, seconds: float) -> None:
+            hist.labels(point, status, profile).observe(seconds)
+
+        return observe
+
+    def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:
+        """Pending-pod gauges read the queue's counts at scrape time."""
+        for name in ("active", "backoff", "unschedulable", "gated"):
+            self.pending_pods.labels(name).set_function(lambda n=name: counts().get(n, 0))
+
+    def incoming(self, queue: str, event: str) -> None:
+        self.queue_incoming_pods.labels(queue, event).inc()
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        self.schedule_attempts.labels(result, profile).inc()
+        self.scheduling_attempt_duration.labels(result, profile).observe(seconds)
+
+    def exposition(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,5 @@
+"""InterPodAffinity plugin package."""
+
+from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
+
+__all__ = ["InterPodAffinity"]
