@@ -51,8 +51,19 @@ def write_cluster(path: Path, shape: Shape) -> int:
 
 
 def run_one(cluster: Path, seed: int) -> tuple[dict, float]:
-    cmd = [sys.executable, "-m", "scheduler", "simulate", "--cluster", str(cluster), "--output", "placements",
-           "--seed", str(seed), "--stats"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "scheduler",
+        "simulate",
+        "--cluster",
+        str(cluster),
+        "--output",
+        "placements",
+        "--seed",
+        str(seed),
+        "--stats",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     err = proc.stderr.read()
@@ -79,7 +90,8 @@ def main() -> int:
         stats, rss = run_one(path, args.seed)
         ok = stats["pods_per_second"] >= target and rss < 600
         failed |= not ok
-        print(f"{name:52} {n:6d} {stats['pods_per_second']:9.1f} {target:8.0f} {rss:12.1f} {'ok' if ok else 'BELOW TARGET'}")
+        verdict = "ok" if ok else "BELOW TARGET"
+        print(f"{name:52} {n:6d} {stats['pods_per_second']:9.1f} {target:8.0f} {rss:12.1f} {verdict}")
     return 1 if failed else 0
 
 

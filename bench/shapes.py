@@ -26,13 +26,24 @@ def perf_node(i: int, labels: dict[str, str] | None = None) -> Obj:
     }
 
 
-def perf_pod(name: str, namespace: str = "default", node: str = "", labels: dict[str, str] | None = None,
-             extra_spec: dict[str, Any] | None = None, ts: int = 0) -> Obj:
+def perf_pod(
+    name: str,
+    namespace: str = "default",
+    node: str = "",
+    labels: dict[str, str] | None = None,
+    extra_spec: dict[str, Any] | None = None,
+    ts: int = 0,
+) -> Obj:
     # templates/pod-default.yaml: one pause container, requests = limits = 100m / 500Mi.
     res = {"cpu": "100m", "memory": "500Mi"}
     spec: dict[str, Any] = {
-        "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": dict(res), "limits": dict(res)}}],
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": dict(res), "limits": dict(res)},
+            }
+        ],
     }
     if node:
         spec["nodeName"] = node
@@ -40,13 +51,20 @@ def perf_pod(name: str, namespace: str = "default", node: str = "", labels: dict
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "uid": f"{namespace}-{name}", "labels": dict(labels or {}),
-                     "creationTimestamp": f"2024-01-01T{ts // 3600 % 24:02d}:{ts // 60 % 60:02d}:{ts % 60:02d}Z"},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"{namespace}-{name}",
+            "labels": dict(labels or {}),
+            "creationTimestamp": f"2024-01-01T{ts // 3600 % 24:02d}:{ts // 60 % 60:02d}:{ts % 60:02d}Z",
+        },
         "spec": spec,
     }
 
 
-def scheduling_basic(nodes: int = 5000, init: int = 1000, measure: int = 10000) -> tuple[list[Obj], list[Obj], list[Obj]]:
+def scheduling_basic(
+    nodes: int = 5000, init: int = 1000, measure: int = 10000
+) -> tuple[list[Obj], list[Obj], list[Obj]]:
     ns = [perf_node(i) for i in range(nodes)]
     ip = [perf_pod(f"init-{i}", node=f"scheduler-perf-{i % nodes}") for i in range(init)]
     mp = [perf_pod(f"pod-{i}") for i in range(measure)]

@@ -187,7 +187,8 @@ class Algorithm:
                 sorted(snap.node_map[n].index for n in pre_res.node_names if n in snap.node_map), dtype=np.int64
             )
             diagnosis.node_to_status.absent = Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(with_nodes))}]"
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(with_nodes))}]",
             )
         n_all = len(all_nodes)
         try:

@@ -10,9 +10,13 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pyscheduler", description="A Kubernetes scheduler in Python.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    sim = sub.add_parser("simulate", help="schedule the pending pods of a cluster file offline and explain each decision")
+    sim = sub.add_parser(
+        "simulate", help="schedule the pending pods of a cluster file offline and explain each decision"
+    )
     sim.add_argument("--cluster", required=True, help="Kubernetes manifests (multi-document YAML, kind: List, or JSON)")
-    sim.add_argument("--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1); default profile if absent")
+    sim.add_argument(
+        "--config", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1); default profile if absent"
+    )
     sim.add_argument("--seed", type=int, default=None, help="seed for the tie-break among equal top scores")
     sim.add_argument("--output", choices=("text", "json", "placements"), default="text")
     sim.add_argument("--stats", action="store_true", help="print scheduling throughput (pods/s) to stderr")

@@ -50,12 +50,11 @@ def _requirement(expr: Mapping[str, Any], allowed: tuple[str, ...]) -> Requireme
         raise ValueError(f"{op!r} is not a valid selector operator")
     values = [str(v) for v in (expr.get("values") or [])]
     bound: int | None = None
-    if op in ("Gt", "Lt"):
-        if len(values) == 1:
-            try:
-                bound = int(values[0])
-            except ValueError:
-                bound = None
+    if op in ("Gt", "Lt") and len(values) == 1:
+        try:
+            bound = int(values[0])
+        except ValueError:
+            bound = None
     return Requirement(str(expr.get("key", "")), op, frozenset(values), bound)
 
 

@@ -184,7 +184,9 @@ def find_untolerated_taint(
 
 
 def _parse_taints(raw: list[Raw] | None) -> tuple[Taint, ...]:
-    return tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in raw or [])
+    return tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in raw or []
+    )
 
 
 def _parse_tolerations(raw: list[Raw] | None) -> tuple[Toleration, ...]:
@@ -258,7 +260,9 @@ def _parse_affinity_term(raw: Raw, pod_ns: str, pod_labels: Mapping[str, str]) -
     return AffinityTerm(selector, namespaces, ns_sel, str(raw.get("topologyKey", "")))
 
 
-def _parse_weighted_terms(raw: list[Raw] | None, ns: str, labels: Mapping[str, str]) -> tuple[WeightedAffinityTerm, ...]:
+def _parse_weighted_terms(
+    raw: list[Raw] | None, ns: str, labels: Mapping[str, str]
+) -> tuple[WeightedAffinityTerm, ...]:
     return tuple(
         WeightedAffinityTerm(int(w.get("weight", 0)), _parse_affinity_term(w.get("podAffinityTerm") or {}, ns, labels))
         for w in raw or []
@@ -496,7 +500,9 @@ class PodInfo:
         self.affinity_required = tuple(
             _parse_affinity_term(t, ns, lbl) for t in pa.get("requiredDuringSchedulingIgnoredDuringExecution") or []
         )
-        self.affinity_preferred = _parse_weighted_terms(pa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, lbl)
+        self.affinity_preferred = _parse_weighted_terms(
+            pa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, lbl
+        )
         self.anti_affinity_required = tuple(
             _parse_affinity_term(t, ns, lbl) for t in paa.get("requiredDuringSchedulingIgnoredDuringExecution") or []
         )
@@ -526,7 +532,9 @@ class PodInfo:
             self.requests.set(k, v)
         self.requests.allowed_pod_number = 0
         # Non-zero defaults apply only to resources the pod level does not set (upstream PodInfo).
-        defaults = {k: v for k, v in ((CPU, DEFAULT_MILLI_CPU_REQUEST), (MEMORY, DEFAULT_MEMORY_REQUEST)) if k not in pod_level}
+        defaults = {
+            k: v for k, v in ((CPU, DEFAULT_MILLI_CPU_REQUEST), (MEMORY, DEFAULT_MEMORY_REQUEST)) if k not in pod_level
+        }
         if defaults and (creqs or ireqs):
             non0 = finish(_aggregate_requests(creqs, ireqs, defaults))
         else:
@@ -537,7 +545,12 @@ class PodInfo:
     # -- helpers used by several plugins -------------------------------------------------------
     @property
     def has_affinity(self) -> bool:
-        return bool(self.affinity_required or self.affinity_preferred or self.anti_affinity_required or self.anti_affinity_preferred)
+        return bool(
+            self.affinity_required
+            or self.affinity_preferred
+            or self.anti_affinity_required
+            or self.anti_affinity_preferred
+        )
 
     @property
     def has_required_anti_affinity(self) -> bool:

@@ -40,7 +40,8 @@ def parse_quantity(value: str | int | float) -> Fraction:
     text = value.strip()
     m = _RE.match(text)
     if not m:
-        raise QuantityError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {value!r}")
+        pattern = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        raise QuantityError(f"quantities must match the regular expression {pattern}, got {value!r}")
     sign, number, suffix = m.group(1), m.group(2), m.group(3) or ""
     q = Fraction(number)
     if suffix in _BINARY:
@@ -57,7 +58,7 @@ def _ceil(q: Fraction) -> int:
 
 
 def milli_value(value: str | int | float) -> int:
-    """Quantity.MilliValue(): value × 1000 rounded up (used for CPU)."""
+    """Quantity.MilliValue(): value * 1000 rounded up (used for CPU)."""
     return _ceil(parse_quantity(value) * 1000)
 
 

@@ -139,8 +139,13 @@ def _run_sync(coro: Any) -> Any:
 
 
 class Simulator:
-    def __init__(self, cluster: Cluster, config: SchedulerConfig, seed: int | None = None,
-                 registry: Mapping[str, type[Plugin]] | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: SchedulerConfig,
+        seed: int | None = None,
+        registry: Mapping[str, type[Plugin]] | None = None,
+    ) -> None:
         self.config = config
         self.cache = Cache()
         self.snapshot = Snapshot()
@@ -177,7 +182,9 @@ class Simulator:
         if probe is not None:
             self.pending.sort(key=qs.sort_key)
         else:
-            self.pending.sort(key=functools.cmp_to_key(lambda a, b: -1 if qs.less(a, b) else (1 if qs.less(b, a) else 0)))
+            self.pending.sort(
+                key=functools.cmp_to_key(lambda a, b: -1 if qs.less(a, b) else (1 if qs.less(b, a) else 0))
+            )
 
     def attempts(self) -> Iterator[CycleOutcome]:
         for q in self.pending:
@@ -276,8 +283,14 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
     stream.write("\n")
 
 
-def run(cluster_path: str, config_path: str | None, seed: int | None, output: str,
-        stream: IO[str] | None = None, stats: bool = False) -> int:
+def run(
+    cluster_path: str,
+    config_path: str | None,
+    seed: int | None,
+    output: str,
+    stream: IO[str] | None = None,
+    stats: bool = False,
+) -> int:
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
@@ -299,8 +312,10 @@ def run(cluster_path: str, config_path: str | None, seed: int | None, output: st
     if cluster.ignored_kinds:
         print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
     if config.not_available:
-        print(f"note: not available in pyscheduler, left out of the profile: {', '.join(config.not_available)}",
-              file=sys.stderr)
+        print(
+            f"note: not available in pyscheduler, left out of the profile: {', '.join(config.not_available)}",
+            file=sys.stderr,
+        )
     placed = 0
     attempts = 0
     write = stream.write
@@ -323,6 +338,15 @@ def run(cluster_path: str, config_path: str | None, seed: int | None, output: st
         write(f"{placed}/{attempts} pods scheduled\n")
     if stats:
         rate = attempts / elapsed if elapsed > 0 else 0.0
-        print(json.dumps({"attempts": attempts, "scheduled": placed, "seconds": round(elapsed, 4),
-                          "pods_per_second": round(rate, 1)}), file=sys.stderr)
+        print(
+            json.dumps(
+                {
+                    "attempts": attempts,
+                    "scheduled": placed,
+                    "seconds": round(elapsed, 4),
+                    "pods_per_second": round(rate, 1),
+                }
+            ),
+            file=sys.stderr,
+        )
     return 0

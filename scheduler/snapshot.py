@@ -215,7 +215,9 @@ class Snapshot:
     def _refresh_affinity_lists(self) -> None:
         if self._affinity_dirty:
             self.have_pods_with_affinity = [n for n in self.node_infos if n.pods_with_affinity]
-            self.have_pods_with_required_anti_affinity = [n for n in self.node_infos if n.pods_with_required_anti_affinity]
+            self.have_pods_with_required_anti_affinity = [
+                n for n in self.node_infos if n.pods_with_required_anti_affinity
+            ]
             self._affinity_dirty = False
 
     # -- reading (upstream NodeInfoLister) ---------------------------------------------------

@@ -127,7 +127,13 @@ def make_node(
     status: dict[str, Any] = {"allocatable": alloc, "capacity": dict(alloc)}
     if images:
         status["images"] = [{"names": names, "sizeBytes": size} for names, size in images]
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": lbl}, "spec": spec, "status": status}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": lbl},
+        "spec": spec,
+        "status": status,
+    }
 
 
 def pod_info(**kw: Any) -> PodInfo:

@@ -30,7 +30,9 @@ def test_num_feasible_nodes_to_find(case: str, percentage: int, nodes: int, want
     assert num_feasible_nodes_to_find(percentage, nodes) == want
 
 
-def _fit_error(statuses: dict[str, Status], num: int, absent: Status | None = None, pre: str = "", post: str = "") -> str:
+def _fit_error(
+    statuses: dict[str, Status], num: int, absent: Status | None = None, pre: str = "", post: str = ""
+) -> str:
     d = Diagnosis()
     d.node_to_status.statuses.update(statuses)
     d.node_to_status.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
@@ -49,39 +51,60 @@ UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     [
         (
             "histogram sorted as strings, counts per reason",
-            {"a": Status(U, "Insufficient cpu"), "b": Status(U, "Insufficient cpu", "Insufficient memory"),
-             "c": Status(UU, "node(s) had untolerated taint(s)")},
-            3, None, "", "",
+            {
+                "a": Status(U, "Insufficient cpu"),
+                "b": Status(U, "Insufficient cpu", "Insufficient memory"),
+                "c": Status(UU, "node(s) had untolerated taint(s)"),
+            },
+            3,
+            None,
+            "",
+            "",
             "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), 2 Insufficient cpu.",
         ),
         (
             "lexicographic: 10 sorts before 2",
             {**{f"n{i}": Status(U, "x") for i in range(10)}, "m1": Status(U, "y"), "m2": Status(U, "y")},
-            12, None, "", "",
+            12,
+            None,
+            "",
+            "",
             "0/12 nodes are available: 10 x, 2 y.",
         ),
         (
             "absent nodes take the PreFilterResult status",
             {"a": Status(UU, "node(s) didn't match Pod's node affinity/selector")},
-            3, Status(UU, "node(s) didn't satisfy plugin(s) [NodeAffinity]"), "", "",
+            3,
+            Status(UU, "node(s) didn't satisfy plugin(s) [NodeAffinity]"),
+            "",
+            "",
             "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
             "2 node(s) didn't satisfy plugin(s) [NodeAffinity].",
         ),
         (
             "prefilter message replaces the histogram",
-            {}, 2, Status(UU, "pod affinity terms conflict"), "pod affinity terms conflict", "",
+            {},
+            2,
+            Status(UU, "pod affinity terms conflict"),
+            "pod affinity terms conflict",
+            "",
             "0/2 nodes are available: pod affinity terms conflict.",
         ),
         (
             "postfilter message appended after a space",
-            {"a": Status(U, "Insufficient cpu")}, 1, None, "",
+            {"a": Status(U, "Insufficient cpu")},
+            1,
+            None,
+            "",
             "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
             "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
             "1 No preemption victims found for incoming pod.",
         ),
     ],
 )
-def test_fit_error_message(case: str, statuses: dict, num: int, absent: Status | None, pre: str, post: str, want: str) -> None:
+def test_fit_error_message(
+    case: str, statuses: dict, num: int, absent: Status | None, pre: str, post: str, want: str
+) -> None:
     assert _fit_error(statuses, num, absent, pre, post) == want
 
 

@@ -26,14 +26,28 @@ IMAGES = ["nginx:1.25", "redis", "busybox:latest", "registry.k8s.io/pause:3.10"]
 def _node(r: random.Random, i: int) -> dict[str, Any]:
     taints = []
     if r.random() < 0.2:
-        taints.append({"key": r.choice(KEYS), "value": r.choice(["a", "b"]), "effect": r.choice(["NoSchedule", "PreferNoSchedule", "NoExecute"])})
+        taints.append(
+            {
+                "key": r.choice(KEYS),
+                "value": r.choice(["a", "b"]),
+                "effect": r.choice(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+            }
+        )
     images = [([img], r.choice([10, 300, 900]) * 2**20) for img in IMAGES if r.random() < 0.3]
     labels = {k: r.choice(["a", "b"]) for k in KEYS if r.random() < 0.5}
     extra = {"example.com/gpu": str(r.randint(0, 4))} if r.random() < 0.3 else {}
     return make_node(
-        f"node-{i}", cpu=str(r.choice([1, 2, 4, 8])), memory=f"{r.choice([2, 4, 16])}Gi", pods=r.choice([3, 10, 110]),
-        ephemeral=r.choice([None, "10Gi"]), extra=extra, labels=labels, taints=taints,
-        unschedulable=r.random() < 0.05, images=images, zone=r.choice(ZONES),
+        f"node-{i}",
+        cpu=str(r.choice([1, 2, 4, 8])),
+        memory=f"{r.choice([2, 4, 16])}Gi",
+        pods=r.choice([3, 10, 110]),
+        ephemeral=r.choice([None, "10Gi"]),
+        extra=extra,
+        labels=labels,
+        taints=taints,
+        unschedulable=r.random() < 0.05,
+        images=images,
+        zone=r.choice(ZONES),
     )
 
 
@@ -52,9 +66,24 @@ def _pod(r: random.Random, i: int, node: str = "") -> dict[str, Any]:
     if r.random() < 0.3:
         kw["tolerations"] = [{"key": r.choice(KEYS), "operator": "Exists"}]
     if r.random() < 0.2:
-        kw["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": r.randint(1, 100), "preference": {"matchExpressions": [
-                {"key": r.choice(KEYS), "operator": r.choice(["In", "NotIn", "Exists"]), "values": ["a"]}]}}]}}
+        kw["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": r.randint(1, 100),
+                        "preference": {
+                            "matchExpressions": [
+                                {
+                                    "key": r.choice(KEYS),
+                                    "operator": r.choice(["In", "NotIn", "Exists"]),
+                                    "values": ["a"],
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
     if r.random() < 0.1:
         kw["host_ports"] = [r.choice([80, 443])]
     if r.random() < 0.3:
@@ -62,18 +91,28 @@ def _pod(r: random.Random, i: int, node: str = "") -> dict[str, Any]:
     app = r.choice(["web", "db", "cache"])
     kw["labels"] = {"app": app}
     if r.random() < 0.2 and not node:
-        kw["spread"] = [{"maxSkew": r.randint(1, 2), "topologyKey": r.choice(["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
-                         "whenUnsatisfiable": r.choice(["DoNotSchedule", "ScheduleAnyway"]),
-                         "labelSelector": {"matchLabels": {"app": app}}}]
+        kw["spread"] = [
+            {
+                "maxSkew": r.randint(1, 2),
+                "topologyKey": r.choice(["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
+                "whenUnsatisfiable": r.choice(["DoNotSchedule", "ScheduleAnyway"]),
+                "labelSelector": {"matchLabels": {"app": app}},
+            }
+        ]
     if r.random() < 0.2:
-        term = {"labelSelector": {"matchLabels": {"app": r.choice(["web", "db"])}},
-                "topologyKey": r.choice(["topology.kubernetes.io/zone", "kubernetes.io/hostname"])}
+        term = {
+            "labelSelector": {"matchLabels": {"app": r.choice(["web", "db"])}},
+            "topologyKey": r.choice(["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
+        }
         kind = r.choice(["podAffinity", "podAntiAffinity"])
         if r.random() < 0.5:
             kw.setdefault("affinity", {})[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
         else:
-            kw.setdefault("affinity", {})[kind] = {"preferredDuringSchedulingIgnoredDuringExecution": [
-                {"weight": r.randint(1, 100), "podAffinityTerm": term}]}
+            kw.setdefault("affinity", {})[kind] = {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": r.randint(1, 100), "podAffinityTerm": term}
+                ]
+            }
     return make_pod(f"pod-{i}", node_name=node, priority=r.choice([0, 0, 10]), **kw)
 
 

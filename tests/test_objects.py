@@ -69,21 +69,64 @@ def _c(cpu: str | None = None, mem: str | None = None, restart: str | None = Non
 # (case, containers, init containers, extra spec kwargs, cpu milli, memory bytes, non0 cpu, non0 mem)
 REQUEST_CASES = [
     # component-helpers resource/helpers_test.go TestPodRequests "init container max"
-    ("init containers take the max", [_c("1"), _c("2")], [_c("2"), _c("4")], {}, 4000, 0, 4000, 2 * DEFAULT_MEMORY_REQUEST),
+    (
+        "init containers take the max",
+        [_c("1"), _c("2")],
+        [_c("2"), _c("4")],
+        {},
+        4000,
+        0,
+        4000,
+        2 * DEFAULT_MEMORY_REQUEST,
+    ),
     ("containers sum beats init", [_c("3")], [_c("2")], {}, 3000, 0, 3000, DEFAULT_MEMORY_REQUEST),
     # "restartable init container" cases: sidecars add to everything started after them
-    ("sidecar then init", [_c("1")], [_c("1", restart="Always"), _c("2")], {}, 3000, 0, 3000, 2 * DEFAULT_MEMORY_REQUEST),
-    ("init then sidecar", [_c("1")], [_c("5"), _c("1", restart="Always")], {}, 5000, 0, 5000, 2 * DEFAULT_MEMORY_REQUEST),
+    (
+        "sidecar then init",
+        [_c("1")],
+        [_c("1", restart="Always"), _c("2")],
+        {},
+        3000,
+        0,
+        3000,
+        2 * DEFAULT_MEMORY_REQUEST,
+    ),
+    (
+        "init then sidecar",
+        [_c("1")],
+        [_c("5"), _c("1", restart="Always")],
+        {},
+        5000,
+        0,
+        5000,
+        2 * DEFAULT_MEMORY_REQUEST,
+    ),
     # overhead is added on top (TestPodRequests "pod overhead")
-    ("overhead", [_c("1", "1Gi")], [], {"overhead": {"cpu": "250m", "memory": "120Mi"}}, 1250, 2**30 + 120 * 2**20,
-     1250, 2**30 + 120 * 2**20),
+    (
+        "overhead",
+        [_c("1", "1Gi")],
+        [],
+        {"overhead": {"cpu": "250m", "memory": "120Mi"}},
+        1250,
+        2**30 + 120 * 2**20,
+        1250,
+        2**30 + 120 * 2**20,
+    ),
     # limits default requests (API-server defaulting)
     ("limits only", [_c(limits={"cpu": "2", "memory": "1Gi"})], [], {}, 2000, 2**30, 2000, 2**30),
     # explicit zero is not replaced by the non-zero default (schedutil.GetNonzeroRequests)
     ("explicit zero", [_c("0", "0")], [], {}, 0, 0, 0, 0),
     # pod-level resources replace the container aggregate (PodLevelResources)
-    ("pod level", [_c("1", "1Gi")], [], {"pod_resources": {"requests": {"cpu": "2", "memory": "2Gi"}}}, 2000, 2 * 2**30,
-     2000, 2 * 2**30),
+    (
+        "pod level",
+        [_c("1", "1Gi")],
+        [],
+        {"pod_resources": {"requests": {"cpu": "2", "memory": "2Gi"}}},
+        2000,
+        2 * 2**30,
+        2000,
+        2 * 2**30,
+    ),
     ("no requests", [_c()], [], {}, 0, 0, 100, DEFAULT_MEMORY_REQUEST),
 ]
 

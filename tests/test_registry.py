@@ -27,12 +27,18 @@ def _doc(extra_disabled: list[str], args: dict) -> dict:
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [{
-            "schedulerName": "default-scheduler",
-            "plugins": {"multiPoint": {"enabled": [{"name": "NodeLabelPreference", "weight": 50}],
-                                        "disabled": [{"name": n} for n in extra_disabled]}},
-            "pluginConfig": [{"name": "NodeLabelPreference", "args": args}],
-        }],
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {
+                    "multiPoint": {
+                        "enabled": [{"name": "NodeLabelPreference", "weight": 50}],
+                        "disabled": [{"name": n} for n in extra_disabled],
+                    }
+                },
+                "pluginConfig": [{"name": "NodeLabelPreference", "args": args}],
+            }
+        ],
     }
 
 

@@ -237,9 +237,7 @@ class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         raise NotImplementedError
 
-    def filter_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
-    ) -> np.ndarray | None:
+    def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray | None:
         """Optional: a bool mask over ``snapshot.node_infos[idx]`` (True = passes), or None."""
         return None
 
@@ -261,9 +259,7 @@ class ScorePlugin(Plugin):
         """Raw score; raise ``StatusError`` to fail."""
         raise NotImplementedError
 
-    def score_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
-    ) -> np.ndarray | None:
+    def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray | None:
         """Optional: int64 scores for ``snapshot.node_infos[idx]``, or None for the per-node form."""
         return None
 

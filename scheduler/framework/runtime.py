@@ -88,7 +88,9 @@ class Framework:
         self.profile_name = profile.scheduler_name
         self.handle = handle
         self.percentage_of_nodes_to_score = (
-            profile.percentage_of_nodes_to_score if profile.percentage_of_nodes_to_score is not None else global_percentage
+            profile.percentage_of_nodes_to_score
+            if profile.percentage_of_nodes_to_score is not None
+            else global_percentage
         )
         self.observer = observer
         self.plugins: dict[str, Plugin] = {}
@@ -110,7 +112,9 @@ class Framework:
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = points["preEnqueue"]  # type: ignore[assignment]
         qs = points["queueSort"]
         if len(qs) != 1:
-            raise FrameworkError(f"one queue sort plugin required for profile with scheduler name {self.profile_name!r}")
+            raise FrameworkError(
+                f"one queue sort plugin required for profile with scheduler name {self.profile_name!r}"
+            )
         self.queue_sort: QueueSortPlugin = qs[0]  # type: ignore[assignment]
         self.pre_filter_plugins: list[PreFilterPlugin] = points["preFilter"]  # type: ignore[assignment]
         self.filter_plugins: list[FilterPlugin] = points["filter"]  # type: ignore[assignment]
@@ -123,12 +127,16 @@ class Framework:
         self.bind_plugins: list[BindPlugin] = points["bind"]  # type: ignore[assignment]
         self.post_bind_plugins: list[PostBindPlugin] = points["postBind"]  # type: ignore[assignment]
         if not self.bind_plugins:
-            raise FrameworkError(f"at least one bind plugin is needed for profile with scheduler name {self.profile_name!r}")
+            raise FrameworkError(
+                f"at least one bind plugin is needed for profile with scheduler name {self.profile_name!r}"
+            )
         # Plugins whose batch form overrides the base class's "None" default.
         self._filter_has_batch = {
             pl.name: type(pl).filter_batch is not FilterPlugin.filter_batch for pl in self.filter_plugins
         }
-        self._score_has_batch = {pl.name: type(pl).score_batch is not ScorePlugin.score_batch for pl in self.score_plugins}
+        self._score_has_batch = {
+            pl.name: type(pl).score_batch is not ScorePlugin.score_batch for pl in self.score_plugins
+        }
         # When True every plugin is run in its per-node reference form (tests compare both).
         self.reference_mode = False
 
@@ -363,19 +371,30 @@ class Framework:
                 if self._score_has_batch[pl.name] and not self.reference_mode:
                     arr = pl.score_batch(state, pod, snap, idx)
                 if arr is None:
-                    arr = np.fromiter((pl.score(state, pod, infos[i]) for i in idx.tolist()), dtype=np.int64, count=len(idx))
+                    arr = np.fromiter(
+                        (pl.score(state, pod, infos[i]) for i in idx.tolist()), dtype=np.int64, count=len(idx)
+                    )
                 else:
                     arr = np.asarray(arr, dtype=np.int64)
                 raw = arr.copy()
                 if pl.has_normalize:
                     s = pl.normalize_score(state, pod, arr)
                     if s is not None and not s.is_success():
-                        raise StatusError(Status(Code.ERROR, f"running Normalize on Score plugins: plugin {pl.name!r} failed with: {s.message}"))
+                        raise StatusError(
+                            Status(
+                                Code.ERROR,
+                                f"running Normalize on Score plugins: plugin {pl.name!r} failed with: {s.message}",
+                            )
+                        )
             except StatusError as exc:
                 if exc.status.code == Code.ERROR and "Score plugins" in exc.status.message:
                     raise
                 raise StatusError(
-                    Status(Code.ERROR, f"running Score plugins: plugin {pl.name!r} failed with: {exc.status.message}", plugin=pl.name)
+                    Status(
+                        Code.ERROR,
+                        f"running Score plugins: plugin {pl.name!r} failed with: {exc.status.message}",
+                        plugin=pl.name,
+                    )
                 ) from None
             if len(arr) and (int(arr.max()) > MAX_NODE_SCORE or int(arr.min()) < MIN_NODE_SCORE):
                 bad = int(arr.max()) if int(arr.max()) > MAX_NODE_SCORE else int(arr.min())

@@ -485,7 +485,7 @@ SCORE_CASES: list[tuple[str, list | None, list[dict], dict | None, bool, list[in
         [0, 0, 0],
     ),
     (
-        "no node matches preferred scheduling requirements in NodeAffinity of pod so all nodes' priority is zero",  # noqa: E501
+        "no node matches preferred scheduling requirements in NodeAffinity of pod so all nodes' priority is zero",
         AFFINITY1,
         [LABEL4, LABEL2, LABEL3],
         None,
@@ -578,7 +578,7 @@ def test_pre_score_error_on_broken_affinity() -> None:
     assert st.message == (
         '[0].matchExpressions[0].key: Invalid value: "invalid key": name part must consist of alphanumeric '
         "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  "
-        "or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"  # noqa: E501
+        "or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
     )
 
 

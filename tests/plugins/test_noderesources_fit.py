@@ -339,7 +339,7 @@ NOT_ENOUGH_CASES = [
         res(5, 19),
     ),
     (
-        "even for equal edge case, predicate fails when there's no space for additional pod due to init container",  # noqa: E501
+        "even for equal edge case, predicate fails when there's no space for additional pod due to init container",
         pod(res(5, 1), inits=(res(5, 1),)),
         res(5, 19),
     ),
@@ -502,7 +502,7 @@ def test_default_args() -> None:
                     "requestedToCapacityRatio": {"shape": []},
                 }
             },
-            "scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified",  # noqa: E501
+            "scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified",
         ),
         (
             {
@@ -523,17 +523,17 @@ def test_default_args() -> None:
                     "requestedToCapacityRatio": {"shape": [{"utilization": 10, "score": 11}]},
                 }
             },
-            "scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11: not in valid range [0, 10]",  # noqa: E501
+            "scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11: not in valid range [0, 10]",
         ),
         (
             {"ignoredResourceGroups": ["example.com/aaa"]},
-            "ignoredResourceGroups[0]: Invalid value: \"example.com/aaa\": resource group name can't contain '/'",  # noqa: E501
+            "ignoredResourceGroups[0]: Invalid value: \"example.com/aaa\": resource group name can't contain '/'",
         ),
         (
             {"ignoredResources": ["-bad"]},
             'ignoredResources[0]: Invalid value: "-bad": name part must consist of alphanumeric characters, '
             "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
-            "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",  # noqa: E501
+            "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
         ),
     ],
 )

@@ -160,7 +160,7 @@ LEAST_CASES = [
         [0, 0],
     ),
     (
-        "nothing scheduled, resources requested with different weight on CPU and memory, differently sized nodes",  # noqa: E501
+        "nothing scheduled, resources requested with different weight on CPU and memory, differently sized nodes",
         REQ_3_5,
         N4_6,
         [],
@@ -313,7 +313,7 @@ RTCR_CASES = [
         [38, 50],
     ),
     (
-        "no resources requested, pods scheduled with resources (default - least requested nodes have priority)",  # noqa: E501
+        "no resources requested, pods scheduled with resources (default - least requested nodes have priority)",
         st_pod(),
         N4_6,
         [st_pod(CPU3K_MEM5K, node="node1"), st_pod(CPU3K_MEM5K, node="node2")],

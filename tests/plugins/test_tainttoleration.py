@@ -49,7 +49,7 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         True,
     ),
     (
-        "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints",  # noqa: E501
+        "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints",
         [tol("foo", "Exists", "", "NoSchedule")],
         [taint("foo", "bar", "NoSchedule")],
         False,
@@ -61,19 +61,19 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         False,
     ),
     (
-        "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match",  # noqa: E501
+        "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match",
         [tol("foo", "Equal", "bar", "PreferNoSchedule")],
         [taint("foo", "bar", "NoSchedule")],
         True,
     ),
     (
-        "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty",  # noqa: E501
+        "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty",
         [tol("foo", "Equal", "bar")],
         [taint("foo", "bar", "NoSchedule")],
         False,
     ),
     (
-        "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint "  # noqa: E501
+        "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint "
         "on node is PreferNoSchedule",
         [tol("dedicated", "Equal", "user2", "NoSchedule")],
         [taint("dedicated", "user1", "PreferNoSchedule")],
@@ -85,7 +85,7 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         [taint("dedicated", "user1", "PreferNoSchedule")],
         False,
     ),
-    # Not upstream cases: NoExecute counts as a hard taint; untolerated NoExecute after a tolerated NoSchedule.  # noqa: E501
+    # Not upstream cases: NoExecute counts as a hard taint; untolerated NoExecute after a tolerated NoSchedule.
     ("no-execute is hard", None, [taint("k", "v", "NoExecute")], True),
     (
         "second hard taint untolerated",

@@ -1,0 +1,524 @@
+"""InterPodAffinity: cases transcribed from upstream interpodaffinity/filtering_test.go and
+scoring_test.go (case names in the ids), plus batch/per-node forms against a straightforward
+reference of upstream's algorithm on random clusters."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Code, Status
+from scheduler.objects import AffinityTerm, NodeInfo, PodInfo
+from scheduler.plugins.interpodaffinity import InterPodAffinity
+from tests.builders import make_node, make_pod
+from tests.plugins._topology_helpers import (
+    add_pod_to_snapshot,
+    build_handle,
+    namespace,
+    rand_cluster,
+    rand_incoming,
+)
+
+AFF = "node(s) didn't match pod affinity rules"
+ANTI = "node(s) didn't match pod anti-affinity rules"
+EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def term(sel: dict[str, Any], key: str, **kw: Any) -> dict[str, Any]:
+    return {"labelSelector": sel, "topologyKey": key, **kw}
+
+
+def req_aff(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+
+
+def req_anti(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+
+
+def pref(kind: str, *wterms: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        kind: {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": w, "podAffinityTerm": t} for w, t in wterms]
+        }
+    }
+
+
+def sel_in(key: str, *values: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}
+
+
+def run_filter(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], nss: list[dict[str, Any]] = ()
+) -> dict[str, Status | None]:  # type: ignore[assignment]
+    h = build_handle(nodes, pods, list(nss))
+    pl = InterPodAffinity.new(None, h)
+    st = CycleState()
+    pi = PodInfo(pod)
+    r = pl.pre_filter(st, pi, h.snapshot.node_infos)
+    out: dict[str, Status | None] = {}
+    if isinstance(r, Status) and r.code == Code.SKIP:
+        return {ni.name: None for ni in h.snapshot.node_infos}
+    for ni in h.snapshot.node_infos:
+        out[ni.name] = pl.filter(st, pi, ni)
+    mask = pl.filter_batch(st, pi, h.snapshot, np.arange(len(h.snapshot.node_infos)))
+    assert mask is not None
+    assert mask.tolist() == [out[ni.name] is None for ni in h.snapshot.node_infos]
+    return out
+
+
+N1 = make_node("node1", labels={"region": "r1", "zone": "z11"})
+
+# --- filtering_test.go TestRequiredAffinitySingleNode -----------------------------------------
+SINGLE_NODE_CASES = [
+    pytest.param(make_pod("p", labels={"service": "securityscan"}), [], None, id="A pod that has no required pod affinity scheduling rules can schedule onto a node with no existing pods"),
+    pytest.param(
+        make_pod("p", affinity=req_aff(term(sel_in("service", "securityscan", "value2"), "region"))),
+        [make_pod("e", labels={"service": "securityscan"}, node_name="node1")],
+        None,
+        id="satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that matches the existing pod",
+    ),
+    pytest.param(
+        make_pod("p", affinity=req_aff(term({"matchExpressions": [{"key": "service", "operator": "NotIn", "values": ["securityscan3", "value3"]}]}, "region"))),
+        [make_pod("e", labels={"service": "securityscan"}, node_name="node1")],
+        None,
+        id="satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in labelSelector that matches the existing pod",
+    ),
+    pytest.param(
+        make_pod("p", affinity=req_aff(term(sel_in("service", "securityscan", "value2"), "region", namespaces=["DiffNameSpace"]))),
+        [make_pod("e", "ns", labels={"service": "securityscan"}, node_name="node1")],
+        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF),
+        id="Does not satisfy the PodAffinity with labelSelector because of diff Namespace",
+    ),
+    pytest.param(
+        make_pod("p", affinity=req_aff(term(sel_in("service", "antivirusscan", "value2"), "region"))),
+        [make_pod("e", labels={"service": "securityscan"}, node_name="node1")],
+        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF),
+        id="Doesn't satisfy the PodAffinity because of unmatching labelSelector with the existing pod",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "bar", "service": "securityscan"},
+            affinity={
+                **req_aff(term(sel_in("service", "securityscan", "value2"), "zone")),
+                **req_anti(term(sel_in("service", "antivirusscan", "value2"), "node")),
+            },
+        ),
+        [make_pod("e", labels={"service": "securityscan"}, node_name="node1")],
+        None,
+        id="satisfies the PodAffinity and PodAntiAffinity with the existing pod",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "bar", "service": "securityscan"},
+            affinity={
+                **req_aff(term(sel_in("service", "securityscan", "value2"), "region")),
+                **req_anti(term(sel_in("service", "securityscan", "value2"), "zone")),
+            },
+        ),
+        [make_pod("e", labels={"service": "securityscan"}, node_name="node1")],
+        Status(Code.UNSCHEDULABLE, ANTI),
+        id="satisfies the PodAffinity but doesn't satisfy the PodAntiAffinity with the existing pod",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": "bar", "service": "securityscan"}),
+        [
+            make_pod(
+                "e",
+                labels={"service": "securityscan"},
+                node_name="node1",
+                affinity=req_anti(term(sel_in("foo", "bar"), "zone")),
+            )
+        ],
+        Status(Code.UNSCHEDULABLE, EXISTING),
+        id="satisfies the PodAffinity and PodAntiAffinity but doesn't satisfy PodAntiAffinity symmetry with the existing pod",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": "bar", "service": "securityscan"}, affinity=req_aff(term(sel_in("service", "securityscan"), "region"))),
+        [],
+        None,
+        id="verify that PodAffinity is honored for pods with no existing pods and matching their own terms (the first pod of a series)",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": "bar"}, affinity=req_aff(term(sel_in("service", "securityscan"), "region"))),
+        [],
+        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF),
+        id="pod matches its own Label in PodAffinity and that matches the existing pod Labels (negated: does not match itself)",
+    ),
+    pytest.param(
+        make_pod("p", labels={"abc": "", "xyz": ""}, affinity=req_aff(term({"matchExpressions": [{"key": "abc", "operator": "Exists"}]}, "zone"), term({"matchExpressions": [{"key": "def", "operator": "Exists"}]}, "zone"))),
+        [make_pod("e", labels={"abc": ""}, node_name="node1"), make_pod("e2", labels={"def": ""}, node_name="node1")],
+        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF),
+        id="affinity should fail since no single pod matches all terms, and the incoming pod does not match its own terms either",
+    ),
+    pytest.param(
+        make_pod("p", labels={"abc": "", "def": ""}, affinity=req_aff(term({"matchExpressions": [{"key": "abc", "operator": "Exists"}]}, "zone"), term({"matchExpressions": [{"key": "def", "operator": "Exists"}]}, "zone"))),
+        [make_pod("e", labels={"abc": ""}, node_name="node1"), make_pod("e2", labels={"def": ""}, node_name="node1")],
+        None,
+        id="affinity should succeed when no existing pod matches all terms but the incoming pod matches its own terms",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": "bar"}, affinity=req_aff(term(sel_in("service", "securityscan"), "region", namespaceSelector={}))),
+        [make_pod("e", "subteam/team-a", labels={"service": "securityscan"}, node_name="node1")],
+        None,
+        id="affinity with empty namespaceSelector matches existing pods in every namespace",
+    ),
+    pytest.param(
+        make_pod("p", "subteam/team-a", labels={"foo": "bar"}, affinity=req_anti(term(sel_in("service", "securityscan"), "zone", namespaceSelector={"matchLabels": {"team": "team-a"}}))),
+        [make_pod("e", "subteam/team-a", labels={"service": "securityscan"}, node_name="node1")],
+        Status(Code.UNSCHEDULABLE, ANTI),
+        id="PodAntiAffinity with namespaceSelector matches the namespace of the existing pod",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": "bar"}, affinity=req_anti(term(sel_in("service", "securityscan"), "zone", namespaceSelector={"matchLabels": {"team": "team-b"}}))),
+        [make_pod("e", "subteam/team-a", labels={"service": "securityscan"}, node_name="node1")],
+        None,
+        id="PodAntiAffinity with namespaceSelector not matching the namespace of the existing pod",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "pods", "want"), SINGLE_NODE_CASES)
+def test_required_affinity_single_node(pod: dict[str, Any], pods: list[dict[str, Any]], want: Status | None) -> None:
+    nss = [namespace("subteam/team-a", {"team": "team-a"}), namespace("default")]
+    got = run_filter(pod, [N1], pods, nss)
+    assert got["node1"] == want
+
+
+# --- filtering_test.go TestRequiredAffinityMultipleNodes -----------------------------------
+def test_multiple_nodes_affinity_in_same_region() -> None:
+    """'A pod can be scheduled onto all the nodes that have the same topology key & label value
+    with one of them has an existing pod that matches the affinity rules'."""
+    nodes = [
+        make_node("nodeA", labels={"region": "r1", "zone": "z11", "hostname": "nodeA"}),
+        make_node("nodeB", labels={"region": "r1", "zone": "z12", "hostname": "nodeB"}),
+        make_node("nodeC", labels={"region": "r2", "zone": "z21", "hostname": "nodeC"}),
+    ]
+    pod = make_pod("p", affinity=req_aff(term(sel_in("foo", "bar"), "region")))
+    got = run_filter(pod, nodes, [make_pod("e", labels={"foo": "bar"}, node_name="nodeA")])
+    assert got == {"nodeA": None, "nodeB": None, "nodeC": Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF)}
+
+
+def test_multiple_nodes_anti_affinity_symmetry_by_zone() -> None:
+    """'NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that
+    matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB but
+    can be scheduled onto nodeC' (anti-affinity of the existing pod)."""
+    nodes = [
+        make_node("nodeA", labels={"zone": "az1", "hostname": "h1"}),
+        make_node("nodeB", labels={"zone": "az1", "hostname": "h2"}),
+        make_node("nodeC", labels={"zone": "az2", "hostname": "h3"}),
+    ]
+    existing = make_pod("e", labels={"foo": "123"}, node_name="nodeA", affinity=req_anti(term(sel_in("foo", "bar"), "zone")))
+    got = run_filter(make_pod("p", labels={"foo": "bar"}), nodes, [existing])
+    u = Status(Code.UNSCHEDULABLE, EXISTING)
+    assert got == {"nodeA": u, "nodeB": u, "nodeC": None}
+
+
+def test_multiple_nodes_missing_topology_key() -> None:
+    """'Test the case that the pod is placed on a node without the topologyKey label' for the
+    incoming pod's affinity: nodes without the label fail with the affinity reason."""
+    nodes = [make_node("nodeA", labels={"region": "r1"}), make_node("nodeB", labels={})]
+    pod = make_pod("p", labels={"foo": "bar"}, affinity=req_aff(term(sel_in("foo", "bar"), "region")))
+    got = run_filter(pod, nodes, [])
+    assert got == {"nodeA": None, "nodeB": Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF)}
+
+
+def test_prefilter_skip() -> None:
+    """filtering_test.go TestPreFilterDisabled/Skip: no terms anywhere -> PreFilter returns Skip."""
+    h = build_handle([N1], [make_pod("e", labels={"a": "b"}, node_name="node1")])
+    pl = InterPodAffinity.new(None, h)
+    r = pl.pre_filter(CycleState(), PodInfo(make_pod("p")), h.snapshot.node_infos)
+    assert isinstance(r, Status) and r.code == Code.SKIP
+
+
+def test_args_validation() -> None:
+    """validation_pluginargs.go: hardPodAffinityWeight in [0, 100]."""
+    h = build_handle([N1])
+    assert InterPodAffinity.new(None, h).args.hard_pod_affinity_weight == 1
+    with pytest.raises(ValueError, match=r"^hardPodAffinityWeight: Invalid value: 110: not in valid range \[0, 100\]$"):
+        InterPodAffinity.new({"hardPodAffinityWeight": 110}, h)
+    with pytest.raises(ValueError, match="Invalid value: -1"):
+        InterPodAffinity.new({"hardPodAffinityWeight": -1}, h)
+
+
+# --- scoring_test.go TestPreferredAffinity ------------------------------------------------
+SC_NODES = [
+    make_node("node1", labels={"region": "China", "az": "az1"}),
+    make_node("node2", labels={"region": "India", "az": "az2"}),
+    make_node("node3", labels={"region": "China", "az": "az1"}),
+    make_node("node4", labels={"az": "az1"}),
+]
+SEC = {"security": "S1"}
+SEC2 = {"security": "S2"}
+AFF_SEC1_REGION = pref("podAffinity", (5, term(sel_in("security", "S1"), "region")))
+ANTI_SEC1_REGION = pref("podAntiAffinity", (5, term(sel_in("security", "S1"), "region")))
+
+
+def run_score(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], args: dict[str, Any] | None = None
+) -> list[int] | None:
+    h = build_handle(nodes, pods)
+    pl = InterPodAffinity.new(args, h)
+    st = CycleState()
+    pi = PodInfo(pod)
+    infos = h.snapshot.node_infos
+    r = pl.pre_score(st, pi, infos)
+    if isinstance(r, Status):
+        assert r.code == Code.SKIP
+        return None
+    raw = np.array([pl.score(st, pi, ni) for ni in infos], dtype=np.int64)
+    batch = pl.score_batch(st, pi, h.snapshot, np.arange(len(infos)))
+    assert batch is not None and batch.tolist() == raw.tolist()
+    pl.normalize_score(st, pi, raw)
+    return raw.tolist()
+
+
+SCORE_CASES = [
+    pytest.param(make_pod("p", labels=SEC), [], None, id="all nodes have same score: no pods, no affinity (Skip)"),
+    pytest.param(
+        make_pod("p", labels=SEC, affinity=AFF_SEC1_REGION),
+        [make_pod("e1", labels=SEC2, node_name="node1"), make_pod("e2", labels=SEC2, node_name="node2")],
+        None,
+        id="Affinity: pod that matches topology key & pods in nodes will get high score comparing to others (no matching pod: Skip)",
+    ),
+    pytest.param(
+        make_pod("p", labels=SEC, affinity=AFF_SEC1_REGION),
+        [make_pod("e1", labels=SEC, node_name="node1")],
+        [100, 0, 100, 0],
+        id="Affinity: pod that matches topology key & pods in nodes will get high score comparing to others",
+    ),
+    pytest.param(
+        make_pod("p", labels=SEC, affinity=ANTI_SEC1_REGION),
+        [make_pod("e1", labels=SEC, node_name="node1")],
+        [0, 100, 0, 100],
+        id="Anti Affinity: pod that does not match existing pods in node will get high score",
+    ),
+    pytest.param(
+        make_pod("p", labels=SEC2),
+        [make_pod("e1", labels=SEC, node_name="node1", affinity=pref("podAffinity", (5, term(sel_in("security", "S2"), "region"))))],
+        [100, 0, 100, 0],
+        id="Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+    ),
+    pytest.param(
+        make_pod("p", labels=SEC2),
+        [make_pod("e1", labels=SEC, node_name="node1", affinity=req_aff(term(sel_in("security", "S2"), "region")))],
+        [100, 0, 100, 0],
+        id="Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+    ),
+    pytest.param(
+        make_pod("p", labels=SEC2),
+        [make_pod("e1", labels=SEC, node_name="node1", affinity=pref("podAntiAffinity", (5, term(sel_in("security", "S2"), "region"))))],
+        [0, 100, 0, 100],
+        id="Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "pods", "want"), SCORE_CASES)
+def test_preferred_affinity(pod: dict[str, Any], pods: list[dict[str, Any]], want: list[int] | None) -> None:
+    assert run_score(pod, SC_NODES, pods) == want
+
+
+def test_hard_pod_affinity_weight_zero() -> None:
+    """scoring_test.go TestPreferredAffinityWithHardPodAffinitySymmetricWeight: weight 0 -> Skip."""
+    pods = [make_pod("e1", labels=SEC, node_name="node1", affinity=req_aff(term(sel_in("security", "S2"), "region")))]
+    assert run_score(make_pod("p", labels=SEC2), SC_NODES, pods, {"hardPodAffinityWeight": 0}) is None
+    assert run_score(make_pod("p", labels=SEC2), SC_NODES, pods, {"hardPodAffinityWeight": 1}) == [100, 0, 100, 0]
+
+
+def test_ignore_preferred_terms_of_existing_pods() -> None:
+    """scoring_test.go 'with IgnorePreferredTermsOfExistingPods...': Skip when the pod has no preferred terms."""
+    pods = [make_pod("e1", labels=SEC, node_name="node1", affinity=pref("podAffinity", (5, term(sel_in("security", "S2"), "region"))))]
+    assert run_score(make_pod("p", labels=SEC2), SC_NODES, pods, {"ignorePreferredTermsOfExistingPods": True}) is None
+
+
+# --- randomized: plugin (per-node and batch) vs a literal reference -----------------------
+
+
+class Ref:
+    """Upstream's algorithm, literally: walks every pod of every node."""
+
+    def __init__(self, handle: Any, pod: PodInfo, hard: int = 1, ignore_pref: bool = False) -> None:
+        self.h = handle
+        self.pod = pod
+        self.hard = hard
+        self.ignore_pref = ignore_pref
+        self.ns_labels = handle.listers.namespace_labels(pod.namespace) or {}
+
+    def merged(self, t: AffinityTerm) -> tuple[bool, frozenset[str], Any, str]:
+        sel = t.namespace_selector
+        nss = set(t.namespaces)
+        all_ns = False
+        if sel is not None:
+            if not sel.requirements:
+                all_ns = True
+            else:
+                nss |= {n.name for n in self.h.listers.namespaces.values() if sel.matches(n.labels)}
+        return all_ns, frozenset(nss), t.selector, t.topology_key
+
+    @staticmethod
+    def mmatch(m: tuple[bool, frozenset[str], Any, str], p: PodInfo) -> bool:
+        return (m[0] or p.namespace in m[1]) and m[2].matches(p.labels)
+
+    def prefilter(self) -> tuple[bool, dict, dict, dict, list, list]:
+        ex: dict[tuple[str, str], int] = {}
+        aff: dict[tuple[str, str], int] = {}
+        anti: dict[tuple[str, str], int] = {}
+        at = [self.merged(t) for t in self.pod.affinity_required]
+        nt = [self.merged(t) for t in self.pod.anti_affinity_required]
+        for ni in self.h.snapshot.node_infos:
+            for p in ni.pods:
+                for t in p.anti_affinity_required:
+                    if t.matches(self.pod, self.ns_labels) and t.topology_key in ni.labels:
+                        k = (t.topology_key, ni.labels[t.topology_key])
+                        ex[k] = ex.get(k, 0) + 1
+                if at and all(self.mmatch(m, p) for m in at):
+                    for m in at:
+                        if m[3] in ni.labels:
+                            k = (m[3], ni.labels[m[3]])
+                            aff[k] = aff.get(k, 0) + 1
+                for m in nt:
+                    if self.mmatch(m, p) and m[3] in ni.labels:
+                        k = (m[3], ni.labels[m[3]])
+                        anti[k] = anti.get(k, 0) + 1
+        skip = not ex and not at and not nt
+        return skip, ex, aff, anti, at, nt
+
+    def filter(self, st: tuple, ni: NodeInfo) -> Status | None:
+        _, ex, aff, anti, at, nt = st
+        exist = True
+        for m in at:
+            if m[3] not in ni.labels:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF)
+            if aff.get((m[3], ni.labels[m[3]]), 0) <= 0:
+                exist = False
+        if not exist and not (not aff and at and all(self.mmatch(m, self.pod) for m in at)):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF)
+        if anti:
+            for m in nt:
+                if m[3] in ni.labels and anti.get((m[3], ni.labels[m[3]]), 0) > 0:
+                    return Status(Code.UNSCHEDULABLE, ANTI)
+        if ex:
+            for k, v in ni.labels.items():
+                if ex.get((k, v), 0) > 0:
+                    return Status(Code.UNSCHEDULABLE, EXISTING)
+        return None
+
+    def prescore(self) -> dict[str, dict[str, int]] | None:
+        pod = self.pod
+        has = bool(pod.affinity_preferred or pod.anti_affinity_preferred)
+        if self.ignore_pref and not has:
+            return None
+        topo: dict[str, dict[str, int]] = {}
+
+        def proc(matched: bool, key: str, ni: NodeInfo, w: int) -> None:
+            if matched and key in ni.labels:
+                topo.setdefault(key, {})
+                topo[key][ni.labels[key]] = topo[key].get(ni.labels[key], 0) + w
+
+        pa = [(w.weight, self.merged(w.term)) for w in pod.affinity_preferred]
+        pn = [(w.weight, self.merged(w.term)) for w in pod.anti_affinity_preferred]
+        for ni in self.h.snapshot.node_infos:
+            for p in ni.pods:
+                for w, m in pa:
+                    proc(self.mmatch(m, p), m[3], ni, w)
+                for w, m in pn:
+                    proc(self.mmatch(m, p), m[3], ni, -w)
+                if self.hard > 0:
+                    for t in p.affinity_required:
+                        proc(t.matches(pod, self.ns_labels), t.topology_key, ni, self.hard)
+                for wt in p.affinity_preferred:
+                    proc(wt.term.matches(pod, self.ns_labels), wt.term.topology_key, ni, wt.weight)
+                for wt in p.anti_affinity_preferred:
+                    proc(wt.term.matches(pod, self.ns_labels), wt.term.topology_key, ni, -wt.weight)
+        return topo or None
+
+    @staticmethod
+    def score(topo: dict[str, dict[str, int]], ni: NodeInfo) -> int:
+        return sum(vals.get(ni.labels[k], 0) for k, vals in topo.items() if k in ni.labels)
+
+    @staticmethod
+    def normalize(scores: list[int]) -> list[int]:
+        lo, hi = min(scores), max(scores)
+        if hi - lo <= 0:
+            return [0] * len(scores)
+        return [int(100.0 * ((s - lo) / (hi - lo))) for s in scores]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_clusters_match_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes, pods, nss = rand_cluster(rng, rng.randint(3, 25), rng.randint(0, 60))
+    h = build_handle(nodes, pods, nss)
+    args = {"hardPodAffinityWeight": rng.choice([0, 1, 7]), "ignorePreferredTermsOfExistingPods": rng.random() < 0.3}
+    pl = InterPodAffinity.new(args, h)
+    infos = h.snapshot.node_infos
+    allidx = np.arange(len(infos), dtype=np.int64)
+    for k in range(12):
+        pod = PodInfo(rand_incoming(rng, k))
+        ref = Ref(h, pod, args["hardPodAffinityWeight"], args["ignorePreferredTermsOfExistingPods"])
+        st = CycleState()
+        r = pl.pre_filter(st, pod, infos)
+        rs = ref.prefilter()
+        assert (isinstance(r, Status) and r.code == Code.SKIP) == rs[0]
+        if not rs[0]:
+            want = [ref.filter(rs, ni) for ni in infos]
+            assert [pl.filter(st, pod, ni) for ni in infos] == want
+            mask = pl.filter_batch(st, pod, h.snapshot, allidx)
+            assert mask is not None and mask.tolist() == [w is None for w in want]
+        # Score over a random subset (the feasible nodes), in snapshot order.
+        sub = sorted(rng.sample(range(len(infos)), rng.randint(1, len(infos))))
+        sub_nodes = [infos[i] for i in sub]
+        st2 = CycleState()
+        r2 = pl.pre_score(st2, pod, sub_nodes)
+        topo = ref.prescore()
+        assert (isinstance(r2, Status) and r2.code == Code.SKIP) == (topo is None)
+        if topo is not None:
+            raw = [Ref.score(topo, ni) for ni in sub_nodes]
+            assert [pl.score(st2, pod, ni) for ni in sub_nodes] == raw
+            batch = pl.score_batch(st2, pod, h.snapshot, np.array(sub, dtype=np.int64))
+            assert batch is not None and batch.tolist() == raw
+            pl.normalize_score(st2, pod, batch)
+            assert batch.tolist() == Ref.normalize(raw)
+        # Bind the pod somewhere and keep going: exercises the incremental index.
+        raw_pod = dict(pod.raw)
+        raw_pod["spec"] = {**raw_pod["spec"], "nodeName": infos[rng.randrange(len(infos))].name}
+        raw_pod["metadata"] = {**raw_pod["metadata"], "uid": f"bound-{seed}-{k}"}
+        add_pod_to_snapshot(h, raw_pod)
+        infos = h.snapshot.node_infos
+
+
+def test_add_remove_pod_matches_recompute() -> None:
+    """PreFilterExtensions: AddPod/RemovePod leave the same answers as a fresh PreFilter."""
+    rng = random.Random(5)
+    for _ in range(20):
+        nodes, pods, nss = rand_cluster(rng, 8, 30, affinity_p=0.5)
+        h = build_handle(nodes, pods, nss)
+        pl = InterPodAffinity.new(None, h)
+        pod = PodInfo(rand_incoming(rng, 0))
+        st = CycleState()
+        if isinstance(pl.pre_filter(st, pod, h.snapshot.node_infos), Status):
+            continue
+        victim_node = next(ni for ni in h.snapshot.node_infos if ni.pods)
+        victim = victim_node.pods[0]
+        pl.remove_pod(st, pod, victim, victim_node)
+        reduced = [p for p in pods if p["metadata"]["name"] != victim.name]
+        ref_h = build_handle(nodes, reduced, nss)
+        ref = Ref(ref_h, pod)
+        rs = ref.prefilter()
+        for ni in ref_h.snapshot.node_infos:
+            want = None if rs[0] else ref.filter(rs, ni)
+            assert pl.filter(st, pod, ni) == want
+        pl.add_pod(st, pod, victim, victim_node)
+        ref = Ref(h, pod)
+        rs = ref.prefilter()
+        for ni in h.snapshot.node_infos:
+            assert pl.filter(st, pod, ni) == (None if rs[0] else ref.filter(rs, ni))
