@@ -45,7 +45,8 @@ Session fixtures
 Function fixtures
     ``namespace``        fresh namespace name; its pods are deleted afterwards
     ``node_factory``     ``node_factory(count=1, prefix=None, wait_ready=True,
-                         **make_node_kwargs) -> [names]``; nodes deleted afterwards
+                         **make_node_kwargs) -> [names]``; nodes deleted afterwards.
+                         Skips (via ``kwok``) when kwok does not manage the nodes
     ``local_scheduler_allowed``  skips the test when PYSCHED_E2E_IN_CLUSTER=1
 
 Helpers (import from ``harness``): make_node, make_pod, create_pod(s),
@@ -56,26 +57,28 @@ create_sa_token, can_i, unique_name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import harness  # noqa: E402
-from kubernetes import client  # noqa: E402
-from kubernetes.client.rest import ApiException  # noqa: E402
+import harness
+from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[harness.ControlPlane]:
     try:
         cp = harness.ensure_control_plane()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         pytest.fail(f"no usable control plane: {exc}", pytrace=False)
     try:
         yield cp
@@ -126,20 +129,26 @@ def namespace(core_v1: client.CoreV1Api) -> Iterator[str]:
         harness.delete_all_pods(core_v1, name, wait=True, timeout=30)
     except (ApiException, AssertionError) as exc:  # best effort
         print(f"cleanup of namespace {name} failed: {exc}", file=sys.stderr)
-    try:
+    with contextlib.suppress(ApiException):
         core_v1.delete_namespace(name)
-    except ApiException:
-        pass
 
 
 @pytest.fixture
-def node_factory(core_v1: client.CoreV1Api) -> Iterator[Callable[..., list[str]]]:
+def node_factory(core_v1: client.CoreV1Api, kwok: None) -> Iterator[Callable[..., list[str]]]:
+    # Depends on ``kwok``: fake nodes are never created in a cluster whose
+    # nodes kwok does not manage (e.g. somebody's real cluster in KUBECONFIG).
     created: list[str] = []
 
-    def factory(count: int = 1, prefix: str | None = None, wait_ready: bool = True, timeout: float = 60.0, **kwargs: Any) -> list[str]:
+    def factory(
+        count: int = 1, prefix: str | None = None, wait_ready: bool = True, timeout: float = 60.0, **kwargs: Any
+    ) -> list[str]:
         names = harness.create_nodes(
-            core_v1, count, prefix=prefix or harness.unique_name("node"),
-            wait_ready=wait_ready, timeout=timeout, **kwargs,
+            core_v1,
+            count,
+            prefix=prefix or harness.unique_name("node"),
+            wait_ready=wait_ready,
+            timeout=timeout,
+            **kwargs,
         )
         created.extend(names)
         return names
@@ -173,7 +182,8 @@ def scheduler_kubeconfig(
 @pytest.fixture(scope="session")
 def scheduler_config_path(scheduler_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     cm = next(
-        d for d in harness.iter_yaml_documents(harness.MANIFESTS_DIR)
+        d
+        for d in harness.iter_yaml_documents(harness.MANIFESTS_DIR)
         if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "pyscheduler-config"
     )
     cfg = yaml.safe_load(cm["data"]["config.yaml"])

@@ -24,7 +24,8 @@ import subprocess
 import time
 import uuid
 import zlib
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import urllib3
 import yaml
@@ -88,7 +89,7 @@ def api_reachable(kubeconfig: str, timeout: float = 5.0) -> bool:
     """True if the API server of *kubeconfig* answers /version."""
     try:
         api = new_api_client(kubeconfig)
-    except Exception:  # noqa: BLE001 - any config error means "not usable"
+    except Exception:
         return False
     try:
         client.VersionApi(api).get_code(_request_timeout=timeout)
@@ -104,7 +105,7 @@ def local_binaries_present() -> bool:
     script = (
         f'source "{CONTROLPLANE_DIR}/lib.sh"; '
         'for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do '
-        '[[ -e $b ]] || exit 1; done'
+        "[[ -e $b ]] || exit 1; done"
     )
     return subprocess.run(["bash", "-c", script], check=False).returncode == 0
 
@@ -117,10 +118,7 @@ def start_local_control_plane() -> ControlPlane:
     """Run up.sh (building the binaries first if needed) and return the plane."""
     if not local_binaries_present():
         if os.environ.get("PYSCHED_E2E_BUILD", "1") == "0":
-            raise RuntimeError(
-                "control-plane binaries missing and PYSCHED_E2E_BUILD=0; "
-                "run e2e/controlplane/build.sh"
-            )
+            raise RuntimeError("control-plane binaries missing and PYSCHED_E2E_BUILD=0; run e2e/controlplane/build.sh")
         build_binaries()
     out = subprocess.run(
         [str(CONTROLPLANE_DIR / "up.sh")],
@@ -136,9 +134,7 @@ def start_local_control_plane() -> ControlPlane:
         raise RuntimeError(f"up.sh printed no KUBECONFIG:\n{out}")
     # "already up" means somebody else owns it: leave it running at the end.
     started = "already up" not in out.splitlines()
-    return ControlPlane(
-        kubeconfig=kubeconfig, started_here=started, kwok=True, run_dir=run_dir()
-    )
+    return ControlPlane(kubeconfig=kubeconfig, started_here=started, kwok=True, run_dir=run_dir())
 
 
 def ensure_control_plane() -> ControlPlane:
@@ -159,9 +155,7 @@ def ensure_control_plane() -> ControlPlane:
             run_dir=run_dir() if is_local else None,
         )
     if in_cluster:
-        raise RuntimeError(
-            "PYSCHED_E2E_IN_CLUSTER=1 but KUBECONFIG is unset or unreachable"
-        )
+        raise RuntimeError("PYSCHED_E2E_IN_CLUSTER=1 but KUBECONFIG is unset or unreachable")
     return start_local_control_plane()
 
 
@@ -202,9 +196,7 @@ def wait_for(
 
 
 def node_is_ready(node: client.V1Node) -> bool:
-    return any(
-        c.type == "Ready" and c.status == "True" for c in (node.status.conditions or [])
-    )
+    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
 
 
 def pod_condition(pod: client.V1Pod, ctype: str) -> client.V1PodCondition | None:
@@ -241,17 +233,23 @@ def wait_for_pod_phase(
     core: client.CoreV1Api, namespace: str, name: str, phase: str = "Running", timeout: float = 30.0
 ) -> client.V1Pod:
     return wait_for_pod(
-        core, namespace, name, lambda p: p.status.phase == phase, timeout,
+        core,
+        namespace,
+        name,
+        lambda p: p.status.phase == phase,
+        timeout,
         desc=f"pod {namespace}/{name} phase {phase}",
     )
 
 
-def wait_for_pod_scheduled(
-    core: client.CoreV1Api, namespace: str, name: str, timeout: float = 30.0
-) -> client.V1Pod:
+def wait_for_pod_scheduled(core: client.CoreV1Api, namespace: str, name: str, timeout: float = 30.0) -> client.V1Pod:
     """Wait until spec.nodeName is set (by whichever scheduler)."""
     return wait_for_pod(
-        core, namespace, name, lambda p: bool(p.spec.node_name), timeout,
+        core,
+        namespace,
+        name,
+        lambda p: bool(p.spec.node_name),
+        timeout,
         desc=f"pod {namespace}/{name} bound",
     )
 
@@ -426,12 +424,16 @@ def make_pod(
     }
 
 
-def create_pod(core: client.CoreV1Api, namespace: str = "default", name: str | None = None, **kwargs: Any) -> client.V1Pod:
+def create_pod(
+    core: client.CoreV1Api, namespace: str = "default", name: str | None = None, **kwargs: Any
+) -> client.V1Pod:
     name = name or unique_name("pod")
     return core.create_namespaced_pod(namespace, make_pod(name, namespace=namespace, **kwargs))
 
 
-def create_pods(core: client.CoreV1Api, count: int, namespace: str = "default", prefix: str = "pod", **kwargs: Any) -> list[str]:
+def create_pods(
+    core: client.CoreV1Api, count: int, namespace: str = "default", prefix: str = "pod", **kwargs: Any
+) -> list[str]:
     names = [f"{prefix}-{i}" for i in range(count)]
     for name in names:
         core.create_namespaced_pod(namespace, make_pod(name, namespace=namespace, **kwargs))
@@ -457,7 +459,9 @@ def bind_pod(core: client.CoreV1Api, namespace: str, name: str, node: str) -> No
 
 def ensure_namespace(core: client.CoreV1Api, name: str, labels: Mapping[str, str] | None = None) -> None:
     try:
-        core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}})
+        core.create_namespace(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
+        )
     except ApiException as exc:
         if exc.status != 409:
             raise
@@ -510,9 +514,18 @@ def iter_yaml_documents(path: str | os.PathLike[str], recursive: bool = False) -
 
 # Namespaces and cluster-scoped RBAC first, workloads last.
 _KIND_ORDER = [
-    "CustomResourceDefinition", "Namespace", "PriorityClass", "StorageClass",
-    "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-    "ConfigMap", "Secret", "Service",
+    "CustomResourceDefinition",
+    "Namespace",
+    "PriorityClass",
+    "StorageClass",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "ConfigMap",
+    "Secret",
+    "Service",
 ]
 
 
@@ -606,9 +619,7 @@ def write_token_kubeconfig(
     cfg = api.configuration
     cluster: dict[str, Any] = {"server": cfg.host}
     if cfg.ssl_ca_cert:
-        cluster["certificate-authority-data"] = base64.b64encode(
-            pathlib.Path(cfg.ssl_ca_cert).read_bytes()
-        ).decode()
+        cluster["certificate-authority-data"] = base64.b64encode(pathlib.Path(cfg.ssl_ca_cert).read_bytes()).decode()
     elif not cfg.verify_ssl:
         cluster["insecure-skip-tls-verify"] = True
     kc = {
@@ -659,8 +670,12 @@ def can_i(
     body = client.V1SelfSubjectAccessReview(
         spec=client.V1SelfSubjectAccessReviewSpec(
             resource_attributes=client.V1ResourceAttributes(
-                verb=verb, resource=resource, group=group, namespace=namespace,
-                subresource=subresource, name=name,
+                verb=verb,
+                resource=resource,
+                group=group,
+                namespace=namespace,
+                subresource=subresource,
+                name=name,
             )
         )
     )

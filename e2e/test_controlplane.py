@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 
+import harness
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-import harness
 
 
 def test_apiserver_reachable_with_rbac(api_client: client.ApiClient, tmp_path) -> None:
@@ -59,16 +60,22 @@ def test_manually_bound_pod_runs(core_v1: client.CoreV1Api, kwok, node_factory, 
 
     # Graceful deletion of a bound pod is finished by kwok (no kubelet).
     core_v1.delete_namespaced_pod("bound-by-hand", namespace)
-    harness.wait_for_deleted(
-        lambda: core_v1.read_namespaced_pod("bound-by-hand", namespace), timeout=30, desc="pod"
-    )
+    harness.wait_for_deleted(lambda: core_v1.read_namespaced_pod("bound-by-hand", namespace), timeout=30, desc="pod")
 
 
 def test_manifests_server_side_dry_run(api_client: client.ApiClient, core_v1: client.CoreV1Api) -> None:
     docs = list(harness.iter_yaml_documents(harness.MANIFESTS_DIR))
     kinds = {d["kind"] for d in docs}
-    assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-            "RoleBinding", "ConfigMap", "Deployment"} <= kinds
+    assert {
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ConfigMap",
+        "Deployment",
+    } <= kinds
     # Dry-run creation of namespaced objects needs their namespace to exist.
     for d in docs:
         if d["kind"] == "Namespace":
@@ -81,25 +88,45 @@ def test_manifests_server_side_dry_run(api_client: client.ApiClient, core_v1: cl
 
 # What the scheduler's ClusterRole/Role must (and must not) allow.
 ALLOWED = [
-    *[("get", r, "") for r in ("pods", "nodes", "namespaces", "services", "replicationcontrollers",
-                               "persistentvolumes", "persistentvolumeclaims")],
+    *[
+        ("get", r, "")
+        for r in (
+            "pods",
+            "nodes",
+            "namespaces",
+            "services",
+            "replicationcontrollers",
+            "persistentvolumes",
+            "persistentvolumeclaims",
+        )
+    ],
     *[(v, "pods", "") for v in ("list", "watch", "delete")],
     ("watch", "nodes", ""),
-    ("list", "replicasets", "apps"), ("watch", "statefulsets", "apps"),
+    ("list", "replicasets", "apps"),
+    ("watch", "statefulsets", "apps"),
     *[("list", r, "storage.k8s.io") for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")],
     ("watch", "poddisruptionbudgets", "policy"),
     ("list", "priorityclasses", "scheduling.k8s.io"),
-    ("create", "events", ""), ("patch", "events", ""),
-    ("create", "events", "events.k8s.io"), ("patch", "events", "events.k8s.io"),
+    ("create", "events", ""),
+    ("patch", "events", ""),
+    ("create", "events", "events.k8s.io"),
+    ("patch", "events", "events.k8s.io"),
 ]
 DENIED = [
-    ("list", "secrets", ""), ("get", "configmaps", ""), ("create", "pods", ""),
-    ("update", "pods", ""), ("patch", "nodes", ""), ("delete", "nodes", ""),
-    ("create", "deployments", "apps"), ("delete", "events", ""),
+    ("list", "secrets", ""),
+    ("get", "configmaps", ""),
+    ("create", "pods", ""),
+    ("update", "pods", ""),
+    ("patch", "nodes", ""),
+    ("delete", "nodes", ""),
+    ("create", "deployments", "apps"),
+    ("delete", "events", ""),
 ]
 
 
-def test_scheduler_service_account_rbac(api_client: client.ApiClient, scheduler_kubeconfig: str) -> None:
+def test_scheduler_service_account_rbac(
+    api_client: client.ApiClient, scheduler_kubeconfig: str, in_cluster: bool
+) -> None:
     sa_api = harness.new_api_client(scheduler_kubeconfig)
     try:
         wrong = [a for a in ALLOWED if not harness.can_i(sa_api, a[0], a[1], a[2], namespace="default")]
@@ -119,8 +146,11 @@ def test_scheduler_service_account_rbac(api_client: client.ApiClient, scheduler_
             wrong.append(("create", "leases in default (should be denied)", ""))
         assert not wrong, f"RBAC mismatches: {wrong}"
 
-        # And for real: list nodes, create the leader-election Lease.
+        # And for real: list nodes, create/update the leader-election Lease
+        # (not when the real scheduler holds it).
         client.CoreV1Api(sa_api).list_node()
+        if in_cluster:
+            return
         coord = client.CoordinationV1Api(sa_api)
         body = client.V1Lease(
             metadata=client.V1ObjectMeta(name="pyscheduler"),
@@ -134,14 +164,17 @@ def test_scheduler_service_account_rbac(api_client: client.ApiClient, scheduler_
         coord.replace_namespaced_lease("pyscheduler", "pyscheduler", lease_obj)
     finally:
         sa_api.close()
-        try:
-            client.CoordinationV1Api(api_client).delete_namespaced_lease("pyscheduler", "pyscheduler")
-        except ApiException:
-            pass
+        if not in_cluster:
+            with contextlib.suppress(ApiException):
+                client.CoordinationV1Api(api_client).delete_namespaced_lease("pyscheduler", "pyscheduler")
 
 
 def test_service_account_binds_pod(
-    api_client: client.ApiClient, core_v1: client.CoreV1Api, kwok, node_factory, namespace: str,
+    api_client: client.ApiClient,
+    core_v1: client.CoreV1Api,
+    kwok,
+    node_factory,
+    namespace: str,
     scheduler_kubeconfig: str,
 ) -> None:
     """The scheduler's identity can do a whole scheduling cycle's writes."""
@@ -151,18 +184,47 @@ def test_service_account_binds_pod(
     try:
         sa_core = client.CoreV1Api(sa_api)
         sa_core.patch_namespaced_pod_status(
-            "p", namespace,
-            {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
-                                        "reason": "Unschedulable", "message": "e2e"}]}},
+            "p",
+            namespace,
+            {
+                "status": {
+                    "conditions": [
+                        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "e2e"}
+                    ]
+                }
+            },
         )
         harness.bind_pod(sa_core, namespace, "p", node)
-        client.EventsV1Api(sa_api).create_namespaced_event(namespace, client.EventsV1Event(
-            metadata=client.V1ObjectMeta(name=harness.unique_name("p.e2e")),
-            event_time=datetime.datetime.now(datetime.timezone.utc),
-            reporting_controller="pyscheduler", reporting_instance="e2e",
-            action="Binding", reason="Scheduled", type="Normal", note=f"bound to {node}",
-            regarding=client.V1ObjectReference(kind="Pod", namespace=namespace, name="p", api_version="v1"),
-        ))
+        client.EventsV1Api(sa_api).create_namespaced_event(
+            namespace,
+            client.EventsV1Event(
+                metadata=client.V1ObjectMeta(name=harness.unique_name("p.e2e")),
+                event_time=datetime.datetime.now(datetime.UTC),
+                reporting_controller="pyscheduler",
+                reporting_instance="e2e",
+                action="Binding",
+                reason="Scheduled",
+                type="Normal",
+                note=f"bound to {node}",
+                regarding=client.V1ObjectReference(kind="Pod", namespace=namespace, name="p", api_version="v1"),
+            ),
+        )
     finally:
         sa_api.close()
     harness.wait_for_pod_phase(core_v1, namespace, "p", "Running", timeout=30)
+
+
+def test_scheduler_config_fixture(scheduler_config_path: str, scheduler_kubeconfig: str) -> None:
+    with open(scheduler_config_path) as fh:
+        cfg = yaml.safe_load(fh)
+    assert cfg["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert cfg["kind"] == "KubeSchedulerConfiguration"
+    assert [p["schedulerName"] for p in cfg["profiles"]] == ["pyscheduler"]
+    assert cfg["leaderElection"] == {
+        "leaderElect": True,
+        "resourceLock": "leases",
+        "resourceNamespace": "pyscheduler",
+        "resourceName": "pyscheduler",
+    }
+    assert cfg["clientConnection"]["kubeconfig"] == scheduler_kubeconfig
+    assert harness.api_reachable(scheduler_kubeconfig)

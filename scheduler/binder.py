@@ -185,6 +185,9 @@ class Binder:
         self.hostname = hostname or socket.gethostname()
         self.clock = clock
         self._series: dict[tuple[str, str, str, str], _Series] = {}
+        # uid -> the BindConflict/PodGone of its last bind: the scheduler reads it after Bind
+        # failed (the framework only passes on a Status).
+        self.bind_errors: dict[str, ApiError] = {}
         self.writes = 0  # API writes issued (metrics, tests)
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -207,10 +210,10 @@ class Binder:
         try:
             await self._run(self.api.create_binding, pod.namespace, pod.name, body)
         except ApiError as exc:
-            if exc.status == 409:
-                raise BindConflict(409, exc.message) from exc
-            if exc.status == 404:
-                raise PodGone(404, exc.message) from exc
+            if exc.status in (404, 409):
+                err: ApiError = BindConflict(409, exc.message) if exc.status == 409 else PodGone(404, exc.message)
+                self.bind_errors[pod.uid] = err
+                raise err from exc
             raise
 
     # -- Events (events.k8s.io/v1) -----------------------------------------------------------

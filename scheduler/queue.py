@@ -19,6 +19,7 @@ Single-threaded: everything runs on one asyncio loop; time comes from an injecte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import heapq
 from collections.abc import Callable, Iterable, Mapping
@@ -372,10 +373,8 @@ class SchedulingQueue:
             timeout = None
             if self._backoff:
                 timeout = max(0.0, min(FLUSH_BACKOFF_PERIOD, self._next_backoff_expiry() - self.clock()))
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
-            except TimeoutError:
-                pass
         return None
 
     def _next_backoff_expiry(self) -> float:

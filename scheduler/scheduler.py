@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from scheduler.algorithm import Algorithm
-from scheduler.binder import Binder, BindConflict, PodGone
+from scheduler.binder import BindConflict, Binder, PodGone
 from scheduler.cache import Cache
 from scheduler.framework.interface import ActionType, ClusterEvent, QueuedPodInfo
 from scheduler.framework.runtime import Framework
@@ -105,7 +105,6 @@ class Scheduler:
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
-        self.bind_errors: dict[str, BaseException] = {}
         self.cycles = 0
         # Last seen version of every pending pod of ours, for update diffs.
         self._pending: dict[str, PodInfo] = {}
@@ -288,7 +287,9 @@ class Scheduler:
             message=message,
         )
         self._spawn(
-            self.binder.event(pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling", truncate_message(message))
+            self.binder.event(
+                pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling", truncate_message(message)
+            )
         )
         self._spawn(self.binder.set_unschedulable(pod, reason, message))
 
@@ -308,7 +309,9 @@ class Scheduler:
             if out.permit_timeout is not None:
                 # No waiting-pod API for plugins yet: a Permit wait ends in its timeout.
                 await asyncio.sleep(out.permit_timeout)
-                s = Status(Code.UNSCHEDULABLE, f"rejected due to timeout after waiting {out.permit_timeout}s at plugin Permit")
+                s = Status(
+                    Code.UNSCHEDULABLE, f"rejected due to timeout after waiting {out.permit_timeout}s at plugin Permit"
+                )
             if s is None:
                 s = await fw.run_pre_bind(state, assumed, node)
             if s is None:
@@ -345,7 +348,7 @@ class Scheduler:
         # Binding failed: undo Reserve and the assumption.
         fw.run_unreserve(state, assumed, node)
         self.cache.forget_pod(uid)
-        err = self.bind_errors.pop(uid, None)
+        err = getattr(self.binder, "bind_errors", {}).pop(uid, None)
         if isinstance(err, BindConflict | PodGone):
             kind = "conflict" if isinstance(err, BindConflict) else "gone"
             self.metrics.binding_errors.labels(kind).inc()
@@ -357,7 +360,8 @@ class Scheduler:
             self._pending.pop(uid, None)
             return
         self.metrics.binding_errors.labels("error").inc()
-        self.metrics.attempt(ERROR if not s.is_rejected() else UNSCHEDULABLE, fw.profile_name, time.perf_counter() - start)
+        result = UNSCHEDULABLE if s.is_rejected() else ERROR
+        self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
         log.warning("bind_failed", pod=assumed.key, node=node, error=s.message)
         q.unschedulable_plugins = {s.plugin} if s.is_rejected() and s.plugin else set()
         self._failure(fw, q, s, s.message)

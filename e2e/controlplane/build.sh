@@ -23,8 +23,6 @@ export GOMODCACHE="$PYSCHED_CACHE/gomod"
 export GOCACHE="$PYSCHED_CACHE/gocache"
 export GOFLAGS="-mod=readonly -buildvcs=false"
 
-command -v go >/dev/null || { cp_log "go not found on PATH (need Go >= 1.26)"; exit 1; }
-
 START=$SECONDS
 mkdir -p "$BIN_ROOT" "$GOMODCACHE" "$GOCACHE"
 
@@ -38,6 +36,7 @@ build() {
     cp_log "$comp: up to date ($out) [$(elapsed)]"
     return 0
   fi
+  command -v go >/dev/null || { cp_log "go not found on PATH (need Go >= 1.26)"; exit 1; }
   local t0=$SECONDS
   cp_log "$comp: building $pkg in $moddir ... [$(elapsed)]"
   mkdir -p "$(dirname "$out")"
@@ -85,7 +84,7 @@ build_kwok_stages() {
 components=("$@")
 [[ ${#components[@]} -gt 0 ]] || components=(etcd kube-apiserver kube-scheduler kwok)
 
-cp_log "cache: $PYSCHED_CACHE ($(go version | awk '{print $3}'))"
+cp_log "cache: $PYSCHED_CACHE ($(go version 2>/dev/null | awk '{print $3}' || true))"
 cp_log "versions: kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION"
 
 KUBE_TAGS="selinux,notest,grpcnotrace"

@@ -28,21 +28,23 @@ fi
 
 # stop <name>: SIGTERM, wait up to 10 s, then SIGKILL. Only kills the PID if
 # its executable is still the component (guards against PID reuse).
+alive() { kill -0 "$1" 2>/dev/null && [[ $(ps -o stat= -p "$1" 2>/dev/null) != Z* ]]; }
+
 stop() {
   local name=$1 f=$RUN/pids/$1.pid pid exe i
   [[ -s $f ]] || return 0
   pid=$(<"$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
     if [[ -n $exe && $(basename "${exe% (deleted)}") != "$name" ]]; then
       cp_log "$name: pid $pid is now '$exe', not ours; not killing it"
     else
       kill -TERM "$pid" 2>/dev/null || true
       for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
+        alive "$pid" || break
         sleep 0.2
       done
-      if kill -0 "$pid" 2>/dev/null; then
+      if alive "$pid"; then
         cp_log "$name: pid $pid did not exit after SIGTERM; SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
       fi

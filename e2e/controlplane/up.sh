@@ -29,7 +29,7 @@ pid_alive() { # <name>
   local f=$RUN/pids/$1.pid pid
   [[ -s $f ]] || return 1
   pid=$(<"$f")
-  kill -0 "$pid" 2>/dev/null
+  kill -0 "$pid" 2>/dev/null && [[ $(ps -o stat= -p "$pid" 2>/dev/null) != Z* ]]
 }
 
 apiserver_ready() { # <port>
@@ -46,7 +46,8 @@ print_env() {
 if [[ -s $RUN/env ]]; then
   # shellcheck disable=SC1091
   source "$RUN/env"
-  if pid_alive etcd && pid_alive kube-apiserver && pid_alive kwok && apiserver_ready "$APISERVER_PORT"; then
+  if pid_alive etcd && pid_alive kube-apiserver && pid_alive kwok && apiserver_ready "$APISERVER_PORT" &&
+    curl -fsS --max-time 2 "http://127.0.0.1:$KWOK_PORT/healthz" >/dev/null 2>&1; then
     echo "already up"
     print_env
     exit 0

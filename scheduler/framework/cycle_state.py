@@ -38,7 +38,8 @@ class CycleState:
 
     def clone(self) -> CycleState:
         c = CycleState()
-        c._data = dict(self._data)
+        # Values that know how to copy themselves are copied (preemption mutates the clone).
+        c._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
         return c

@@ -77,21 +77,41 @@ N1 = make_node("node1", labels={"region": "r1", "zone": "z11"})
 
 # --- filtering_test.go TestRequiredAffinitySingleNode -----------------------------------------
 SINGLE_NODE_CASES = [
-    pytest.param(make_pod("p", labels={"service": "securityscan"}), [], None, id="A pod that has no required pod affinity scheduling rules can schedule onto a node with no existing pods"),
+    pytest.param(
+        make_pod("p", labels={"service": "securityscan"}),
+        [],
+        None,
+        id="A pod that has no required pod affinity scheduling rules can schedule onto a node with no existing pods",
+    ),
     pytest.param(
         make_pod("p", affinity=req_aff(term(sel_in("service", "securityscan", "value2"), "region"))),
         [make_pod("e", labels={"service": "securityscan"}, node_name="node1")],
         None,
-        id="satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that matches the existing pod",
+        id="satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that matches the existing pod",  # noqa: E501
     ),
     pytest.param(
-        make_pod("p", affinity=req_aff(term({"matchExpressions": [{"key": "service", "operator": "NotIn", "values": ["securityscan3", "value3"]}]}, "region"))),
+        make_pod(
+            "p",
+            affinity=req_aff(
+                term(
+                    {
+                        "matchExpressions": [
+                            {"key": "service", "operator": "NotIn", "values": ["securityscan3", "value3"]}
+                        ]
+                    },
+                    "region",
+                )
+            ),
+        ),
         [make_pod("e", labels={"service": "securityscan"}, node_name="node1")],
         None,
-        id="satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in labelSelector that matches the existing pod",
+        id="satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in labelSelector that matches the existing pod",  # noqa: E501
     ),
     pytest.param(
-        make_pod("p", affinity=req_aff(term(sel_in("service", "securityscan", "value2"), "region", namespaces=["DiffNameSpace"]))),
+        make_pod(
+            "p",
+            affinity=req_aff(term(sel_in("service", "securityscan", "value2"), "region", namespaces=["DiffNameSpace"])),
+        ),
         [make_pod("e", "ns", labels={"service": "securityscan"}, node_name="node1")],
         Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF),
         id="Does not satisfy the PodAffinity with labelSelector because of diff Namespace",
@@ -139,46 +159,81 @@ SINGLE_NODE_CASES = [
             )
         ],
         Status(Code.UNSCHEDULABLE, EXISTING),
-        id="satisfies the PodAffinity and PodAntiAffinity but doesn't satisfy PodAntiAffinity symmetry with the existing pod",
+        id="satisfies the PodAffinity and PodAntiAffinity but doesn't satisfy PodAntiAffinity symmetry with the existing pod",  # noqa: E501
     ),
     pytest.param(
-        make_pod("p", labels={"foo": "bar", "service": "securityscan"}, affinity=req_aff(term(sel_in("service", "securityscan"), "region"))),
+        make_pod(
+            "p",
+            labels={"foo": "bar", "service": "securityscan"},
+            affinity=req_aff(term(sel_in("service", "securityscan"), "region")),
+        ),
         [],
         None,
-        id="verify that PodAffinity is honored for pods with no existing pods and matching their own terms (the first pod of a series)",
+        id="verify that PodAffinity is honored for pods with no existing pods and matching their own terms (the first pod of a series)",  # noqa: E501
     ),
     pytest.param(
         make_pod("p", labels={"foo": "bar"}, affinity=req_aff(term(sel_in("service", "securityscan"), "region"))),
         [],
         Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF),
-        id="pod matches its own Label in PodAffinity and that matches the existing pod Labels (negated: does not match itself)",
+        id="pod matches its own Label in PodAffinity and that matches the existing pod Labels (negated: does not match itself)",  # noqa: E501
     ),
     pytest.param(
-        make_pod("p", labels={"abc": "", "xyz": ""}, affinity=req_aff(term({"matchExpressions": [{"key": "abc", "operator": "Exists"}]}, "zone"), term({"matchExpressions": [{"key": "def", "operator": "Exists"}]}, "zone"))),
+        make_pod(
+            "p",
+            labels={"abc": "", "xyz": ""},
+            affinity=req_aff(
+                term({"matchExpressions": [{"key": "abc", "operator": "Exists"}]}, "zone"),
+                term({"matchExpressions": [{"key": "def", "operator": "Exists"}]}, "zone"),
+            ),
+        ),
         [make_pod("e", labels={"abc": ""}, node_name="node1"), make_pod("e2", labels={"def": ""}, node_name="node1")],
         Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, AFF),
-        id="affinity should fail since no single pod matches all terms, and the incoming pod does not match its own terms either",
+        id="affinity should fail since no single pod matches all terms, and the incoming pod does not match its own terms either",  # noqa: E501
     ),
     pytest.param(
-        make_pod("p", labels={"abc": "", "def": ""}, affinity=req_aff(term({"matchExpressions": [{"key": "abc", "operator": "Exists"}]}, "zone"), term({"matchExpressions": [{"key": "def", "operator": "Exists"}]}, "zone"))),
+        make_pod(
+            "p",
+            labels={"abc": "", "def": ""},
+            affinity=req_aff(
+                term({"matchExpressions": [{"key": "abc", "operator": "Exists"}]}, "zone"),
+                term({"matchExpressions": [{"key": "def", "operator": "Exists"}]}, "zone"),
+            ),
+        ),
         [make_pod("e", labels={"abc": ""}, node_name="node1"), make_pod("e2", labels={"def": ""}, node_name="node1")],
         None,
         id="affinity should succeed when no existing pod matches all terms but the incoming pod matches its own terms",
     ),
     pytest.param(
-        make_pod("p", labels={"foo": "bar"}, affinity=req_aff(term(sel_in("service", "securityscan"), "region", namespaceSelector={}))),
+        make_pod(
+            "p",
+            labels={"foo": "bar"},
+            affinity=req_aff(term(sel_in("service", "securityscan"), "region", namespaceSelector={})),
+        ),
         [make_pod("e", "subteam/team-a", labels={"service": "securityscan"}, node_name="node1")],
         None,
         id="affinity with empty namespaceSelector matches existing pods in every namespace",
     ),
     pytest.param(
-        make_pod("p", "subteam/team-a", labels={"foo": "bar"}, affinity=req_anti(term(sel_in("service", "securityscan"), "zone", namespaceSelector={"matchLabels": {"team": "team-a"}}))),
+        make_pod(
+            "p",
+            "subteam/team-a",
+            labels={"foo": "bar"},
+            affinity=req_anti(
+                term(sel_in("service", "securityscan"), "zone", namespaceSelector={"matchLabels": {"team": "team-a"}})
+            ),
+        ),
         [make_pod("e", "subteam/team-a", labels={"service": "securityscan"}, node_name="node1")],
         Status(Code.UNSCHEDULABLE, ANTI),
         id="PodAntiAffinity with namespaceSelector matches the namespace of the existing pod",
     ),
     pytest.param(
-        make_pod("p", labels={"foo": "bar"}, affinity=req_anti(term(sel_in("service", "securityscan"), "zone", namespaceSelector={"matchLabels": {"team": "team-b"}}))),
+        make_pod(
+            "p",
+            labels={"foo": "bar"},
+            affinity=req_anti(
+                term(sel_in("service", "securityscan"), "zone", namespaceSelector={"matchLabels": {"team": "team-b"}})
+            ),
+        ),
         [make_pod("e", "subteam/team-a", labels={"service": "securityscan"}, node_name="node1")],
         None,
         id="PodAntiAffinity with namespaceSelector not matching the namespace of the existing pod",
@@ -216,7 +271,9 @@ def test_multiple_nodes_anti_affinity_symmetry_by_zone() -> None:
         make_node("nodeB", labels={"zone": "az1", "hostname": "h2"}),
         make_node("nodeC", labels={"zone": "az2", "hostname": "h3"}),
     ]
-    existing = make_pod("e", labels={"foo": "123"}, node_name="nodeA", affinity=req_anti(term(sel_in("foo", "bar"), "zone")))
+    existing = make_pod(
+        "e", labels={"foo": "123"}, node_name="nodeA", affinity=req_anti(term(sel_in("foo", "bar"), "zone"))
+    )
     got = run_filter(make_pod("p", labels={"foo": "bar"}), nodes, [existing])
     u = Status(Code.UNSCHEDULABLE, EXISTING)
     assert got == {"nodeA": u, "nodeB": u, "nodeC": None}
@@ -287,7 +344,7 @@ SCORE_CASES = [
         make_pod("p", labels=SEC, affinity=AFF_SEC1_REGION),
         [make_pod("e1", labels=SEC2, node_name="node1"), make_pod("e2", labels=SEC2, node_name="node2")],
         None,
-        id="Affinity: pod that matches topology key & pods in nodes will get high score comparing to others (no matching pod: Skip)",
+        id="Affinity: pod that matches topology key & pods in nodes will get high score comparing to others (no matching pod: Skip)",  # noqa: E501
     ),
     pytest.param(
         make_pod("p", labels=SEC, affinity=AFF_SEC1_REGION),
@@ -303,9 +360,16 @@ SCORE_CASES = [
     ),
     pytest.param(
         make_pod("p", labels=SEC2),
-        [make_pod("e1", labels=SEC, node_name="node1", affinity=pref("podAffinity", (5, term(sel_in("security", "S2"), "region"))))],
+        [
+            make_pod(
+                "e1",
+                labels=SEC,
+                node_name="node1",
+                affinity=pref("podAffinity", (5, term(sel_in("security", "S2"), "region"))),
+            )
+        ],
         [100, 0, 100, 0],
-        id="Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        id="Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",  # noqa: E501
     ),
     pytest.param(
         make_pod("p", labels=SEC2),
@@ -315,7 +379,14 @@ SCORE_CASES = [
     ),
     pytest.param(
         make_pod("p", labels=SEC2),
-        [make_pod("e1", labels=SEC, node_name="node1", affinity=pref("podAntiAffinity", (5, term(sel_in("security", "S2"), "region"))))],
+        [
+            make_pod(
+                "e1",
+                labels=SEC,
+                node_name="node1",
+                affinity=pref("podAntiAffinity", (5, term(sel_in("security", "S2"), "region"))),
+            )
+        ],
         [0, 100, 0, 100],
         id="Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score",
     ),
@@ -336,7 +407,14 @@ def test_hard_pod_affinity_weight_zero() -> None:
 
 def test_ignore_preferred_terms_of_existing_pods() -> None:
     """scoring_test.go 'with IgnorePreferredTermsOfExistingPods...': Skip when the pod has no preferred terms."""
-    pods = [make_pod("e1", labels=SEC, node_name="node1", affinity=pref("podAffinity", (5, term(sel_in("security", "S2"), "region"))))]
+    pods = [
+        make_pod(
+            "e1",
+            labels=SEC,
+            node_name="node1",
+            affinity=pref("podAffinity", (5, term(sel_in("security", "S2"), "region"))),
+        )
+    ]
     assert run_score(make_pod("p", labels=SEC2), SC_NODES, pods, {"ignorePreferredTermsOfExistingPods": True}) is None
 
 

@@ -1,0 +1,177 @@
+"""Binder: the Binding POST and its error paths, Events, the PodScheduled condition, the token
+bucket. A fake API object is injected (no monkeypatching)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scheduler.binder import ApiError, BindConflict, Binder, PodGone, TokenBucket
+from scheduler.objects import PodInfo
+from tests.builders import make_pod
+
+
+class FakeAPI:
+    def __init__(self, bind_error: ApiError | Exception | None = None) -> None:
+        self.bind_error = bind_error
+        self.bindings: list[tuple[str, str, dict]] = []
+        self.events: list[tuple[str, dict]] = []
+        self.event_patches: list[tuple[str, str, dict]] = []
+        self.status_patches: list[tuple[str, str, dict]] = []
+
+    def create_binding(self, namespace, name, body):
+        if self.bind_error is not None:
+            raise self.bind_error
+        self.bindings.append((namespace, name, body))
+
+    def create_event(self, namespace, body):
+        self.events.append((namespace, body))
+
+    def patch_event(self, namespace, name, body):
+        self.event_patches.append((namespace, name, body))
+
+    def patch_pod_status(self, namespace, name, body):
+        self.status_patches.append((namespace, name, body))
+
+
+def unlimited() -> TokenBucket:
+    return TokenBucket(0, 1)
+
+
+POD = PodInfo(make_pod("web", "prod", uid="u-1"))
+
+
+async def test_bind_posts_binding_with_uid_precondition():
+    api = FakeAPI()
+    b = Binder(api, unlimited(), hostname="h")
+    await b.bind(POD, "n1")
+    assert api.bindings == [
+        (
+            "prod",
+            "web",
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "web", "namespace": "prod", "uid": "u-1"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+            },
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "exc_type", "recorded"),
+    [
+        (409, BindConflict, True),  # already bound / being deleted / replaced
+        (404, PodGone, True),  # pod deleted
+        (500, ApiError, False),  # anything else: the scheduler unreserves, forgets, requeues
+        (0, ApiError, False),  # transport error
+    ],
+)
+async def test_bind_errors(status, exc_type, recorded):
+    api = FakeAPI(ApiError(status, "boom"))
+    b = Binder(api, unlimited())
+    with pytest.raises(exc_type) as ei:
+        await b.bind(POD, "n1")
+    assert type(ei.value) is exc_type
+    assert ("u-1" in b.bind_errors) == recorded
+
+
+async def test_event_body_and_series():
+    api = FakeAPI()
+    t = [1_700_000_000.0]
+    b = Binder(api, unlimited(), hostname="host-1", clock=lambda: t[0])
+    await b.event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
+    ns, ev = api.events[0]
+    assert ns == "prod"
+    assert ev["apiVersion"] == "events.k8s.io/v1"
+    assert ev["reportingController"] == "pyscheduler"
+    assert ev["reportingInstance"] == "pyscheduler-host-1"
+    assert (ev["type"], ev["reason"], ev["action"]) == ("Warning", "FailedScheduling", "Scheduling")
+    assert ev["note"] == "0/1 nodes are available: x."
+    assert ev["regarding"]["uid"] == "u-1" and ev["regarding"]["kind"] == "Pod"
+    assert ev["metadata"]["name"].startswith("web.")
+    # The same event again within the window becomes a series update, not a new Event.
+    t[0] += 5
+    await b.event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
+    assert len(api.events) == 1
+    assert api.event_patches[0][1] == ev["metadata"]["name"]
+    assert api.event_patches[0][2]["series"]["count"] == 2
+    # A different message is a new Event.
+    await b.event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "other")
+    assert len(api.events) == 2
+
+
+async def test_event_failure_is_not_fatal():
+    class Failing(FakeAPI):
+        def create_event(self, namespace, body):
+            raise ApiError(403, "forbidden")
+
+    b = Binder(Failing(), unlimited())
+    await b.event(POD, "p", "Normal", "Scheduled", "Binding", "x")  # no exception
+
+
+async def test_unschedulable_condition_patch_and_skip():
+    api = FakeAPI()
+    b = Binder(api, unlimited(), clock=lambda: 0.0)
+    assert await b.set_unschedulable(POD, "Unschedulable", "0/1 nodes are available")
+    ns, name, body = api.status_patches[0]
+    cond = body["status"]["conditions"][0]
+    assert (ns, name) == ("prod", "web")
+    assert cond["type"] == "PodScheduled" and cond["status"] == "False"
+    assert cond["reason"] == "Unschedulable" and cond["message"] == "0/1 nodes are available"
+    # The pod already carries the same condition: no write (upstream UpdatePodCondition).
+    raw = make_pod("web", "prod", uid="u-1")
+    raw["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                     "message": "0/1 nodes are available"}]}
+    assert not await b.set_unschedulable(PodInfo(raw), "Unschedulable", "0/1 nodes are available")
+    assert len(api.status_patches) == 1
+
+
+async def test_token_bucket_burst_then_qps():
+    t = [0.0]
+    slept: list[float] = []
+
+    async def sleep(d: float) -> None:
+        slept.append(d)
+        t[0] += d
+
+    tb = TokenBucket(qps=10, burst=3, clock=lambda: t[0], sleep=sleep)
+    for _ in range(3):
+        await tb.take()
+    assert slept == []  # the burst is free
+    await tb.take()
+    assert slept == [pytest.approx(0.1)]
+    t[0] += 1.0  # refills, capped at burst
+    tb._refill()
+    assert tb.tokens == 3
+
+
+async def test_writes_share_the_bucket():
+    t = [0.0]
+    waits: list[float] = []
+
+    async def sleep(d: float) -> None:
+        waits.append(d)
+
+    api = FakeAPI()
+    b = Binder(api, TokenBucket(qps=1, burst=2, clock=lambda: t[0], sleep=sleep))
+    await b.bind(POD, "n1")
+    await b.event(POD, "p", "Normal", "Scheduled", "Binding", "x")
+    await b.set_unschedulable(POD, "Unschedulable", "m")
+    assert len(waits) == 1 and b.writes == 3
+
+
+def test_run_in_executor_is_used():
+    # The kubernetes client blocks: calls must run off the event loop thread.
+    import threading
+
+    seen: list[str] = []
+
+    class ThreadAPI(FakeAPI):
+        def create_binding(self, namespace, name, body):
+            seen.append(threading.current_thread().name)
+
+    asyncio.run(Binder(ThreadAPI(), unlimited()).bind(POD, "n"))
+    assert seen and seen[0] != threading.main_thread().name
