@@ -7,8 +7,12 @@ Control plane
     kube-controller-manager) with ``e2e/controlplane/up.sh`` and stops it with
     ``down.sh`` at the end. Missing binaries are built first by
     ``e2e/controlplane/build.sh`` (tens of minutes cold; set
-    ``PYSCHED_E2E_BUILD=0`` to fail instead). To keep one control plane across
-    runs: ``eval "$(e2e/controlplane/up.sh | grep ^export)"``.
+    ``PYSCHED_E2E_BUILD=0`` to fail instead). Its run dir (pids, logs, PKI)
+    is ``$PYSCHED_RUN`` or else ``/tmp/pyscheduler-cp-pytest-<pid>``, one per
+    session, so concurrent sessions never share one; busy default ports are
+    replaced by free ones; dirs of sessions killed before teardown are
+    cleaned up by the next session. To keep one control plane across runs:
+    ``eval "$(e2e/controlplane/up.sh | grep ^export)"``.
 
 Environment
     ``PYSCHED_E2E_IN_CLUSTER=1``  pyscheduler already runs in the cluster
@@ -74,16 +78,24 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 
+def _uncaptured(request: pytest.FixtureRequest) -> contextlib.AbstractContextManager[None]:
+    """Let build.sh/up.sh/down.sh progress reach the terminal (a cold build takes minutes)."""
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    return capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()
+
+
 @pytest.fixture(scope="session")
-def control_plane() -> Iterator[harness.ControlPlane]:
+def control_plane(request: pytest.FixtureRequest) -> Iterator[harness.ControlPlane]:
     try:
-        cp = harness.ensure_control_plane()
+        with _uncaptured(request):
+            cp = harness.ensure_control_plane()
     except Exception as exc:
         pytest.fail(f"no usable control plane: {exc}", pytrace=False)
     try:
         yield cp
     finally:
-        cp.stop()
+        with _uncaptured(request):
+            cp.stop()
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ import dataclasses
 import os
 import pathlib
 import subprocess
+import tempfile
 import time
 import uuid
 import zlib
@@ -51,8 +52,54 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+SESSION_RUN_PREFIX = "pyscheduler-cp-pytest-"
+
+
 def run_dir() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("PYSCHED_RUN", "/tmp/pyscheduler-cp"))
+    """Run dir for a control plane this process starts.
+
+    ``$PYSCHED_RUN`` if set; otherwise one per pytest process
+    (``/tmp/pyscheduler-cp-pytest-<pid>``), so concurrent sessions on one
+    machine never share or stop each other's control plane.
+    """
+    if os.environ.get("PYSCHED_RUN"):
+        return pathlib.Path(os.environ["PYSCHED_RUN"])
+    return pathlib.Path(tempfile.gettempdir()) / f"{SESSION_RUN_PREFIX}{os.getpid()}"
+
+
+def _controlplane_env(run: pathlib.Path) -> dict[str, str]:
+    return {**os.environ, "PYSCHED_RUN": str(run)}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped) counts as gone
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def reap_orphaned_session_planes() -> None:
+    """down.sh --purge for per-session run dirs whose pytest process is gone
+    (a session killed before its teardown)."""
+    for d in pathlib.Path(tempfile.gettempdir()).glob(f"{SESSION_RUN_PREFIX}*"):
+        try:
+            pid = int(d.name[len(SESSION_RUN_PREFIX) :])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not _pid_alive(pid):
+            subprocess.run(
+                [str(CONTROLPLANE_DIR / "down.sh"), "--purge"],
+                env=_controlplane_env(d),
+                check=False,
+                stdout=subprocess.DEVNULL,
+            )
 
 
 @dataclasses.dataclass
@@ -73,8 +120,9 @@ class ControlPlane:
         return new_api_client(self.kubeconfig)
 
     def stop(self) -> None:
-        if self.started_here:
-            subprocess.run([str(CONTROLPLANE_DIR / "down.sh")], check=False)
+        """down.sh if this process started the plane (logs stay in run_dir/logs)."""
+        if self.started_here and self.run_dir is not None:
+            subprocess.run([str(CONTROLPLANE_DIR / "down.sh")], env=_controlplane_env(self.run_dir), check=False)
             self.started_here = False
 
 
@@ -120,8 +168,11 @@ def start_local_control_plane() -> ControlPlane:
         if os.environ.get("PYSCHED_E2E_BUILD", "1") == "0":
             raise RuntimeError("control-plane binaries missing and PYSCHED_E2E_BUILD=0; run e2e/controlplane/build.sh")
         build_binaries()
+    reap_orphaned_session_planes()
+    run = run_dir()
     out = subprocess.run(
         [str(CONTROLPLANE_DIR / "up.sh")],
+        env=_controlplane_env(run),
         check=True,
         stdout=subprocess.PIPE,
         text=True,
@@ -134,7 +185,23 @@ def start_local_control_plane() -> ControlPlane:
         raise RuntimeError(f"up.sh printed no KUBECONFIG:\n{out}")
     # "already up" means somebody else owns it: leave it running at the end.
     started = "already up" not in out.splitlines()
-    return ControlPlane(kubeconfig=kubeconfig, started_here=started, kwok=True, run_dir=run_dir())
+    return ControlPlane(kubeconfig=kubeconfig, started_here=started, kwok=True, run_dir=run)
+
+
+def up_sh_run_dir(kubeconfig: str) -> pathlib.Path | None:
+    """The run dir if *kubeconfig* is the admin kubeconfig written by up.sh
+    ($RUN/kubeconfig -> $RUN/pki/admin.kubeconfig, next to $RUN/env)."""
+    real = pathlib.Path(os.path.realpath(kubeconfig))
+    if real.name != "admin.kubeconfig" or real.parent.name != "pki":
+        return None
+    run = real.parent.parent
+    env = run / "env"
+    try:
+        if "e2e/controlplane/up.sh" in env.read_text():
+            return run
+    except OSError:
+        pass
+    return None
 
 
 def ensure_control_plane() -> ControlPlane:
@@ -146,13 +213,12 @@ def ensure_control_plane() -> ControlPlane:
     in_cluster = env_flag("PYSCHED_E2E_IN_CLUSTER")
     kubeconfig = os.environ.get("KUBECONFIG", "")
     if kubeconfig and ":" not in kubeconfig and api_reachable(kubeconfig):
-        local_kc = str(run_dir() / "kubeconfig")
-        is_local = os.path.realpath(kubeconfig) == os.path.realpath(local_kc)
+        local_run = up_sh_run_dir(kubeconfig)
         return ControlPlane(
             kubeconfig=kubeconfig,
-            kwok=is_local or env_flag("PYSCHED_E2E_KWOK"),
+            kwok=local_run is not None or env_flag("PYSCHED_E2E_KWOK"),
             in_cluster_scheduler=in_cluster,
-            run_dir=run_dir() if is_local else None,
+            run_dir=local_run,
         )
     if in_cluster:
         raise RuntimeError("PYSCHED_E2E_IN_CLUSTER=1 but KUBECONFIG is unset or unreachable")

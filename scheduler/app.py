@@ -69,6 +69,7 @@ def load_kube(kubeconfig: str | None) -> tuple[Any, Credentials]:
         where = kubeconfig or "in-cluster/default kubeconfig"
         first = " ".join(str(exc).split())
         raise StartupError(f"{where}: cannot load credentials: {first}") from None
+    conf.connection_pool_maxsize = 32  # more than the API executor's threads: no discarded connections
     header = conf.get_api_key_with_prefix("BearerToken") or conf.get_api_key_with_prefix("authorization")
     parts = header.split(" ", 1) if header else []
     scheme, token = (None, None) if not parts else ((None, parts[0]) if len(parts) == 1 else (parts[0], parts[1]))
@@ -160,8 +161,10 @@ class App:
 
         core = client.CoreV1Api(self.api_client)
         fn = core.list_pod_for_all_namespaces if kind == "Pod" else core.list_node
-        resp = fn(_preload_content=False)
-        items = json.loads(resp.data).get("items") or []
+        resp = fn(_preload_content=False, _request_timeout=60)
+        data = resp.read()
+        resp.release_conn()
+        items = json.loads(data).get("items") or []
         return {str(i["metadata"]["uid"]) for i in items}
 
     async def wait_synced(self) -> None:

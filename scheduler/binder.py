@@ -25,6 +25,7 @@ log = structlog.get_logger(__name__)
 
 # events/v1 isomorphic events within this window become a series (client-go events library).
 EVENT_SERIES_WINDOW = 30 * 60.0
+REQUEST_TIMEOUT = 30.0  # seconds per API call; a hung call must not hold a binding forever
 
 
 class ApiError(Exception):
@@ -136,7 +137,11 @@ class KubeCoreAPI:
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             # _preload_content=False: the client cannot decode some replies (Binding's Status).
-            return fn(*args, _preload_content=False, **kwargs)
+            resp = fn(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+            # Drain and release, or the pooled connection fails the next call (ResponseNotReady).
+            data = resp.read()
+            resp.release_conn()
+            return data
         except Exception as exc:
             status = _status_of(exc)
             if status == 0 and not hasattr(exc, "status"):
@@ -150,13 +155,13 @@ class KubeCoreAPI:
         self._call(self.events.create_namespaced_event, namespace, body)
 
     def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None:
-        self._call(self.events.patch_namespaced_event, name, namespace, body,
-                   _content_type="application/merge-patch+json")
+        # A dict body makes the client send a strategic merge patch.
+        self._call(self.events.patch_namespaced_event, name, namespace, body)
 
     def patch_pod_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
-        # Strategic merge: conditions merge by type, so the kubelet's conditions stay.
-        self._call(self.core.patch_namespaced_pod_status, name, namespace, body,
-                   _content_type="application/strategic-merge-patch+json")
+        # A dict body makes the client send a strategic merge patch: conditions merge by type,
+        # so the kubelet's conditions stay.
+        self._call(self.core.patch_namespaced_pod_status, name, namespace, body)
 
 
 @dataclass(slots=True)

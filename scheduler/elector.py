@@ -51,11 +51,14 @@ class KubeLeaseAPI:
 
     @staticmethod
     def _decode(resp: Any) -> dict[str, Any]:
-        return json.loads(resp.data)
+        data = resp.read()
+        resp.release_conn()
+        return json.loads(data)
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
         try:
-            return self._decode(fn(*args, _preload_content=False))
+            # The renew deadline bounds each attempt; a call must not outlive it by much.
+            return self._decode(fn(*args, _preload_content=False, _request_timeout=10))
         except Exception as exc:
             status = getattr(exc, "status", None)
             raise ApiError(int(status) if isinstance(status, int) else 0, str(getattr(exc, "reason", exc))) from exc

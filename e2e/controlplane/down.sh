@@ -65,9 +65,10 @@ if [[ -n $ETCD_DATA && -d $ETCD_DATA ]]; then
   esac
 fi
 
+# Remove only what up.sh creates (never rm -rf "$RUN" itself).
+rm -rf "$RUN/pki" "$RUN/pids" "$RUN/env" "$RUN/kubeconfig" "$RUN/kube-scheduler.yaml" "$RUN"/etcd-data.*
 if [[ $mode == --purge ]]; then
-  rm -rf "$RUN"
-else
-  rm -rf "$RUN/pki" "$RUN/pids" "$RUN/env" "$RUN/kubeconfig" "$RUN/kube-scheduler.yaml" "$RUN"/etcd-data.*
+  rm -rf "$RUN/logs"
+  rmdir "$RUN" 2>/dev/null || true
 fi
 echo "down"

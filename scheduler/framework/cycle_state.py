@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from scheduler.framework.status import Code, Status, StatusError
+from scheduler.framework.status import Code, Status, StatusError, go_quote
 
 T = TypeVar("T")
 
@@ -25,9 +25,9 @@ class CycleState:
         try:
             value = self._data[key]
         except KeyError:
-            raise StatusError(Status(Code.ERROR, f"error reading {key!r} from cycleState: not found")) from None
+            raise StatusError(Status(Code.ERROR, f"error reading {go_quote(key)} from cycleState: not found")) from None
         if not isinstance(value, kind):
-            raise StatusError(Status(Code.ERROR, f"{key!r} in cycleState has type {type(value).__name__}"))
+            raise StatusError(Status(Code.ERROR, f"{go_quote(key)} in cycleState has type {type(value).__name__}"))
         return value
 
     def get(self, key: str) -> Any:

@@ -40,6 +40,7 @@ from scheduler.framework.status import (
     Code,
     Status,
     StatusError,
+    go_quote,
 )
 from scheduler.objects import NodeInfo, PodInfo
 
@@ -99,7 +100,7 @@ class Framework:
         for point, refs in profile.plugins.items():
             base = EXTENSION_POINTS.get(point)
             if base is None:
-                raise FrameworkError(f"unknown extension point {point!r}")
+                raise FrameworkError(f"unknown extension point {go_quote(point)}")
             for ref in refs:
                 pl = self._instance(ref.name, registry, profile.plugin_args.get(ref.name))
                 if not isinstance(pl, base):
@@ -113,7 +114,7 @@ class Framework:
         qs = points["queueSort"]
         if len(qs) != 1:
             raise FrameworkError(
-                f"one queue sort plugin required for profile with scheduler name {self.profile_name!r}"
+                f"one queue sort plugin required for profile with scheduler name {go_quote(self.profile_name)}"
             )
         self.queue_sort: QueueSortPlugin = qs[0]  # type: ignore[assignment]
         self.pre_filter_plugins: list[PreFilterPlugin] = points["preFilter"]  # type: ignore[assignment]
@@ -128,7 +129,7 @@ class Framework:
         self.post_bind_plugins: list[PostBindPlugin] = points["postBind"]  # type: ignore[assignment]
         if not self.bind_plugins:
             raise FrameworkError(
-                f"at least one bind plugin is needed for profile with scheduler name {self.profile_name!r}"
+                f"at least one bind plugin is needed for profile with scheduler name {go_quote(self.profile_name)}"
             )
         # Plugins whose batch form overrides the base class's "None" default.
         self._filter_has_batch = {
@@ -150,7 +151,7 @@ class Framework:
         try:
             pl = cls.new(args, self.handle)
         except ValueError as exc:
-            raise FrameworkError(f"initializing plugin {name!r}: {exc}") from exc
+            raise FrameworkError(f"initializing plugin {go_quote(name)}: {exc}") from exc
         self.plugins[name] = pl
         return pl
 
@@ -177,7 +178,7 @@ class Framework:
             try:
                 s = pl.pre_enqueue(pod)
             except Exception as exc:
-                return Status(Code.ERROR, f"running PreEnqueue plugin {pl.name!r}: {exc}", plugin=pl.name)
+                return Status(Code.ERROR, f"running PreEnqueue plugin {go_quote(pl.name)}: {exc}", plugin=pl.name)
             if s is not None and not s.is_success():
                 return s.with_plugin(pl.name)
         return None
@@ -212,7 +213,7 @@ class Framework:
                     # Keep running the others: preemption needs all PreFilter state.
                     returned = r
                     continue
-                err = Status(Code.ERROR, f"running PreFilter plugin {pl.name!r}: {r.message}", plugin=pl.name)
+                err = Status(Code.ERROR, f"running PreFilter plugin {go_quote(pl.name)}: {r.message}", plugin=pl.name)
                 self._observe("PreFilter", "", err, started)
                 return None, err, with_nodes
             if r is not None and r.node_names is not None:
@@ -250,7 +251,7 @@ class Framework:
         if s is None or s.code == Code.SUCCESS:
             return None
         if not s.is_rejected():
-            return Status(Code.ERROR, f"running {pl.name!r} filter plugin: {s.message}", plugin=pl.name)
+            return Status(Code.ERROR, f"running {go_quote(pl.name)} filter plugin: {s.message}", plugin=pl.name)
         return s.with_plugin(pl.name)
 
     def filter_chunk(
@@ -276,7 +277,11 @@ class Framework:
                     mask = pl.filter_batch(state, pod, snap, sub)
                 except StatusError as exc:
                     raise StatusError(
-                        Status(Code.ERROR, f"running {pl.name!r} filter plugin: {exc.status.message}", plugin=pl.name)
+                        Status(
+                            Code.ERROR,
+                            f"running {go_quote(pl.name)} filter plugin: {exc.status.message}",
+                            plugin=pl.name,
+                        )
                     ) from None
             if mask is not None:
                 bad = pos[~mask]
@@ -301,7 +306,9 @@ class Framework:
         s = self._filter_one(pl, state, pod, node)
         if s is None:
             # The batch form rejected a node its per-node form accepts: a plugin bug, said loudly.
-            return Status(Code.ERROR, f"plugin {pl.name!r}: batch filter disagrees with filter on node {node.name}")
+            return Status(
+                Code.ERROR, f"plugin {go_quote(pl.name)}: batch filter disagrees with filter on node {node.name}"
+            )
         return s
 
     # -- PostFilter --------------------------------------------------------------------------
@@ -350,7 +357,7 @@ class Framework:
             if s.code == Code.SKIP:
                 state.skip_score_plugins.add(pl.name)
                 continue
-            st = Status(Code.ERROR, f"running PreScore plugin {pl.name!r}: {s.message}", plugin=pl.name)
+            st = Status(Code.ERROR, f"running PreScore plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
             self._observe("PreScore", "", st, started)
             return st
         self._observe("PreScore", "", None, started)
@@ -366,6 +373,7 @@ class Framework:
         for pl in self.score_plugins:
             if pl.name in state.skip_score_plugins:
                 continue
+            q = go_quote(pl.name)
             try:
                 arr: np.ndarray | None = None
                 if self._score_has_batch[pl.name] and not self.reference_mode:
@@ -383,7 +391,7 @@ class Framework:
                         raise StatusError(
                             Status(
                                 Code.ERROR,
-                                f"running Normalize on Score plugins: plugin {pl.name!r} failed with: {s.message}",
+                                f"running Normalize on Score plugins: plugin {q} failed with: {s.message}",
                             )
                         )
             except StatusError as exc:
@@ -392,7 +400,7 @@ class Framework:
                 raise StatusError(
                     Status(
                         Code.ERROR,
-                        f"running Score plugins: plugin {pl.name!r} failed with: {exc.status.message}",
+                        f"running Score plugins: plugin {q} failed with: {exc.status.message}",
                         plugin=pl.name,
                     )
                 ) from None
@@ -401,7 +409,7 @@ class Framework:
                 raise StatusError(
                     Status(
                         Code.ERROR,
-                        f"applying score defaultWeights on Score plugins: plugin {pl.name!r} returns an invalid score "
+                        f"applying score defaultWeights on Score plugins: plugin {q} returns an invalid score "
                         f"{bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                         plugin=pl.name,
                     )
@@ -424,7 +432,7 @@ class Framework:
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running Reserve plugin {pl.name!r}: {s.message}", plugin=pl.name)
+                return Status(Code.ERROR, f"running Reserve plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
         return None
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
@@ -451,7 +459,7 @@ class Framework:
                 wait = True
                 timeout = min(timeout, t)
                 continue
-            return Status(Code.ERROR, f"running Permit plugin {pl.name!r}: {s.message}", plugin=pl.name), 0.0
+            return Status(Code.ERROR, f"running Permit plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name), 0.0
         if wait:
             return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod"), timeout
         return None, 0.0
@@ -466,7 +474,7 @@ class Framework:
             if s is not None and not s.is_success() and s.code != Code.SKIP:
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running PreBind plugin {pl.name!r}: {s.message}", plugin=pl.name)
+                return Status(Code.ERROR, f"running PreBind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
         return None
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
@@ -482,7 +490,7 @@ class Framework:
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running Bind plugin {pl.name!r}: {s.message}", plugin=pl.name)
+                return Status(Code.ERROR, f"running Bind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
             return None
         return Status(Code.SKIP)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from enum import IntEnum
 
 MAX_NODE_SCORE = 100
@@ -85,6 +86,11 @@ def error(message: str) -> Status:
 
 
 SKIP = Status(Code.SKIP)
+
+
+def go_quote(text: str) -> str:
+    """Go's %q for the plain names that appear in upstream messages (double quotes)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 class StatusError(Exception):

@@ -1,0 +1,480 @@
+"""End-to-end: ``pyscheduler run`` as a subprocess under the pyscheduler ServiceAccount, against
+the harness's control plane (etcd + kube-apiserver + kwok). Assertions are on what the API
+server shows: spec.nodeName, events.k8s.io Events, the PodScheduled condition, the Lease.
+
+Every case keeps its own nodes (a unique label the pods select), so placements do not depend
+on whatever else lives in the cluster. Timeouts are <= 60 s per wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import harness
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SCHEDULER = "pyscheduler"
+LEASE_NS = "pyscheduler"
+LEASE_NAME = "pyscheduler"
+GROUP = "e2e-group"
+
+pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
+
+
+# ---------------------------------------------------------------------------------------------
+# The scheduler process
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SchedulerProcess:
+    def __init__(self, config: str, kubeconfig: str, log_dir: pathlib.Path, name: str = "sched") -> None:
+        self.port = free_port()
+        self.log_path = log_dir / f"{name}-{self.port}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        env = dict(os.environ)
+        env.pop("KUBECONFIG", None)  # only the ServiceAccount's credentials
+        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "scheduler", "run", "--config", config, "--kubeconfig", kubeconfig,
+             "--port", str(self.port), "--bind-address", "127.0.0.1"],
+            cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        def ready() -> bool:
+            assert self.proc.poll() is None, f"scheduler exited early:\n{self.logs()}"
+            with contextlib.suppress(OSError):
+                return self.get("/readyz")[0] == 200
+            return False
+
+        harness.wait_for(ready, timeout=timeout, desc="scheduler /readyz")
+
+    def logs(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def log_events(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(line))
+        return out
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def start_scheduler(scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path: pathlib.Path):
+    procs: list[SchedulerProcess] = []
+
+    def start(config: str | None = None, ready: bool = True, name: str = "sched") -> SchedulerProcess:
+        p = SchedulerProcess(config or scheduler_config_path, scheduler_kubeconfig, tmp_path, name)
+        procs.append(p)
+        if ready:
+            p.wait_ready()
+        return p
+
+    yield start
+    for p in procs:
+        p.stop()
+
+
+@pytest.fixture
+def scheduler(start_scheduler) -> SchedulerProcess:
+    return start_scheduler()
+
+
+@pytest.fixture
+def group(namespace: str) -> dict[str, str]:
+    """A label unique to this test: its nodes carry it, its pods select it."""
+    return {GROUP: namespace}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading what the cluster shows
+
+
+def events_for(api_client: client.ApiClient, namespace: str, pod: str | None = None,
+               reason: str | None = None) -> list[client.EventsV1Event]:
+    evs = client.EventsV1Api(api_client).list_namespaced_event(namespace).items
+    return [e for e in evs if (pod is None or e.regarding.name == pod) and (reason is None or e.reason == reason)]
+
+
+def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
+    return core.read_namespaced_pod(name, namespace).spec.node_name
+
+
+def wait_bound(core: client.CoreV1Api, namespace: str, name: str, timeout: float = 30.0) -> str:
+    return harness.wait_for_pod_scheduled(core, namespace, name, timeout).spec.node_name
+
+
+def wait_failed_scheduling(api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, pod: str,
+                           timeout: float = 30.0) -> tuple[client.EventsV1Event, client.V1PodCondition]:
+    def both() -> Any:
+        evs = events_for(api_client, namespace, pod, "FailedScheduling")
+        cond = harness.pod_condition(core.read_namespaced_pod(pod, namespace), "PodScheduled")
+        return evs and cond is not None and cond.status == "False" and (evs[0], cond)
+
+    return harness.wait_for(both, timeout=timeout, desc=f"FailedScheduling for {namespace}/{pod}")
+
+
+def simulate(api_client: client.ApiClient, core: client.CoreV1Api, nodes: list[str], pods: list[dict[str, Any]],
+             config: str, tmp_path: pathlib.Path) -> dict[str, str | None]:
+    """What ``pyscheduler simulate`` predicts for these nodes (as the API shows them) and pods."""
+    docs = [api_client.sanitize_for_serialization(core.read_node(n)) for n in nodes]
+    for d in docs:
+        d.setdefault("apiVersion", "v1")
+        d.setdefault("kind", "Node")
+    docs.extend(pods)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(docs))
+    out = subprocess.run(
+        [sys.executable, "-m", "scheduler", "simulate", "--cluster", str(cluster), "--config", config,
+         "--output", "json", "--seed", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    placements: dict[str, str | None] = {}
+    for line in out.splitlines():
+        rec = json.loads(line)
+        totals = sorted((s["total"] for s in rec["scores"].values()), reverse=True)
+        # The comparison is only meaningful where no tie-break (random) decides.
+        assert len(totals) < 2 or totals[0] > totals[1], f"tie for {rec['pod']}: {rec['scores']}"
+        placements[rec["pod"].split("/", 1)[1]] = rec["node"]
+    return placements
+
+
+# ---------------------------------------------------------------------------------------------
+# Placement
+
+
+def test_placement_equals_simulate(scheduler, api_client, core_v1, node_factory, namespace, group,
+                                   scheduler_config_path, tmp_path):
+    # Different sizes make every score distinct: the answer is unique, no tie-break involved.
+    nodes = []
+    for cpu in ("2", "4", "8"):
+        nodes += node_factory(1, cpu=cpu, memory="16Gi", labels=group)
+    pods = [
+        harness.make_pod(f"p{i}", namespace, cpu=cpu, memory="1Gi", node_selector=group)
+        for i, cpu in enumerate(["1", "1500m", "2", "500m", "3", "1200m", "6"])
+    ]
+    predicted = simulate(api_client, core_v1, nodes, pods, scheduler_config_path, tmp_path)
+    live = {}
+    for p in pods:  # one at a time: the same order simulate uses
+        core_v1.create_namespaced_pod(namespace, p)
+        name = p["metadata"]["name"]
+        if predicted[name] is None:
+            wait_failed_scheduling(api_client, core_v1, namespace, name)
+            live[name] = None
+        else:
+            live[name] = wait_bound(core_v1, namespace, name)
+    assert live == predicted
+    assert any(v is None for v in predicted.values()) or len(set(live.values())) > 1
+
+
+def test_node_selector_taints_affinity(scheduler, api_client, core_v1, node_factory, namespace, group):
+    ssd = node_factory(1, labels={**group, "disk": "ssd"})[0]
+    tainted = node_factory(1, labels=group, taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])[0]
+    plain = node_factory(1, labels=group)[0]
+    harness.create_pod(core_v1, namespace, "sel", node_selector={**group, "disk": "ssd"})
+    harness.create_pod(
+        core_v1, namespace, "tol", node_selector=group,
+        tolerations=[{"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}],
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}]}}},
+    )
+    harness.create_pod(
+        core_v1, namespace, "notol", node_selector=group,
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}]}}},
+    )
+    harness.create_pod(core_v1, namespace, "anti-ssd", node_selector=group, affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}]}}},
+        tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "PreferNoSchedule"}])
+    assert wait_bound(core_v1, namespace, "sel") == ssd
+    assert wait_bound(core_v1, namespace, "tol") == tainted
+    assert wait_bound(core_v1, namespace, "anti-ssd") == plain  # ssd excluded, tainted not tolerated
+    ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "notol")
+    assert "untolerated taint" in ev.note and "didn't match Pod's node affinity/selector" in ev.note
+    assert cond.reason == "Unschedulable" and cond.message == ev.note
+    assert ev.reporting_controller == SCHEDULER and ev.type == "Warning" and ev.action == "Scheduling"
+
+
+def test_topology_spreading(scheduler, core_v1, node_factory, namespace, group):
+    a = node_factory(2, zone="zone-a", labels=group)
+    b = node_factory(2, zone="zone-b", labels=group)
+    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "spread"}}}]
+    for i in range(6):
+        harness.create_pod(core_v1, namespace, f"s{i}", labels={"app": "spread"}, node_selector=group,
+                           topologySpreadConstraints=spread)
+        wait_bound(core_v1, namespace, f"s{i}")
+    placed = [node_of(core_v1, namespace, f"s{i}") for i in range(6)]
+    per_zone = Counter("a" if n in a else "b" for n in placed)
+    assert per_zone == {"a": 3, "b": 3}
+    assert set(placed) <= set(a) | set(b)
+
+
+def test_insufficient_then_placed_when_node_added(scheduler, api_client, core_v1, node_factory, namespace, group):
+    node_factory(1, cpu="1", labels=group)
+    harness.create_pod(core_v1, namespace, "big", cpu="3", node_selector=group)
+    ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "big")
+    assert "Insufficient cpu" in ev.note and ev.note.startswith("0/")
+    assert cond.reason == "Unschedulable" and cond.message == ev.note
+    large = node_factory(1, cpu="4", labels=group)[0]
+    assert wait_bound(core_v1, namespace, "big", timeout=30) == large
+    sched = events_for(api_client, namespace, "big", "Scheduled")
+    assert [e.note for e in sched] == [f"Successfully assigned {namespace}/big to {large}"]
+    assert sched[0].reporting_controller == SCHEDULER and sched[0].action == "Binding"
+
+
+@pytest.fixture
+def priority_classes(api_client) -> Iterator[tuple[str, str]]:
+    sched = client.SchedulingV1Api(api_client)
+    names = (harness.unique_name("high"), harness.unique_name("low"))
+    for name, value in zip(names, (1000, 10)):
+        sched.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                     "metadata": {"name": name}, "value": value})
+    yield names
+    for name in names:
+        with contextlib.suppress(ApiException):
+            sched.delete_priority_class(name)
+
+
+def test_priority_order(scheduler, api_client, core_v1, node_factory, namespace, priority_classes):
+    high, low = priority_classes
+    target = {GROUP: namespace + "-prio"}
+    node_factory(1, labels={GROUP: namespace + "-decoy"})  # so both fail on a FitError, not "no nodes"
+    harness.create_pod(core_v1, namespace, "low", cpu="1", node_selector=target, priority_class_name=low)
+    harness.create_pod(core_v1, namespace, "high", cpu="1", node_selector=target, priority_class_name=high)
+    wait_failed_scheduling(api_client, core_v1, namespace, "low")
+    wait_failed_scheduling(api_client, core_v1, namespace, "high")
+    time.sleep(2.5)  # both past their first backoff: the node event moves both to activeQ at once
+    node = node_factory(1, cpu="1", labels=target)[0]
+    assert wait_bound(core_v1, namespace, "high") == node
+    time.sleep(2)
+    assert node_of(core_v1, namespace, "low") is None
+
+
+def test_other_schedulers_pods_untouched(scheduler, api_client, core_v1, node_factory, namespace, group):
+    node = node_factory(1, cpu="2", labels=group)[0]
+    harness.create_pod(core_v1, namespace, "theirs", cpu="1500m", scheduler_name="someone-else", node_selector=group)
+    harness.create_pod(core_v1, namespace, "default", cpu="100m", scheduler_name=None, node_selector=group)
+    time.sleep(3)
+    assert node_of(core_v1, namespace, "theirs") is None
+    # (a kube-scheduler peer, PYSCHED_WITH_KUBE_SCHEDULER=1, may bind "default"; we must not)
+    ours = [e for e in events_for(api_client, namespace) if e.reporting_controller == SCHEDULER]
+    assert ours == []
+    # Bound by "someone else": its requests count against the node for our pods.
+    harness.bind_pod(core_v1, namespace, "theirs", node)
+    harness.create_pod(core_v1, namespace, "mine", cpu="1", node_selector=group)
+    ev, _ = wait_failed_scheduling(api_client, core_v1, namespace, "mine")
+    assert "Insufficient cpu" in ev.note
+
+
+def test_pod_deleted_while_being_scheduled(scheduler, api_client, core_v1, node_factory, namespace, group):
+    node_factory(2, labels=group)
+    names = harness.create_pods(core_v1, 20, namespace, prefix="d", node_selector=group)
+    for n in names[::2]:
+        core_v1.delete_namespaced_pod(n, namespace, grace_period_seconds=0)
+    for n in names[1::2]:
+        wait_bound(core_v1, namespace, n)
+    time.sleep(1)
+    assert scheduler.proc.poll() is None
+    assert scheduler.get("/healthz")[0] == 200
+    # Nothing crashed, and nothing was retried for a deleted pod.
+    bad = [e for e in scheduler.log_events() if e.get("level") in ("error", "critical")]
+    assert bad == [], bad
+
+
+def test_node_deleted(scheduler, api_client, core_v1, node_factory, namespace, group):
+    keep, gone = node_factory(1, labels=group)[0], node_factory(1, labels={**group, "only": "me"})[0]
+    core_v1.delete_node(gone)
+    harness.wait_for_deleted(lambda: core_v1.read_node(gone), timeout=30, desc=f"node {gone}")
+    time.sleep(1)
+    harness.create_pod(core_v1, namespace, "pinned", node_selector={**group, "only": "me"})
+    harness.create_pod(core_v1, namespace, "free", node_selector=group)
+    assert wait_bound(core_v1, namespace, "free") == keep
+    wait_failed_scheduling(api_client, core_v1, namespace, "pinned")
+    assert node_of(core_v1, namespace, "pinned") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Process lifecycle
+
+
+def lease_holder(api_client: client.ApiClient) -> str:
+    try:
+        lease = client.CoordinationV1Api(api_client).read_namespaced_lease(LEASE_NAME, LEASE_NS)
+    except ApiException as exc:
+        if exc.status == 404:
+            return ""
+        raise
+    return lease.spec.holder_identity or ""
+
+
+def test_health_and_metrics(scheduler, core_v1, node_factory, namespace, group):
+    node_factory(1, labels=group)
+    harness.create_pod(core_v1, namespace, "m", node_selector=group)
+    wait_bound(core_v1, namespace, "m")
+    assert scheduler.get("/healthz") == (200, "ok")
+    assert scheduler.get("/readyz") == (200, "ok")
+    status, text = scheduler.get("/metrics")
+    assert status == 200
+    assert 'scheduler_schedule_attempts_total{profile="pyscheduler",result="scheduled"}' in text
+    for name in ("scheduler_pending_pods{queue=\"active\"}", "scheduler_scheduling_attempt_duration_seconds_bucket",
+                 "scheduler_framework_extension_point_duration_seconds_bucket"):
+        assert name in text
+
+
+def slow_config(base: str, tmp_path: pathlib.Path, qps: float) -> str:
+    """The same configuration with a low API write rate, so a stream of pods takes a while."""
+    cfg = yaml.safe_load(pathlib.Path(base).read_text())
+    cfg.setdefault("clientConnection", {}).update(qps=qps, burst=1)
+    path = tmp_path / "slow.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def lease_identity(proc: SchedulerProcess) -> str | None:
+    for e in proc.log_events():
+        if e.get("event") == "lease_acquired":
+            return str(e.get("identity"))
+    return None
+
+
+def test_killed_and_restarted_mid_stream(start_scheduler, api_client, core_v1, node_factory, namespace, group,
+                                         scheduler_config_path, tmp_path):
+    node_factory(3, cpu="32", labels=group)
+    # ~2.5 pods/s (a Binding and an Event each): the kill lands mid-stream.
+    first = start_scheduler(slow_config(scheduler_config_path, tmp_path, 5), name="first")
+    names = harness.create_pods(core_v1, 40, namespace, prefix="k", node_selector=group)
+
+    def some_bound() -> bool:
+        return sum(1 for p in core_v1.list_namespaced_pod(namespace).items if p.spec.node_name) >= 8
+
+    harness.wait_for(some_bound, timeout=30, desc="some pods bound")
+    first.stop(signal.SIGKILL)
+    bound_at_kill = sum(1 for p in core_v1.list_namespaced_pod(namespace).items if p.spec.node_name)
+    assert bound_at_kill < len(names), "the stream finished before the kill; nothing was tested"
+    # The dead leader's lease must expire (15 s) before the new process may schedule.
+    second = start_scheduler(name="second")
+    for n in names:
+        wait_bound(core_v1, namespace, n, timeout=60)
+    scheduled = Counter(e.regarding.name for e in events_for(api_client, namespace, reason="Scheduled"))
+    assert max(scheduled.values()) == 1, scheduled  # no pod reported bound twice
+    # Pods bound by the second process: each has exactly one Scheduled event and no conflict.
+    conflicts = [e for e in second.log_events() if e.get("event") == "bind_skipped"]
+    assert conflicts == []
+    assert all(node_of(core_v1, namespace, n) for n in names)
+
+
+def test_two_replicas_failover(start_scheduler, api_client, core_v1, node_factory, namespace, group):
+    node_factory(2, labels=group)
+    a = start_scheduler(name="a")
+    # (a previous case may have left a dead holder: then a waits out its 15 s lease)
+    leader_a = harness.wait_for(lambda: lease_identity(a), timeout=40, desc="a leader")
+    assert lease_holder(api_client) == leader_a
+    b = start_scheduler(name="b", ready=True)  # ready = cache synced; it waits for the lease
+    harness.create_pod(core_v1, namespace, "before", node_selector=group)
+    wait_bound(core_v1, namespace, "before")
+    assert lease_holder(api_client) == leader_a
+    assert not any(e.get("event") == "pod_scheduled" for e in b.log_events())
+    # Graceful stop releases the lease: the standby takes over within a few retry periods.
+    assert a.stop(signal.SIGTERM) == 0
+    harness.wait_for(lambda: lease_holder(api_client) not in ("", leader_a), timeout=20, desc="b leader")
+    harness.create_pod(core_v1, namespace, "after", node_selector=group)
+    wait_bound(core_v1, namespace, "after")
+    assert any(e.get("event") == "pod_scheduled" and e.get("pod") == f"{namespace}/after" for e in b.log_events())
+    assert b.stop(signal.SIGTERM) == 0
+    assert lease_holder(api_client) == ""  # released on SIGTERM
+
+
+def test_bad_config_exits_clearly_and_writes_nothing(scheduler_kubeconfig, api_client, core_v1, namespace,
+                                                     tmp_path):
+    harness.create_pod(core_v1, namespace, "waiting")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: pyscheduler\n  plugins:\n    filter:\n      enabled:\n      - name: NoSuchPlugin\n"
+    )
+    holder_before = lease_holder(api_client)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["PYTHONPATH"] = str(REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "scheduler", "run", "--config", str(bad), "--kubeconfig", scheduler_kubeconfig,
+         "--port", str(free_port())],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=30,
+    )
+    assert r.returncode != 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "NoSuchPlugin" in lines[0], r.stderr
+    assert r.stdout == ""
+    assert node_of(core_v1, namespace, "waiting") is None
+    assert events_for(api_client, namespace) == []
+    assert lease_holder(api_client) == holder_before
+
+
+def test_lost_lease_stops_and_exits(start_scheduler, api_client, core_v1, node_factory, namespace, group):
+    node_factory(1, labels=group)
+    proc = start_scheduler(name="victim")
+    harness.wait_for(lambda: lease_identity(proc), timeout=40, desc="leader")
+    coord = client.CoordinationV1Api(api_client)
+    lease = coord.read_namespaced_lease(LEASE_NAME, LEASE_NS)
+    lease.spec.holder_identity = "intruder"
+    lease.spec.lease_duration_seconds = 3600
+    coord.replace_namespaced_lease(LEASE_NAME, LEASE_NS, lease)
+    try:
+        # It can no longer renew: within the renew deadline (10 s) it stops and exits non-zero.
+        code = proc.proc.wait(timeout=30)
+        assert code != 0
+        events = proc.log_events()
+        lost = [i for i, e in enumerate(events) if e.get("event") == "leader_election_lost"]
+        assert lost, proc.logs()
+        assert not any(e.get("event") == "pod_scheduled" for e in events[lost[0]:])
+        harness.create_pod(core_v1, namespace, "orphan", node_selector=group)
+        time.sleep(2)
+        assert node_of(core_v1, namespace, "orphan") is None
+        assert lease_holder(api_client) == "intruder"  # it did not release a lease it no longer holds
+    finally:
+        lease = coord.read_namespaced_lease(LEASE_NAME, LEASE_NS)
+        lease.spec.holder_identity = ""
+        lease.spec.lease_duration_seconds = 1
+        coord.replace_namespaced_lease(LEASE_NAME, LEASE_NS, lease)
