@@ -1,0 +1,177 @@
+"""`make run`: the scheduler in the foreground on a working default.
+
+Uses the current kubeconfig when it reaches a cluster; otherwise builds (once) and starts the
+local control plane (etcd + kube-apiserver + KWOK on 127.0.0.1) with three fake nodes. Then it
+starts ``pyscheduler run`` (profile ``pyscheduler``), submits the example pods and prints where
+they land. Ctrl-C stops the scheduler and whatever this script started. ``--once`` exits after
+the pods are placed (used by the e2e suite to prove this very path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import contextlib
+
+import harness
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+NAMESPACE = "pyscheduler-demo"
+SCHEDULER_NAME = "pyscheduler"
+
+CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "leaderElection": {"leaderElect": False},
+    "profiles": [{"schedulerName": SCHEDULER_NAME}],
+}
+
+# Example pods of different sizes; the big one shows spreading by LeastAllocated.
+EXAMPLE_PODS = [("web-1", "500m", "256Mi"), ("web-2", "500m", "256Mi"), ("batch", "2", "1Gi"), ("tiny", "50m", "16Mi")]
+
+
+def say(msg: str) -> None:
+    print(f"==> {msg}", flush=True)
+
+
+def current_kubeconfig() -> str | None:
+    path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    if path and os.path.exists(path.split(os.pathsep)[0]) and harness.api_reachable(path.split(os.pathsep)[0]):
+        return path.split(os.pathsep)[0]
+    return None
+
+
+def example_pod(name: str, cpu: str, memory: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "pyscheduler-demo"}},
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10.2",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                }
+            ],
+        },
+    }
+
+
+def submit_and_watch(core: client.CoreV1Api, timeout: float) -> bool:
+    harness.ensure_namespace(core, NAMESPACE)
+    for name, cpu, mem in EXAMPLE_PODS:
+        try:
+            core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+            harness.wait_for_deleted(lambda n=name: core.read_namespaced_pod(n, NAMESPACE), timeout=30)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        core.create_namespaced_pod(NAMESPACE, example_pod(name, cpu, mem))
+    say(f"submitted {len(EXAMPLE_PODS)} pods with schedulerName {SCHEDULER_NAME} in namespace {NAMESPACE}")
+    deadline = time.monotonic() + timeout
+    placed: dict[str, str] = {}
+    while time.monotonic() < deadline and len(placed) < len(EXAMPLE_PODS):
+        for name, _, _ in EXAMPLE_PODS:
+            if name in placed:
+                continue
+            node = core.read_namespaced_pod(name, NAMESPACE).spec.node_name
+            if node:
+                placed[name] = node
+                say(f"{NAMESPACE}/{name} -> {node}")
+        time.sleep(0.5)
+    if len(placed) < len(EXAMPLE_PODS):
+        say(f"not placed within {timeout:.0f}s: {sorted(set(n for n, _, _ in EXAMPLE_PODS) - set(placed))}")
+        return False
+    return True
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--once", action="store_true", help="exit once the example pods are placed")
+    ap.add_argument("--timeout", type=float, default=60.0)
+    args = ap.parse_args()
+
+    plane: harness.ControlPlane | None = None
+    kubeconfig = current_kubeconfig()
+    if kubeconfig:
+        say(f"using the cluster of {kubeconfig}")
+    else:
+        say("no reachable cluster: starting the local control plane (first run builds it; cached afterwards)")
+        plane = harness.start_local_control_plane()
+        kubeconfig = plane.kubeconfig
+        core = client.CoreV1Api(harness.new_api_client(kubeconfig))
+        existing = {n.metadata.name for n in core.list_node().items}
+        wanted = [f"pyscheduler-node-{i}" for i in range(3)]
+        if not set(wanted) <= existing:
+            harness.create_nodes(
+                core, 3, prefix="pyscheduler-node", wait_ready=True, zone=lambda i: f"zone-{'abc'[i % 3]}"
+            )
+        say(f"local control plane up with fake nodes {', '.join(wanted)}; KUBECONFIG={kubeconfig}")
+
+    core = client.CoreV1Api(harness.new_api_client(kubeconfig))
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="pyscheduler-run-"))
+    cfg = workdir / "config.yaml"
+    cfg.write_text(yaml.safe_dump(CONFIG))
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    say(f"starting: pyscheduler run --config {cfg} --kubeconfig {kubeconfig}")
+    sched = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scheduler",
+            "run",
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            kubeconfig,
+            "--port",
+            "10259",
+            "--bind-address",
+            "127.0.0.1",
+        ],
+        env=env,
+    )
+    rc = 0
+    try:
+        ok = submit_and_watch(core, args.timeout)
+        if args.once:
+            rc = 0 if ok else 1
+        else:
+            say("the scheduler keeps running; create pods with schedulerName: pyscheduler. Ctrl-C stops.")
+            sched.wait()
+            rc = sched.returncode or 0
+    except KeyboardInterrupt:
+        rc = 0
+    finally:
+        if sched.poll() is None:
+            sched.send_signal(signal.SIGTERM)
+            try:
+                sched.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                sched.kill()
+        if args.once:
+            for name, _, _ in EXAMPLE_PODS:
+                with contextlib.suppress(ApiException):
+                    core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+        if plane is not None:
+            say("stopping the local control plane")
+            plane.stop()
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
