@@ -8,7 +8,6 @@ pod's search starts from, so it is part of exactness.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -31,24 +30,6 @@ def zone_key(labels: dict[str, str]) -> str:
     if not region and not zone:
         return ""
     return region + ":\x00:" + zone
-
-
-def node_tree_order(nodes_in_arrival_order: Iterable[NodeInfo]) -> list[NodeInfo]:
-    zones: dict[str, list[NodeInfo]] = {}
-    for n in nodes_in_arrival_order:
-        zones.setdefault(zone_key(n.labels), []).append(n)
-    out: list[NodeInfo] = []
-    lists = list(zones.values())
-    i = 0
-    while True:
-        added = False
-        for lst in lists:
-            if i < len(lst):
-                out.append(lst[i])
-                added = True
-        if not added:
-            return out
-        i += 1
 
 
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unres
 from scheduler.labels import NodeSelector, PreferredSchedulingTerm, parse_preferred_terms
 from scheduler.objects import NodeInfo, PodInfo
 from scheduler.plugins.helper import as_node, default_normalize_score
+from scheduler.plugins.validation import is_qualified_name, is_valid_label_value
 
 if TYPE_CHECKING:
     from scheduler.snapshot import Snapshot
@@ -150,80 +150,6 @@ def _go_quote(s: str) -> str:
 _LABEL_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _FIELD_OPS = ("In", "NotIn")
 
-# apimachinery util/validation: qualified names (label keys) and label values.
-_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE = re.compile(_QNAME_FMT)
-_QNAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_FMT = "(" + _QNAME_FMT + ")?"
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    # validation.RegexError, including its double space before each " or ".
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    ex = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {ex}regex used for validation is '{fmt}')"
-
-
-def _max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix.encode()) > 253:
-                errs.append("prefix part " + _max_len_error(253))
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name.encode()) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QNAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value.encode()) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
-
 def _go_int64(s: str) -> bool:
     # strconv.ParseInt(s, 10, 64): optional sign, decimal digits only, in int64 range.
     body = s[1:] if s[:1] in "+-" else s
@@ -245,7 +171,7 @@ def _term_errors(term: Mapping[str, Any], path: str) -> list[str]:
             supported = ", ".join(_go_quote(o) for o in _LABEL_OPS)
             errs.append(f"{p}.operator: Unsupported value: {_go_quote(op)}: supported values: {supported}")
             continue
-        key_errs = _qualified_name_errors(key)
+        key_errs = is_qualified_name(key)
         if key_errs:
             errs.append(f"{p}.key: Invalid value: {_go_quote(key)}: " + "; ".join(key_errs))
         bad = f"{p}.values: Invalid value: {_go_strings(vals)}: "
@@ -263,7 +189,7 @@ def _term_errors(term: Mapping[str, Any], path: str) -> list[str]:
                         "for 'Gt', 'Lt' operators, the value must be an integer"
                     )
         for i, v in enumerate(strs):
-            val_errs = _label_value_errors(v)
+            val_errs = is_valid_label_value(v)
             if val_errs:
                 errs.append(f"{p}.values[{i}][{key}]: Invalid value: {_go_quote(v)}: " + "; ".join(val_errs))
     for j, req in enumerate(term.get("matchFields") or []):

@@ -12,7 +12,6 @@ Score: LeastAllocated / MostAllocated / RequestedToCapacityRatio over the config
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,7 @@ from scheduler.plugins.noderesources.resource_allocation import (
     raise_aggregate,
     required,
 )
+from scheduler.plugins.validation import is_qualified_name
 
 if TYPE_CHECKING:
     from scheduler.snapshot import Snapshot
@@ -81,51 +81,9 @@ SIDECAR_DISABLED = "Pod has a restartable init container and the SidecarContaine
 # Args
 
 
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_RE = re.compile("^" + _QUALIFIED_NAME_FMT + "$")
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '"
-    + _QUALIFIED_NAME_FMT
-    + "')"
-)
-_DNS1123_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '"
-    + _DNS1123_SUBDOMAIN_FMT
-    + "')"
-)
-
-
 def _label_name_errors(path: str, value: str) -> list[str]:
-    """metav1validation.ValidateLabelName (utilvalidation.IsQualifiedName)."""
-    msgs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            msgs.append("prefix part must be non-empty")
-        elif len(prefix) > 253:
-            msgs.append("prefix part must be no more than 253 characters")
-        elif not _DNS1123_SUBDOMAIN_RE.match(prefix):
-            msgs.append("prefix part " + _DNS1123_SUBDOMAIN_MSG)
-    else:
-        msgs.append(
-            "a qualified name " + _QUALIFIED_NAME_MSG + " with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        )
-        return [invalid(path, value, m) for m in msgs]
-    if not name:
-        msgs.append("name part must be non-empty")
-    elif len(name) > 63:
-        msgs.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME_RE.match(name):
-        msgs.append("name part " + _QUALIFIED_NAME_MSG)
-    return [invalid(path, value, m) for m in msgs]
+    """metav1validation.ValidateLabelName."""
+    return [invalid(path, value, m) for m in is_qualified_name(value)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.framework.status import MAX_NODE_SCORE
-from scheduler.plugins.noderesources.resource_allocation import safe_divisor, weighted_mean_int
+from scheduler.plugins.noderesources.resource_allocation import (
+    safe_divisor,
+    weighted_mean_int,
+    weighted_mean_score,
+)
 
 
 def least_requested_score(requested: int, capacity: int) -> int:
@@ -19,14 +23,7 @@ def least_requested_score(requested: int, capacity: int) -> int:
 
 
 def least_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
-    node_score = 0
-    weight_sum = 0
-    for r, a, w in zip(requested, allocatable, weights):
-        node_score += least_requested_score(r, a) * w
-        weight_sum += w
-    if weight_sum == 0:
-        return 0
-    return node_score // weight_sum
+    return weighted_mean_score(least_requested_score, requested, allocatable, weights)
 
 
 def least_resource_score_batch(

@@ -9,7 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.framework.status import MAX_NODE_SCORE
-from scheduler.plugins.noderesources.resource_allocation import safe_divisor, weighted_mean_int
+from scheduler.plugins.noderesources.resource_allocation import (
+    safe_divisor,
+    weighted_mean_int,
+    weighted_mean_score,
+)
 
 
 def most_requested_score(requested: int, capacity: int) -> int:
@@ -21,14 +25,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
 
 
 def most_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
-    node_score = 0
-    weight_sum = 0
-    for r, a, w in zip(requested, allocatable, weights):
-        node_score += most_requested_score(r, a) * w
-        weight_sum += w
-    if weight_sum == 0:
-        return 0
-    return node_score // weight_sum
+    return weighted_mean_score(most_requested_score, requested, allocatable, weights)
 
 
 def most_resource_score_batch(
@@ -39,7 +36,6 @@ def most_resource_score_batch(
     m: int,
 ) -> np.ndarray:
     scores = [
-        np.minimum(r, a) * MAX_NODE_SCORE // safe_divisor(a, p)
-        for r, a, p in zip(requested, allocatable, present)
+        np.minimum(r, a) * MAX_NODE_SCORE // safe_divisor(a, p) for r, a, p in zip(requested, allocatable, present)
     ]
     return weighted_mean_int(scores, present, weights, m)

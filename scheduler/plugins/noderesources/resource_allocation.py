@@ -246,6 +246,20 @@ class ResourceAllocationScorer:
         return self.batch_fn(reqs, allocs, present, weights, len(idx))
 
 
+def weighted_mean_score(
+    per_resource: Callable[[int, int], int], requested: list[int], allocatable: list[int], weights: list[int]
+) -> int:
+    """Integer weighted mean of per-resource scores (Least/MostAllocated's node score)."""
+    node_score = 0
+    weight_sum = 0
+    for r, a, w in zip(requested, allocatable, weights):
+        node_score += per_resource(r, a) * w
+        weight_sum += w
+    if weight_sum == 0:
+        return 0
+    return node_score // weight_sum
+
+
 def safe_divisor(alloc: np.ndarray, present: np.ndarray | None) -> np.ndarray:
     """alloc with zeros replaced by 1 so masked-out lanes divide harmlessly."""
     if present is None:

@@ -3,13 +3,13 @@ plugin.go, helper/spread.go and apis/config/validation for PodTopologySpreadArgs
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.labels import NOTHING, LabelSelector, Requirement
 from scheduler.objects import LABEL_HOSTNAME, LABEL_ZONE, PodInfo
+from scheduler.plugins.validation import is_qualified_name
 from scheduler.snapshot import Listers
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -69,51 +69,6 @@ def _go_value(v: Any) -> str:
     return str(v)
 
 
-_QNAME_CHAR = r"[A-Za-z0-9]"
-_QNAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUB_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QNAME_MSG = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """apimachinery validation.IsQualifiedName."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 bytes")
-            if not _DNS1123_SUB_RE.match(prefix):
-                errs.append(
-                    "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-                    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                )
-    else:
-        return [
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
-            "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. "
-            "'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if name and not _QNAME_RE.match(name):
-        errs.append(_QNAME_MSG)
-    return errs
-
-
 def _policy(raw: Any, default: str) -> bool:
     return (str(raw) if raw else default) == HONOR
 
@@ -144,7 +99,7 @@ def parse_args(args: Mapping[str, Any] | None) -> PodTopologySpreadArgs:
             errs.append(f"{p}.topologyKey: Required value: can not be empty")
         else:
             errs.extend(
-                f"{p}.topologyKey: Invalid value: {_go_value(key)}: {m}" for m in _qualified_name_errors(key)
+                f"{p}.topologyKey: Invalid value: {_go_value(key)}: {m}" for m in is_qualified_name(key)
             )
         if not when:
             errs.append(f"{p}.whenUnsatisfiable: Required value: can not be empty")
