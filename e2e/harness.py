@@ -20,6 +20,7 @@ import base64
 import dataclasses
 import os
 import pathlib
+import signal
 import subprocess
 import tempfile
 import time
@@ -83,6 +84,22 @@ def _pid_alive(pid: int) -> bool:
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def restart_apiserver(run: pathlib.Path, kubeconfig: str, down_seconds: float = 2.0, timeout: float = 90.0) -> None:
+    """Kill the local kube-apiserver, leave it down for ``down_seconds``, start it again with the
+    same command line (its PID file updated for down.sh), and wait until it answers."""
+    pidfile = run / "pids" / "kube-apiserver.pid"
+    pid = int(pidfile.read_text().strip())
+    argv = [a.decode() for a in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    # SIGKILL: a crash, and no waiting out the graceful drain of long-running watches.
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not _pid_alive(pid), timeout=30, desc="kube-apiserver to stop")
+    time.sleep(down_seconds)
+    with open(run / "logs" / "kube-apiserver.log", "ab") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    pidfile.write_text(f"{proc.pid}\n")
+    wait_for(lambda: api_reachable(kubeconfig, timeout=2), timeout=timeout, desc="kube-apiserver to come back")
 
 
 def reap_orphaned_session_planes() -> None:

@@ -478,3 +478,25 @@ def test_lost_lease_stops_and_exits(start_scheduler, api_client, core_v1, node_f
         lease.spec.holder_identity = ""
         lease.spec.lease_duration_seconds = 1
         coord.replace_namespaced_lease(LEASE_NAME, LEASE_NS, lease)
+
+
+# ---------------------------------------------------------------------------------------------
+# API server restart (last: it briefly takes the API away from everything in the session)
+
+
+def test_apiserver_restart_watches_recover(scheduler, control_plane, core_v1, node_factory, namespace, group):
+    if control_plane.run_dir is None or not control_plane.started_here:
+        pytest.skip("restarts the kube-apiserver of the local control plane only")
+    node_factory(1, labels=group)
+    core_v1.create_namespaced_pod(namespace, harness.make_pod("before", namespace, node_selector=group))
+    wait_bound(core_v1, namespace, "before")
+
+    harness.restart_apiserver(control_plane.run_dir, control_plane.kubeconfig)
+
+    # A node and a pod that only exist after the restart: both watches must have resumed.
+    fresh = node_factory(1, labels={**group, "after": "restart"})[0]
+    core_v1.create_namespaced_pod(
+        namespace, harness.make_pod("after", namespace, node_selector={**group, "after": "restart"})
+    )
+    assert wait_bound(core_v1, namespace, "after", timeout=60) == fresh
+    assert scheduler.proc.poll() is None, scheduler.logs()

@@ -5,6 +5,7 @@ One ``Metrics`` object per process, on its own CollectorRegistry so tests can bu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -20,6 +21,10 @@ def _exp_buckets(start: float, factor: float, count: int) -> list[float]:
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
 ERROR = "error"
+
+
+def _count_of(counts: Callable[[], dict[str, int]], name: str) -> int:
+    return counts().get(name, 0)
 
 
 class Metrics:
@@ -113,7 +118,7 @@ class Metrics:
     def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:
         """Pending-pod gauges read the queue's counts at scrape time."""
         for name in ("active", "backoff", "unschedulable", "gated"):
-            self.pending_pods.labels(name).set_function(lambda n=name: counts().get(n, 0))
+            self.pending_pods.labels(name).set_function(functools.partial(_count_of, counts, name))
 
     def incoming(self, queue: str, event: str) -> None:
         self.queue_incoming_pods.labels(queue, event).inc()

@@ -474,4 +474,8 @@ def sort_queued(infos: list[QueuedPodInfo], qs: QueueSortPlugin) -> list[QueuedP
     """Helper for callers that want activeQ order of a plain list (tests, debug dumps)."""
     if type(qs).sort_key is not QueueSortPlugin.sort_key:
         return sorted(infos, key=qs.sort_key)
-    return sorted(infos, key=functools.cmp_to_key(lambda a, b: -1 if qs.less(a, b) else (1 if qs.less(b, a) else 0)))
+
+    def cmp(a: QueuedPodInfo, b: QueuedPodInfo) -> int:
+        return -1 if qs.less(a, b) else (1 if qs.less(b, a) else 0)
+
+    return sorted(infos, key=functools.cmp_to_key(cmp))

@@ -71,19 +71,19 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
     except ValueError as exc:
         out.status = Status(Code.ERROR, str(exc))
         return out
-    s = fw.run_reserve(state, assumed, node)
-    if s is not None:
+    reserve = fw.run_reserve(state, assumed, node)
+    if reserve is not None:
         fw.run_unreserve(state, assumed, node)
         cache.forget_pod(assumed.uid)
-        out.status = s
+        out.status = reserve
         return out
-    s, timeout = fw.run_permit(state, assumed, node)
-    if s is not None and s.code != Code.WAIT:
+    permit, timeout = fw.run_permit(state, assumed, node)
+    if permit is not None and permit.code != Code.WAIT:
         fw.run_unreserve(state, assumed, node)
         cache.forget_pod(assumed.uid)
-        out.status = s
+        out.status = permit
         return out
-    if s is not None:
+    if permit is not None:
         out.permit_timeout = timeout
     out.assumed = assumed
     return out

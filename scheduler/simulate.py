@@ -6,7 +6,6 @@ scheduling cycle as the live scheduler; the binder is a stand-in that always suc
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import time
@@ -24,6 +23,7 @@ from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
 from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.objects import NamespaceInfo, PodInfo, SelectorOwner
 from scheduler.plugins.registry import default_registry
+from scheduler.queue import sort_queued
 from scheduler.schedule_one import CycleOutcome, scheduling_cycle
 from scheduler.snapshot import Listers, Snapshot
 
@@ -176,15 +176,9 @@ class Simulator:
                 self.gated.append(pod)
                 continue
             self.pending.append(QueuedPodInfo(pod, pod.creation_ts, seq))
+        # One queue order for all profiles (config validation makes their QueueSort equal).
         first = next(iter(self.frameworks.values()))
-        qs = first.queue_sort
-        probe = qs.sort_key(self.pending[0]) if self.pending else None
-        if probe is not None:
-            self.pending.sort(key=qs.sort_key)
-        else:
-            self.pending.sort(
-                key=functools.cmp_to_key(lambda a, b: -1 if qs.less(a, b) else (1 if qs.less(b, a) else 0))
-            )
+        self.pending = sort_queued(self.pending, first.queue_sort)
 
     def attempts(self) -> Iterator[CycleOutcome]:
         for q in self.pending:
