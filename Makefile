@@ -23,6 +23,7 @@ e2e: install
 lint: install
 	$(PYTHON) -m ruff check scheduler tests e2e bench examples
 	lint-imports
+	$(PYTHON) -m mypy scheduler
 
 typecheck: install
 	$(PYTHON) -m mypy scheduler

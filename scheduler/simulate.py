@@ -271,9 +271,8 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
     headers = ["NODE", "TOTAL", *sc.plugins]
     rows = [[infos[int(sc.idx[j])].name, str(int(sc.totals[j]))] + [str(int(f[j])) for f in sc.final] for j in order]
     widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
-    stream.write("  " + "  ".join(h.ljust(w) for h, w in zip(headers, widths)) + "\n")
-    for r in rows:
-        stream.write("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "\n")
+    for r in [headers, *rows]:
+        stream.write(("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() + "\n")
     stream.write("\n")
 
 
