@@ -9,11 +9,11 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-# .dockerignore lets only pyproject.toml, README*, LICENSE* and scheduler/ in.
+# .dockerignore lets only pyproject.toml, requirements.lock, README*, LICENSE* and scheduler/ in.
 COPY . .
 RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir /wheels/*.whl \
+ && /opt/venv/bin/pip install --no-cache-dir --constraint requirements.lock /wheels/*.whl \
  && /opt/venv/bin/pyscheduler --help >/dev/null
 
 FROM ${PYTHON_IMAGE}

@@ -24,6 +24,8 @@ lint: install
 	$(PYTHON) -m ruff check scheduler tests e2e bench examples
 	lint-imports
 	$(PYTHON) -m mypy scheduler
+	hadolint Dockerfile
+	shellcheck -x e2e/controlplane/*.sh e2e/kind/run.sh .ci/run
 
 typecheck: install
 	$(PYTHON) -m mypy scheduler
