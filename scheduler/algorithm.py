@@ -7,6 +7,7 @@ Pure and synchronous: it reads one Snapshot and never awaits, so the live schedu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -249,7 +250,8 @@ class Algorithm:
             totals = np.ones(len(feasible), dtype=np.int64)
             scores = ScoreResult(feasible, [], [], [], totals)
         else:
-            nodes = [infos[i] for i in feasible.tolist()]
+            # itemgetter builds the node tuple in C; len(feasible) >= 2 here, so it is a tuple.
+            nodes = itemgetter(*feasible.tolist())(infos)
             s = fw.run_pre_score(state, pod, nodes)
             if s is not None:
                 raise SchedulingError(s)

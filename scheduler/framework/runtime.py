@@ -74,6 +74,13 @@ def _status_name(s: Status | None) -> str:
     return "Success" if s is None else s.code.name.title().replace("_", "")
 
 
+def _invalid_score(plugin: str, score: int) -> str:
+    return (
+        f"applying score defaultWeights on Score plugins: plugin {go_quote(plugin)} returns an invalid score "
+        f"{score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+    )
+
+
 class Framework:
     """One profile's plugins, instantiated once, and the code that runs them."""
 
@@ -373,7 +380,6 @@ class Framework:
         for pl in self.score_plugins:
             if pl.name in state.skip_score_plugins:
                 continue
-            q = go_quote(pl.name)
             try:
                 arr: np.ndarray | None = None
                 if self._score_has_batch[pl.name] and not self.reference_mode:
@@ -388,32 +394,21 @@ class Framework:
                 if pl.has_normalize:
                     s = pl.normalize_score(state, pod, arr)
                     if s is not None and not s.is_success():
-                        raise StatusError(
-                            Status(
-                                Code.ERROR,
-                                f"running Normalize on Score plugins: plugin {q} failed with: {s.message}",
-                            )
-                        )
+                        msg = f"plugin {go_quote(pl.name)} failed with: {s.message}"
+                        raise StatusError(Status(Code.ERROR, f"running Normalize on Score plugins: {msg}"))
             except StatusError as exc:
                 if exc.status.code == Code.ERROR and "Score plugins" in exc.status.message:
                     raise
                 raise StatusError(
                     Status(
                         Code.ERROR,
-                        f"running Score plugins: plugin {q} failed with: {exc.status.message}",
+                        f"running Score plugins: plugin {go_quote(pl.name)} failed with: {exc.status.message}",
                         plugin=pl.name,
                     )
                 ) from None
             if len(arr) and (int(arr.max()) > MAX_NODE_SCORE or int(arr.min()) < MIN_NODE_SCORE):
                 bad = int(arr.max()) if int(arr.max()) > MAX_NODE_SCORE else int(arr.min())
-                raise StatusError(
-                    Status(
-                        Code.ERROR,
-                        f"applying score defaultWeights on Score plugins: plugin {q} returns an invalid score "
-                        f"{bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        plugin=pl.name,
-                    )
-                )
+                raise StatusError(Status(Code.ERROR, _invalid_score(pl.name, bad), plugin=pl.name))
             weighted = arr * self.weights[pl.name]
             totals += weighted
             names.append(pl.name)
