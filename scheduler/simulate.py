@@ -98,7 +98,7 @@ class Cluster:
     ignored_kinds: set[str] = field(default_factory=set)
 
 
-def build_cluster(docs: list[dict[str, Any]], path: str = "") -> Cluster:
+def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
     c = Cluster()
     for d in docs:
         kind = d["kind"]
@@ -162,7 +162,8 @@ class Simulator:
         for n in cluster.nodes:
             self.cache.add_node(n)
         self.pending: list[QueuedPodInfo] = []
-        self.gated: list[PodInfo] = []
+        # Pods PreEnqueue holds back (SchedulingGates): never attempted, as upstream.
+        self.gated: list[tuple[PodInfo, str]] = []
         for seq, raw in enumerate(cluster.pods):
             pod = PodInfo(raw)
             if pod.node_name:
@@ -172,8 +173,9 @@ class Simulator:
             fw = self.frameworks.get(pod.scheduler_name)
             if fw is None:
                 continue
-            if fw.run_pre_enqueue(pod) is not None:
-                self.gated.append(pod)
+            held = fw.run_pre_enqueue(pod)
+            if held is not None:
+                self.gated.append((pod, held.message))
                 continue
             self.pending.append(QueuedPodInfo(pod, pod.creation_ts, seq))
         # One queue order for all profiles (config validation makes their QueueSort equal).
@@ -287,7 +289,7 @@ def run(
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
-        cluster = build_cluster(docs, cluster_path)
+        cluster = build_cluster(docs)
         config = load_config(config_path)
         sim = Simulator(cluster, config, seed)
     except InputError as exc:
@@ -328,6 +330,8 @@ def run(
             _human(sim, out, stream)
     elapsed = time.perf_counter() - t0
     if output == "text":
+        for pod, why in sim.gated:
+            write(f"{pod.key}: not attempted ({why})\n")
         write(f"{placed}/{attempts} pods scheduled\n")
     if stats:
         rate = attempts / elapsed if elapsed > 0 else 0.0

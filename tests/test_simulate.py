@@ -75,6 +75,14 @@ def test_queue_order_priority_then_creation_then_file_order(tmp_path: Path) -> N
     ]
 
 
+def test_text_output_names_gated_pods(tmp_path: Path) -> None:
+    buf = io.StringIO()
+    path = _write(tmp_path, [make_node("n1"), make_pod("g", gates=["example.com/wait"])])
+    assert run(path, None, 1, "text", stream=buf) == 0
+    # schedulinggates plugin: UnschedulableAndUnresolvable "waiting for scheduling gates: [...]"
+    assert "default/g: not attempted (waiting for scheduling gates: [example.com/wait])" in buf.getvalue()
+
+
 def test_each_placement_updates_the_cluster(tmp_path: Path) -> None:
     docs = [make_node("n1", cpu="1"), make_pod("a", cpu="600m"), make_pod("b", cpu="600m")]
     a, b = _json_lines(_write(tmp_path, docs))
