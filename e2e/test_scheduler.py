@@ -56,9 +56,24 @@ class SchedulerProcess:
         env.pop("KUBECONFIG", None)  # only the ServiceAccount's credentials
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scheduler", "run", "--config", config, "--kubeconfig", kubeconfig,
-             "--port", str(self.port), "--bind-address", "127.0.0.1"],
-            cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "scheduler",
+                "run",
+                "--config",
+                config,
+                "--kubeconfig",
+                kubeconfig,
+                "--port",
+                str(self.port),
+                "--bind-address",
+                "127.0.0.1",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     def get(self, path: str) -> tuple[int, str]:
@@ -131,8 +146,9 @@ def group(namespace: str) -> dict[str, str]:
 # Reading what the cluster shows
 
 
-def events_for(api_client: client.ApiClient, namespace: str, pod: str | None = None,
-               reason: str | None = None) -> list[client.EventsV1Event]:
+def events_for(
+    api_client: client.ApiClient, namespace: str, pod: str | None = None, reason: str | None = None
+) -> list[client.EventsV1Event]:
     evs = client.EventsV1Api(api_client).list_namespaced_event(namespace).items
     return [e for e in evs if (pod is None or e.regarding.name == pod) and (reason is None or e.reason == reason)]
 
@@ -145,8 +161,9 @@ def wait_bound(core: client.CoreV1Api, namespace: str, name: str, timeout: float
     return harness.wait_for_pod_scheduled(core, namespace, name, timeout).spec.node_name
 
 
-def wait_failed_scheduling(api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, pod: str,
-                           timeout: float = 30.0) -> tuple[client.EventsV1Event, client.V1PodCondition]:
+def wait_failed_scheduling(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, pod: str, timeout: float = 30.0
+) -> tuple[client.EventsV1Event, client.V1PodCondition]:
     def both() -> Any:
         evs = events_for(api_client, namespace, pod, "FailedScheduling")
         cond = harness.pod_condition(core.read_namespaced_pod(pod, namespace), "PodScheduled")
@@ -155,8 +172,14 @@ def wait_failed_scheduling(api_client: client.ApiClient, core: client.CoreV1Api,
     return harness.wait_for(both, timeout=timeout, desc=f"FailedScheduling for {namespace}/{pod}")
 
 
-def simulate(api_client: client.ApiClient, core: client.CoreV1Api, nodes: list[str], pods: list[dict[str, Any]],
-             config: str, tmp_path: pathlib.Path) -> dict[str, str | None]:
+def simulate(
+    api_client: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: list[str],
+    pods: list[dict[str, Any]],
+    config: str,
+    tmp_path: pathlib.Path,
+) -> dict[str, str | None]:
     """What ``pyscheduler simulate`` predicts for these nodes (as the API shows them) and pods."""
     docs = [api_client.sanitize_for_serialization(core.read_node(n)) for n in nodes]
     for d in docs:
@@ -166,9 +189,25 @@ def simulate(api_client: client.ApiClient, core: client.CoreV1Api, nodes: list[s
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(yaml.safe_dump_all(docs))
     out = subprocess.run(
-        [sys.executable, "-m", "scheduler", "simulate", "--cluster", str(cluster), "--config", config,
-         "--output", "json", "--seed", "1"],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        [
+            sys.executable,
+            "-m",
+            "scheduler",
+            "simulate",
+            "--cluster",
+            str(cluster),
+            "--config",
+            config,
+            "--output",
+            "json",
+            "--seed",
+            "1",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout
     placements: dict[str, str | None] = {}
     for line in out.splitlines():
@@ -184,8 +223,9 @@ def simulate(api_client: client.ApiClient, core: client.CoreV1Api, nodes: list[s
 # Placement
 
 
-def test_placement_equals_simulate(scheduler, api_client, core_v1, node_factory, namespace, group,
-                                   scheduler_config_path, tmp_path):
+def test_placement_equals_simulate(
+    scheduler, api_client, core_v1, node_factory, namespace, group, scheduler_config_path, tmp_path
+):
     # Different sizes make every score distinct: the answer is unique, no tie-break involved.
     nodes = []
     for cpu in ("2", "4", "8"):
@@ -214,20 +254,50 @@ def test_node_selector_taints_affinity(scheduler, api_client, core_v1, node_fact
     plain = node_factory(1, labels=group)[0]
     harness.create_pod(core_v1, namespace, "sel", node_selector={**group, "disk": "ssd"})
     harness.create_pod(
-        core_v1, namespace, "tol", node_selector=group,
+        core_v1,
+        namespace,
+        "tol",
+        node_selector=group,
         tolerations=[{"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}],
-        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}]}}},
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}
+                    ]
+                }
+            }
+        },
     )
     harness.create_pod(
-        core_v1, namespace, "notol", node_selector=group,
-        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}]}}},
+        core_v1,
+        namespace,
+        "notol",
+        node_selector=group,
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}
+                    ]
+                }
+            }
+        },
     )
-    harness.create_pod(core_v1, namespace, "anti-ssd", node_selector=group, affinity={"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}]}}},
-        tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "PreferNoSchedule"}])
+    harness.create_pod(
+        core_v1,
+        namespace,
+        "anti-ssd",
+        node_selector=group,
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}]
+                }
+            }
+        },
+        tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "PreferNoSchedule"}],
+    )
     assert wait_bound(core_v1, namespace, "sel") == ssd
     assert wait_bound(core_v1, namespace, "tol") == tainted
     assert wait_bound(core_v1, namespace, "anti-ssd") == plain  # ssd excluded, tainted not tolerated
@@ -240,11 +310,18 @@ def test_node_selector_taints_affinity(scheduler, api_client, core_v1, node_fact
 def test_topology_spreading(scheduler, core_v1, node_factory, namespace, group):
     a = node_factory(2, zone="zone-a", labels=group)
     b = node_factory(2, zone="zone-b", labels=group)
-    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
-               "labelSelector": {"matchLabels": {"app": "spread"}}}]
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "spread"}},
+        }
+    ]
     for i in range(6):
-        harness.create_pod(core_v1, namespace, f"s{i}", labels={"app": "spread"}, node_selector=group,
-                           topologySpreadConstraints=spread)
+        harness.create_pod(
+            core_v1, namespace, f"s{i}", labels={"app": "spread"}, node_selector=group, topologySpreadConstraints=spread
+        )
         wait_bound(core_v1, namespace, f"s{i}")
     placed = [node_of(core_v1, namespace, f"s{i}") for i in range(6)]
     per_zone = Counter("a" if n in a else "b" for n in placed)
@@ -270,8 +347,9 @@ def priority_classes(api_client) -> Iterator[tuple[str, str]]:
     sched = client.SchedulingV1Api(api_client)
     names = (harness.unique_name("high"), harness.unique_name("low"))
     for name, value in zip(names, (1000, 10)):
-        sched.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                     "metadata": {"name": name}, "value": value})
+        sched.create_priority_class(
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        )
     yield names
     for name in names:
         with contextlib.suppress(ApiException):
@@ -359,8 +437,11 @@ def test_health_and_metrics(scheduler, core_v1, node_factory, namespace, group):
     status, text = scheduler.get("/metrics")
     assert status == 200
     assert 'scheduler_schedule_attempts_total{profile="pyscheduler",result="scheduled"}' in text
-    for name in ("scheduler_pending_pods{queue=\"active\"}", "scheduler_scheduling_attempt_duration_seconds_bucket",
-                 "scheduler_framework_extension_point_duration_seconds_bucket"):
+    for name in (
+        'scheduler_pending_pods{queue="active"}',
+        "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "scheduler_framework_extension_point_duration_seconds_bucket",
+    ):
         assert name in text
 
 
@@ -380,8 +461,9 @@ def lease_identity(proc: SchedulerProcess) -> str | None:
     return None
 
 
-def test_killed_and_restarted_mid_stream(start_scheduler, api_client, core_v1, node_factory, namespace, group,
-                                         scheduler_config_path, tmp_path):
+def test_killed_and_restarted_mid_stream(
+    start_scheduler, api_client, core_v1, node_factory, namespace, group, scheduler_config_path, tmp_path
+):
     node_factory(3, cpu="32", labels=group)
     # ~2.5 pods/s (a Binding and an Event each): the kill lands mid-stream.
     first = start_scheduler(slow_config(scheduler_config_path, tmp_path, 5), name="first")
@@ -422,13 +504,17 @@ def test_two_replicas_failover(start_scheduler, api_client, core_v1, node_factor
     harness.wait_for(lambda: lease_holder(api_client) not in ("", leader_a), timeout=20, desc="b leader")
     harness.create_pod(core_v1, namespace, "after", node_selector=group)
     wait_bound(core_v1, namespace, "after")
-    assert any(e.get("event") == "pod_scheduled" and e.get("pod") == f"{namespace}/after" for e in b.log_events())
+    # b logs pod_scheduled after the Binding returns: the API may show the node first.
+    harness.wait_for(
+        lambda: any(e.get("event") == "pod_scheduled" and e.get("pod") == f"{namespace}/after" for e in b.log_events()),
+        timeout=10,
+        desc="b to log the binding",
+    )
     assert b.stop(signal.SIGTERM) == 0
     assert lease_holder(api_client) == ""  # released on SIGTERM
 
 
-def test_bad_config_exits_clearly_and_writes_nothing(scheduler_kubeconfig, api_client, core_v1, namespace,
-                                                     tmp_path):
+def test_bad_config_exits_clearly_and_writes_nothing(scheduler_kubeconfig, api_client, core_v1, namespace, tmp_path):
     harness.create_pod(core_v1, namespace, "waiting")
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -439,9 +525,23 @@ def test_bad_config_exits_clearly_and_writes_nothing(scheduler_kubeconfig, api_c
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["PYTHONPATH"] = str(REPO)
     r = subprocess.run(
-        [sys.executable, "-m", "scheduler", "run", "--config", str(bad), "--kubeconfig", scheduler_kubeconfig,
-         "--port", str(free_port())],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=30,
+        [
+            sys.executable,
+            "-m",
+            "scheduler",
+            "run",
+            "--config",
+            str(bad),
+            "--kubeconfig",
+            scheduler_kubeconfig,
+            "--port",
+            str(free_port()),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert r.returncode != 0
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
@@ -468,7 +568,7 @@ def test_lost_lease_stops_and_exits(start_scheduler, api_client, core_v1, node_f
         events = proc.log_events()
         lost = [i for i, e in enumerate(events) if e.get("event") == "leader_election_lost"]
         assert lost, proc.logs()
-        assert not any(e.get("event") == "pod_scheduled" for e in events[lost[0]:])
+        assert not any(e.get("event") == "pod_scheduled" for e in events[lost[0] :])
         harness.create_pod(core_v1, namespace, "orphan", node_selector=group)
         time.sleep(2)
         assert node_of(core_v1, namespace, "orphan") is None
