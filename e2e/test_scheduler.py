@@ -248,6 +248,17 @@ def test_placement_equals_simulate(
     assert any(v is None for v in predicted.values()) or len(set(live.values())) > 1
 
 
+def required_node_affinity(*expressions: dict[str, Any]) -> dict[str, Any]:
+    """A pod affinity with one required node selector term made of ``expressions``."""
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": list(expressions)}]
+            }
+        }
+    }
+
+
 def test_node_selector_taints_affinity(scheduler, api_client, core_v1, node_factory, namespace, group):
     ssd = node_factory(1, labels={**group, "disk": "ssd"})[0]
     tainted = node_factory(1, labels=group, taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])[0]
@@ -259,43 +270,21 @@ def test_node_selector_taints_affinity(scheduler, api_client, core_v1, node_fact
         "tol",
         node_selector=group,
         tolerations=[{"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}],
-        affinity={
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}
-                    ]
-                }
-            }
-        },
+        affinity=required_node_affinity({"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}),
     )
     harness.create_pod(
         core_v1,
         namespace,
         "notol",
         node_selector=group,
-        affinity={
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}]}
-                    ]
-                }
-            }
-        },
+        affinity=required_node_affinity({"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}),
     )
     harness.create_pod(
         core_v1,
         namespace,
         "anti-ssd",
         node_selector=group,
-        affinity={
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}]
-                }
-            }
-        },
+        affinity=required_node_affinity({"key": "disk", "operator": "DoesNotExist"}),
         tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "PreferNoSchedule"}],
     )
     assert wait_bound(core_v1, namespace, "sel") == ssd
