@@ -124,13 +124,14 @@ def parse_resources(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
 # The scorer
 
 
-# scorer(requested, allocatable) over the resources whose allocatable is non-zero; the lists
-# keep configured order, entries with allocatable 0 are dropped as upstream skips them.
-ScoreFn = Callable[[list[int], list[int], list[int]], int]
-# Vectorised form: (requested[k][m], allocatable[k][m], present[k][m] or None when allocatable is
-# non-zero on every node, weights[k], m) -> int64[m].
+# scorer(requested, allocated, allocatable, weights) over the resources whose allocatable is
+# non-zero; "requested" includes the incoming pod, "allocated" is the node alone. The lists keep
+# configured order; entries with allocatable 0 are dropped, as every upstream scorer skips them.
+ScoreFn = Callable[[list[int], list[int], list[int], list[int]], int]
+# Vectorised form: (requested[k][m], allocated[k][m], allocatable[k][m], present[k][m] or None
+# when allocatable is non-zero on every node, weights[k], m) -> int64[m].
 BatchScoreFn = Callable[
-    [list[np.ndarray], list[np.ndarray], list[np.ndarray | None], list[int], int], np.ndarray
+    [list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray | None], list[int], int], np.ndarray
 ]
 
 
@@ -175,7 +176,7 @@ class ResourceAllocationScorer:
 
     # -- per node (reference) ------------------------------------------------------------------
     def _alloc_req(self, node: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
-        """calculateResourceAllocatableRequest for resource i."""
+        """calculateResourceAllocatableRequest for resource i: (allocatable, node's allocated)."""
         kind = self.kinds[i]
         if kind == KIND_OTHER or (kind == KIND_SCALAR and pod_request == 0):
             # An extended resource the pod does not ask for is left out of the score; a name that
@@ -183,34 +184,35 @@ class ResourceAllocationScorer:
             return 0, 0
         alloc = node.allocatable
         if kind == KIND_CPU:
-            used = node.requested.milli_cpu if self.use_requested else node.non0_cpu
-            return alloc.milli_cpu, used + pod_request
+            return alloc.milli_cpu, node.requested.milli_cpu if self.use_requested else node.non0_cpu
         if kind == KIND_MEMORY:
-            used = node.requested.memory if self.use_requested else node.non0_mem
-            return alloc.memory, used + pod_request
+            return alloc.memory, node.requested.memory if self.use_requested else node.non0_mem
         if kind == KIND_EPHEMERAL:
-            return alloc.ephemeral_storage, node.requested.ephemeral_storage + pod_request
+            return alloc.ephemeral_storage, node.requested.ephemeral_storage
         name = self.names[i]
         if name in alloc.scalar:
-            return alloc.scalar[name], node.requested.scalar.get(name, 0) + pod_request
+            return alloc.scalar[name], node.requested.scalar.get(name, 0)
         return 0, 0
 
     def score_node(self, node: NodeInfo, pod_requests: Sequence[int]) -> int:
         requested: list[int] = []
+        allocated: list[int] = []
         allocatable: list[int] = []
         weights: list[int] = []
         for i in range(len(self.names)):
-            a, r = self._alloc_req(node, i, pod_requests[i])
+            a, used = self._alloc_req(node, i, pod_requests[i])
             if a == 0:
                 continue
             allocatable.append(a)
-            requested.append(r)
+            allocated.append(used)
+            requested.append(used + pod_requests[i])
             weights.append(self.weights[i])
-        return self.score_fn(requested, allocatable, weights)
+        return self.score_fn(requested, allocated, allocatable, weights)
 
     # -- batch ---------------------------------------------------------------------------------
     def score_columns(self, cols: NodeColumns, idx: np.ndarray, pod_requests: Sequence[int]) -> np.ndarray:
         reqs: list[np.ndarray] = []
+        useds: list[np.ndarray] = []
         allocs: list[np.ndarray] = []
         present: list[np.ndarray | None] = []
         weights: list[int] = []
@@ -218,13 +220,13 @@ class ResourceAllocationScorer:
             pr = pod_requests[i]
             if kind == KIND_CPU:
                 a = cols.alloc_cpu.take(idx)
-                r = (cols.req_cpu if self.use_requested else cols.non0_cpu).take(idx) + pr
+                used = (cols.req_cpu if self.use_requested else cols.non0_cpu).take(idx)
             elif kind == KIND_MEMORY:
                 a = cols.alloc_mem.take(idx)
-                r = (cols.req_mem if self.use_requested else cols.non0_mem).take(idx) + pr
+                used = (cols.req_mem if self.use_requested else cols.non0_mem).take(idx)
             elif kind == KIND_EPHEMERAL:
                 a = cols.alloc_eph.take(idx)
-                r = cols.req_eph.take(idx) + pr
+                used = cols.req_eph.take(idx)
             elif kind == KIND_SCALAR:
                 if pr == 0:
                     continue
@@ -232,7 +234,7 @@ class ResourceAllocationScorer:
                 if col is None:
                     continue  # no node has it: allocatable 0 everywhere, skipped
                 a = col.take(idx)
-                r = cols.scalar_req[self.names[i]].take(idx) + pr
+                used = cols.scalar_req[self.names[i]].take(idx)
             else:
                 continue
             # None marks "allocatable non-zero on every node", the common case, so the
@@ -240,10 +242,11 @@ class ResourceAllocationScorer:
             nz = a != 0
             p = None if nz.all() else nz
             allocs.append(a)
-            reqs.append(r)
+            useds.append(used)
+            reqs.append(used + pr)
             present.append(p)
             weights.append(self.weights[i])
-        return self.batch_fn(reqs, allocs, present, weights, len(idx))
+        return self.batch_fn(reqs, useds, allocs, present, weights, len(idx))
 
 
 def weighted_mean_score(
