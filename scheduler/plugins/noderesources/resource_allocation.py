@@ -18,7 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.objects import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, PodInfo
+from scheduler.objects import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    NodeInfo,
+    PodInfo,
+    Resource,
+    _add_into,
+    _aggregate_requests,
+    _container_requests,
+    _pod_level_supported,
+    _quantity,
+)
 
 if TYPE_CHECKING:
     from scheduler.snapshot import NodeColumns
@@ -135,8 +149,43 @@ BatchScoreFn = Callable[
 ]
 
 
+def has_pod_level_requests(pod: PodInfo) -> bool:
+    """resourcehelper.IsPodLevelRequestsSet: spec.resources.requests names cpu, memory or hugepages."""
+    spec = pod.raw.get("spec") or {}
+    reqs = (spec.get("resources") or {}).get("requests") or {}
+    return any(_pod_level_supported(str(k)) for k in reqs)
+
+
+def container_level_requests(pod: PodInfo) -> tuple[Resource, int, int]:
+    """The pod's requests from its containers and overhead only, ignoring spec.resources:
+    (requests, non-zero cpu, non-zero memory), as resourcehelper.PodRequests with
+    SkipPodLevelResources."""
+    spec = pod.raw.get("spec") or {}
+    creqs = [_container_requests(c) for c in spec.get("containers") or []]
+    ireqs = [(_container_requests(c), c.get("restartPolicy") == "Always") for c in spec.get("initContainers") or []]
+    overhead = {str(k): _quantity(str(k), v) for k, v in (spec.get("overhead") or {}).items()}
+    reqs = _aggregate_requests(creqs, ireqs, None)
+    _add_into(reqs, overhead)
+    non0 = _aggregate_requests(creqs, ireqs, {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
+    _add_into(non0, overhead)
+    out = Resource()
+    for k, v in reqs.items():
+        out.set(k, v)
+    out.allowed_pod_number = 0
+    return out, non0.get(CPU, 0), non0.get(MEMORY, 0)
+
+
 class ResourceAllocationScorer:
-    __slots__ = ("batch_fn", "kinds", "names", "resources", "score_fn", "use_requested", "weights")
+    __slots__ = (
+        "batch_fn",
+        "kinds",
+        "names",
+        "pod_level",
+        "resources",
+        "score_fn",
+        "use_requested",
+        "weights",
+    )
 
     def __init__(
         self,
@@ -144,6 +193,7 @@ class ResourceAllocationScorer:
         score_fn: ScoreFn,
         batch_fn: BatchScoreFn,
         use_requested: bool,
+        pod_level: bool = True,
     ) -> None:
         self.resources = tuple(resources)
         self.names = tuple(r.name for r in resources)
@@ -152,22 +202,28 @@ class ResourceAllocationScorer:
         self.score_fn = score_fn
         self.batch_fn = batch_fn
         self.use_requested = use_requested
+        # Whether the incoming pod's spec.resources counts (the scorer's own PodLevelResources
+        # flag; see Fit for why it is off there). Nodes always count pod-level requests.
+        self.pod_level = pod_level
 
     # -- pod side ------------------------------------------------------------------------------
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         """calculatePodResourceRequestList: one request per configured resource."""
+        requests, non0_cpu, non0_mem = pod.requests, pod.non0_cpu, pod.non0_mem
+        if not self.pod_level and has_pod_level_requests(pod):
+            requests, non0_cpu, non0_mem = container_level_requests(pod)
         out = []
         for name, kind in zip(self.names, self.kinds):
             if kind == KIND_CPU:
-                out.append(pod.requests.milli_cpu if self.use_requested else pod.non0_cpu)
+                out.append(requests.milli_cpu if self.use_requested else non0_cpu)
             elif kind == KIND_MEMORY:
-                out.append(pod.requests.memory if self.use_requested else pod.non0_mem)
+                out.append(requests.memory if self.use_requested else non0_mem)
             elif kind == KIND_EPHEMERAL:
-                out.append(pod.requests.ephemeral_storage)
+                out.append(requests.ephemeral_storage)
             elif kind == KIND_SCALAR:
-                out.append(pod.requests.scalar.get(name, 0))
+                out.append(requests.scalar.get(name, 0))
             else:
-                out.append(pod.requests.get(name))
+                out.append(requests.get(name))
         return tuple(out)
 
     @staticmethod
