@@ -85,6 +85,32 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         [taint("dedicated", "user1", "PreferNoSchedule")],
         False,
     ),
+    # TestTaintTolerationFilterWithFeatureGate, gate off (TaintTolerationComparisonOperators is
+    # alpha and off by default in v1.36.3): Gt/Lt tolerations tolerate nothing.
+    (
+        "Pod with Gt toleration cannot be scheduled when feature gate is disabled",
+        [tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [taint("node.kubernetes.io/sla", "950", "NoSchedule")],
+        True,
+    ),
+    (
+        "Pod with Lt toleration cannot be scheduled when feature gate is disabled",
+        [tol("node.kubernetes.io/sla", "Lt", "950", "NoSchedule")],
+        [taint("node.kubernetes.io/sla", "800", "NoSchedule")],
+        True,
+    ),
+    (
+        "Pod with mixed tolerations (Equal and Gt) when feature gate is disabled - only Equal is honored",
+        [tol("dedicated", "Equal", "user1", "NoSchedule"), tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [taint("dedicated", "user1", "NoSchedule")],
+        False,
+    ),
+    (
+        "Pod with mixed tolerations, Gt toleration needed but filtered out when feature gate is disabled",
+        [tol("dedicated", "Equal", "user1", "NoSchedule"), tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [taint("dedicated", "user1", "NoSchedule"), taint("node.kubernetes.io/sla", "950", "NoSchedule")],
+        True,
+    ),
     # Not upstream cases: NoExecute counts as a hard taint; untolerated NoExecute after a tolerated NoSchedule.
     ("no-execute is hard", None, [taint("k", "v", "NoExecute")], True),
     (
@@ -158,6 +184,17 @@ SCORE_CASES: list[tuple[str, list[dict[str, str]] | None, list[list[dict[str, st
         None,
         [[], [taint("cpu-type", "arm64", "PreferNoSchedule")]],
         [100, 0],
+    ),
+    # "Numeric Gt operator: pod with Gt toleration prefers nodes with matching SLA taint" with the
+    # gate at its v1.36.3 default (off): the Gt toleration tolerates neither taint -> 1 and 1 -> 0, 0.
+    (
+        "Numeric Gt operator: pod with Gt toleration prefers nodes with matching SLA taint (gate off)",
+        [tol("node.kubernetes.io/sla", "Gt", "950", "PreferNoSchedule")],
+        [
+            [taint("node.kubernetes.io/sla", "800", "PreferNoSchedule")],
+            [taint("node.kubernetes.io/sla", "999", "PreferNoSchedule")],
+        ],
+        [0, 0],
     ),
 ]
 
