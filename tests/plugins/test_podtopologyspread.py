@@ -322,11 +322,301 @@ SCORE = [
 ]
 
 
+BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+
+
+def hnode(name: str, **labels: str) -> dict[str, Any]:
+    """st.MakeNode().Name(name).Label(...): only the given labels (make_node adds a hostname)."""
+    n = make_node(name, labels=labels)
+    if HN not in labels:
+        del n["metadata"]["labels"][HN]
+    return n
+
+
+def hzn(name: str, zone: str) -> dict[str, Any]:
+    return hnode(name, **{"zone": zone, HN: name})
+
+
+P4_2_1_3 = [
+    *[fpod(f"p-a{i}", "node-a") for i in range(1, 5)],
+    fpod("p-b1", "node-b"),
+    fpod("p-b2", "node-b"),
+    fpod("p-x1", "node-x"),
+    *[fpod(f"p-y{i}", "node-y") for i in range(1, 4)],
+]
+# TestPodTopologySpreadScore's "X/Y/Z" spreads on nodes labelled "node"
+NODE_ABC = [
+    hnode("node-a", node="node-a", foo=""),
+    hnode("node-b", node="node-b", foo=""),
+    hnode("node-c", node="node-c"),
+]
+P2_1_1 = [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-c1", "node-c")]
+IGNORE_AFFINITY = spread(1, NODE, "ScheduleAnyway", nodeAffinityPolicy="Ignore")
+FOO_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": [""]}]}]
+        }
+    }
+}
+TAINTED_ABC = [
+    hnode("node-a", node="node-a"),
+    hnode("node-b", node="node-b"),
+    {
+        **hnode("node-c", node="node-c"),
+        "spec": {"taints": [{"key": "foo", "value": "", "effect": "NoSchedule"}]},
+    },
+]
+ZONE_NODE_4 = [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-c", "zone2"), hzn("node-d", "zone2")]
+
+# More of scoring_test.go TestPodTopologySpreadScore (v1.36.3), gates at their defaults.
+SCORE += [
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode(n, **{HN: n}) for n in ("node-a", "node-b", "node-x", "node-y")],
+        P4_2_1_3,
+        ["node-a", "node-b", "node-x"],
+        [33, 83, 100],
+        id="one constraint on node, 3 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode("node-a", **{HN: "node-a"}), hnode("node-b", n="node-b"), hnode("node-x", **{HN: "node-x"}),
+         hnode("node-y", **{HN: "node-y"})],
+        P4_2_1_3,
+        ["node-a", "node-b", "node-x"],
+        [16, 0, 100],
+        id="one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, ZONE, "ScheduleAnyway")]),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        P4_2_1_3,
+        ["node-a", "node-b", "node-x"],
+        [75, 75, 100],
+        id="one constraint on zone, 3 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, ZONE, "ScheduleAnyway"), SOFT_NODE]),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-a2", "node-a"),
+            fpod("p-b1", "node-b"),
+            fpod("p-x1", "node-x"),
+            fpod("p-x2", "node-x"),
+            *[fpod(f"p-y{i}", "node-y") for i in range(1, 5)],
+        ],
+        ["node-a", "node-x"],
+        [100, 63],
+        id="two Constraints on zone and node, 2 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, ZONE, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hnode("node-a", zone="zone1"), hnode("node-b", zone="zone1"), hnode("node-x", zone="zone2"),
+         hnode("node-y", zone="zone2")],
+        [
+            fpod("p-a1", "node-a", {"foo": "", "bar": ""}),
+            fpod("p-a2", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-y"),
+            fpod("p-y2", "node-y", {"foo": "", "bar": ""}),
+            fpod("p-y3", "node-y"),
+        ],
+        ["node-a", "node-x"],
+        [85, 100],
+        id="two Constraints on zone, 2 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, HN, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-y"),
+            fpod("p-y2", "node-y", {"bar": ""}),
+        ],
+        ["node-a", "node-b", "node-x", "node-y"],
+        [60, 20, 100, 60],
+        id="two Constraints on zone and node, with different labelSelectors",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, HN, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [fpod("p-b1", "node-b", {"bar": ""}), fpod("p-x1", "node-x"), fpod("p-y1", "node-y", {"foo": "", "bar": ""})],
+        ["node-a", "node-b", "node-x", "node-y"],
+        [100, 60, 40, 0],
+        id="two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, HN, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-y"),
+            fpod("p-y2", "node-y", {"bar": ""}),
+        ],
+        ["node-a", "node-b", "node-x"],
+        [50, 25, 100],
+        id="two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode("node-a", **{HN: "node-a"}), hnode("node-b", **{HN: "node-b"})],
+        [
+            fpod("p-a1", "node-a", namespace="ns1"),
+            fpod("p-a2", "node-a"),
+            fpod("p-b1", "node-b"),
+            fpod("p-b2", "node-b"),
+        ],
+        ["node-a", "node-b"],
+        [100, 33],
+        id="existing pods in a different namespace do not count",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode("node-a", **{HN: "node-a"}), hnode("node-b", **{HN: "node-b"})],
+        [fpod("p-a", "node-a", deleting=True), fpod("p-b", "node-b")],
+        ["node-a", "node-b"],
+        [100, 0],
+        id="terminating Pods should be excluded",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(2, NODE, "ScheduleAnyway", minDomains=10)]),
+        [hnode("node-a", node="node-a"), hnode("node-b", node="node-b"), hnode("node-c", node="node-c")],
+        [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-b2", "node-b"),
+         fpod("p-c1", "node-c")],
+        ["node-a", "node-b", "node-c"],
+        [75, 75, 100],
+        id="minDomains has no effect when ScheduleAnyway",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[spread(1, NODE, "ScheduleAnyway")]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [0, 33, 100],
+        id="NodeAffinityPolicy honoed with labelSelectors",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[IGNORE_AFFINITY]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [66, 100, 100],
+        id="NodeAffinityPolicy ignored with labelSelectors",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, affinity=FOO_AFFINITY, spread=[spread(1, NODE, "ScheduleAnyway")]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [0, 33, 100],
+        id="NodeAffinityPolicy honoed with nodeAffinity",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, affinity=FOO_AFFINITY, spread=[IGNORE_AFFINITY]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [66, 100, 100],
+        id="NodeAffinityPolicy ignored with nodeAffinity",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, NODE, "ScheduleAnyway", nodeTaintsPolicy="Honor")]),
+        TAINTED_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [0, 33, 100],
+        id="NodeTaintsPolicy honored",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, NODE, "ScheduleAnyway")]),
+        TAINTED_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [66, 100, 100],
+        id="NodeTaintsPolicy ignored",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[
+                {**spread(1, ZONE, "ScheduleAnyway", matchLabelKeys=["foo"]), "labelSelector": {}},
+                {**spread(1, HN, "ScheduleAnyway", matchLabelKeys=["bar"]), "labelSelector": {}},
+            ],
+        ),
+        ZONE_NODE_4,
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-c"),
+            fpod("p-y2", "node-c", {"bar": ""}),
+        ],
+        ["node-a", "node-b", "node-c", "node-d"],
+        [60, 20, 60, 100],
+        id="matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": "", "baz": ""},
+            spread=[
+                spread(1, ZONE, "ScheduleAnyway"),
+                spread(1, HN, "ScheduleAnyway", sel=BAR, matchLabelKeys=["baz"]),
+            ],
+        ),
+        ZONE_NODE_4,
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": "", "baz": ""}),
+            fpod("p-c1", "node-c"),
+            fpod("p-c2", "node-c", {"bar": ""}),
+            fpod("p-d3", "node-c", {"bar": "", "baz": ""}),
+        ],
+        ["node-a", "node-b", "node-c", "node-d"],
+        [60, 20, 60, 100],
+        id="matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
+    ),
+]
+
+
 @pytest.mark.parametrize(("pod", "nodes", "pods", "filtered", "want"), SCORE)
 def test_score(
     pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], filtered: list[str], want: list[int]
 ) -> None:
     assert run_score(pod, nodes, pods, filtered) == want
+
+
+def test_score_system_defaulting_service() -> None:
+    """TestPodTopologySpreadScore "system defaulting, nodes don't have zone, pods match service":
+    the same scores as one hostname constraint (the zone default finds no zone labels)."""
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s", "namespace": "default"},
+        "spec": {"selector": {"foo": ""}},
+    }
+    got = run_score(make_pod("p", labels={"foo": ""}), ABCD, P4321, ["node-a", "node-b", "node-c", "node-d"], {}, [svc])
+    assert got == [44, 66, 77, 100]
 
 
 def test_score_hand_computed() -> None:
