@@ -4,6 +4,7 @@ reference of upstream's algorithm on random clusters."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -600,3 +601,258 @@ def test_add_remove_pod_matches_recompute() -> None:
         rs = ref.prefilter()
         for ni in h.snapshot.node_infos:
             assert pl.filter(st, pod, ni) == (None if rs[0] else ref.filter(rs, ni))
+
+
+# --- scoring_test.go TestPreferredAffinity, transcribed case by case (v1.36.3) -------------
+RG_CHINA = {"region": "China"}
+RG_INDIA = {"region": "India"}
+AZ1 = {"az": "az1"}
+AZ2 = {"az": "az2"}
+RG_CHINA_AZ1 = {"region": "China", "az": "az1"}
+S1 = {"security": "S1"}
+S2 = {"security": "S2"}
+TEAM_NAMESPACES = [
+    namespace("subteam1.team1", {"team": "team1"}),
+    namespace("subteam2.team1", {"team": "team1"}),
+    namespace("subteam1.team2", {"team": "team2"}),
+    namespace("subteam2.team2", {"team": "team2"}),
+]
+NS_TERM = {"namespaces": ["subteam2.team2"], "namespaceSelector": sel_in("team", "team1")}
+
+STAY_WITH_S1_IN_REGION = pref("podAffinity", (5, term(sel_in("security", "S1"), "region")))
+STAY_WITH_S2_IN_REGION = pref("podAffinity", (6, term(sel_in("security", "S2"), "region")))
+AFFINITY3 = pref(
+    "podAffinity",
+    (
+        8,
+        term(
+            {
+                "matchExpressions": [
+                    {"key": "security", "operator": "NotIn", "values": ["S1"]},
+                    {"key": "security", "operator": "In", "values": ["S2"]},
+                ]
+            },
+            "region",
+        ),
+    ),
+    (
+        2,
+        term(
+            {
+                "matchExpressions": [
+                    {"key": "security", "operator": "Exists"},
+                    {"key": "wrongkey", "operator": "DoesNotExist"},
+                ]
+            },
+            "region",
+        ),
+    ),
+)
+HARD_AFFINITY = req_aff(
+    term(sel_in("security", "S1", "value2"), "region"),
+    term(
+        {
+            "matchExpressions": [
+                {"key": "security", "operator": "Exists"},
+                {"key": "wrongkey", "operator": "DoesNotExist"},
+            ]
+        },
+        "region",
+    ),
+)
+AWAY_FROM_S1_IN_AZ = pref("podAntiAffinity", (5, term(sel_in("security", "S1"), "az")))
+AWAY_FROM_S2_IN_AZ = pref("podAntiAffinity", (5, term(sel_in("security", "S2"), "az")))
+STAY_S1_REGION_AWAY_S2_AZ = {
+    **pref("podAffinity", (8, term(sel_in("security", "S1"), "region"))),
+    **pref("podAntiAffinity", (5, term(sel_in("security", "S2"), "az"))),
+}
+AFFINITY_NS_SELECTOR = pref("podAffinity", (5, term(sel_in("security", "S1"), "region", **NS_TERM)))
+ANTI_AFFINITY_NS_SELECTOR = pref("podAntiAffinity", (5, term(sel_in("security", "S1"), "region", **NS_TERM)))
+
+
+def bare_node(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A node with only the given labels, as the upstream table builds them."""
+    n = make_node(name, labels=labels)
+    n["metadata"]["labels"] = dict(labels)
+    return n
+
+
+_XPOD_IDS = itertools.count()
+
+
+def xpod(
+    node: str, labels: dict[str, str] | None = None, affinity: dict[str, Any] | None = None, ns: str = "default"
+) -> dict[str, Any]:
+    """An existing pod of the upstream tables (unique name, given labels / affinity / namespace)."""
+    return make_pod(f"e{next(_XPOD_IDS)}", namespace=ns, labels=labels, node_name=node, affinity=affinity)
+
+
+UPSTREAM_SCORE = [
+    ("all nodes are same priority as Affinity is nil", make_pod("p", labels=S1), [],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)], None, {}),
+    ("Affinity: pod that matches topology key & pods in nodes will get high score comparing to others"
+     "which doesn't match either pods in nodes or in topology key",
+     make_pod("p", labels=S1, affinity=STAY_WITH_S1_IN_REGION),
+     [xpod("node1", S1), xpod("node2", S2), xpod("node3", S1)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)], [100, 0, 0], {}),
+    ("All the nodes that have the same topology key & label value with one of them has an existing pod that match "
+     "the affinity rules, have the same score",
+     make_pod("p", affinity=STAY_WITH_S1_IN_REGION), [xpod("node1", S1)],
+     [("node1", RG_CHINA), ("node2", RG_CHINA_AZ1), ("node3", RG_INDIA)], [100, 100, 0], {}),
+    ("Affinity: nodes in one region has more matching pods comparing to other region, so the region which has "
+     "more matches will get high score",
+     make_pod("p", labels=S1, affinity=STAY_WITH_S2_IN_REGION),
+     [xpod("node1", S2), xpod("node1", S2), xpod("node2", S2), xpod("node3", S2), xpod("node4", S2),
+      xpod("node5", S2)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", RG_CHINA), ("node4", RG_CHINA), ("node5", RG_INDIA)],
+     [100, 0, 100, 100, 0], {}),
+    ("Affinity: different Label operators and values for pod affinity scheduling preference, including some match "
+     "failures ",
+     make_pod("p", labels=S1, affinity=AFFINITY3), [xpod("node1", S1), xpod("node2", S2), xpod("node3", S1)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)], [20, 100, 0], {}),
+    ("Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity "
+     "symmetry",
+     make_pod("p", labels=S2),
+     [xpod("node1", S1, STAY_WITH_S1_IN_REGION), xpod("node2", S2, STAY_WITH_S2_IN_REGION)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)], [0, 100, 0], {}),
+    ("Affinity symmetry with namespace selector",
+     make_pod("p", namespace="subteam1.team1", labels=S1),
+     [xpod("node1", S1, AFFINITY_NS_SELECTOR), xpod("node2", S2, STAY_WITH_S2_IN_REGION)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)], [100, 0, 0], {}),
+    ("AntiAffinity symmetry with namespace selector",
+     make_pod("p", namespace="subteam1.team1", labels=S1),
+     [xpod("node1", S1, ANTI_AFFINITY_NS_SELECTOR), xpod("node2", S2, STAY_WITH_S2_IN_REGION)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)], [0, 100, 100], {}),
+    ("Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+     make_pod("p", labels=S1), [xpod("node1", S1, HARD_AFFINITY), xpod("node2", S2, HARD_AFFINITY)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)], [100, 100, 0], {}),
+    ("Anti Affinity: pod that does not match existing pods in node will get high score ",
+     make_pod("p", labels=S1, affinity=AWAY_FROM_S1_IN_AZ), [xpod("node1", S1), xpod("node2", S2)],
+     [("node1", AZ1), ("node2", RG_CHINA)], [0, 100], {}),
+    ("Anti Affinity: pod that does not match topology key & match the pods in nodes will get higher score "
+     "comparing to others ",
+     make_pod("p", labels=S1, affinity=AWAY_FROM_S1_IN_AZ), [xpod("node1", S1), xpod("node2", S1)],
+     [("node1", AZ1), ("node2", RG_CHINA)], [0, 100], {}),
+    ("Anti Affinity: one node has more matching pods comparing to other node, so the node which has more "
+     "unmatches will get high score",
+     make_pod("p", labels=S1, affinity=AWAY_FROM_S1_IN_AZ), [xpod("node1", S1), xpod("node1", S1), xpod("node2", S2)],
+     [("node1", AZ1), ("node2", RG_INDIA)], [0, 100], {}),
+    ("Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score",
+     make_pod("p", labels=S2), [xpod("node1", S1, AWAY_FROM_S2_IN_AZ), xpod("node2", S2, AWAY_FROM_S1_IN_AZ)],
+     [("node1", AZ1), ("node2", AZ2)], [0, 100], {}),
+    ("Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod "
+     "affinity & anti affinity",
+     make_pod("p", labels=S1, affinity=STAY_S1_REGION_AWAY_S2_AZ), [xpod("node1", S1), xpod("node2", S1)],
+     [("node1", RG_CHINA), ("node2", AZ1)], [100, 0], {}),
+    ("Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing "
+     "pods have the same labels",
+     make_pod("p", labels=S1, affinity=STAY_S1_REGION_AWAY_S2_AZ),
+     [xpod("node1", S1), xpod("node1", S1), xpod("node2", S1), xpod("node3", S1), xpod("node3", S1),
+      xpod("node4", S1), xpod("node5", S1)],
+     [("node1", RG_CHINA_AZ1), ("node2", RG_INDIA), ("node3", RG_CHINA), ("node4", RG_CHINA), ("node5", RG_INDIA)],
+     [100, 0, 100, 100, 0], {}),
+    ("Affinity and Anti Affinity and symmetry: considered only preferredDuringSchedulingIgnoredDuringExecution in "
+     "both pod affinity & anti affinity & symmetry",
+     make_pod("p", labels=S1, affinity=STAY_S1_REGION_AWAY_S2_AZ),
+     [xpod("node1", S1), xpod("node2", S2), xpod("node3", None, STAY_S1_REGION_AWAY_S2_AZ),
+      xpod("node4", None, AWAY_FROM_S1_IN_AZ)],
+     [("node1", RG_CHINA), ("node2", AZ1), ("node3", RG_INDIA), ("node4", AZ2)], [100, 0, 100, 0], {}),
+    ("Avoid panic when partial nodes in a topology don't have pods with affinity",
+     make_pod("p", labels=S1), [xpod("node1", S1), xpod("node2", None, STAY_S1_REGION_AWAY_S2_AZ)],
+     [("node1", RG_CHINA), ("node2", RG_CHINA)], [0, 0], {}),
+    ("Affinity with pods matching NamespaceSelector",
+     make_pod("p", namespace="subteam1.team1", labels=S1, affinity=AFFINITY_NS_SELECTOR),
+     [xpod("node1", S1, ns="subteam1.team1"), xpod("node1", S1, ns="subteam1.team1"),
+      xpod("node1", S1, ns="subteam1.team2"), xpod("node2", S1, ns="subteam2.team1")],
+     [("node1", RG_CHINA), ("node2", RG_INDIA)], [100, 0], {}),
+    ("Affinity with pods matching both NamespaceSelector and Namespaces fields",
+     make_pod("p", namespace="subteam1.team1", labels=S1, affinity=AFFINITY_NS_SELECTOR),
+     [xpod("node1", S1, ns="subteam1.team1"), xpod("node1", S1, ns="subteam1.team1"),
+      xpod("node1", S1, ns="subteam2.team2"), xpod("node2", S1, ns="subteam2.team1")],
+     [("node1", RG_CHINA), ("node2", RG_INDIA)], [100, 0], {}),
+    ("Affinity with pods matching NamespaceSelector (anti-affinity)",
+     make_pod("p", namespace="subteam1.team1", labels=S1, affinity=ANTI_AFFINITY_NS_SELECTOR),
+     [xpod("node1", S1, ns="subteam1.team1"), xpod("node1", S1, ns="subteam1.team1"),
+      xpod("node1", S1, ns="subteam1.team2"), xpod("node2", S1, ns="subteam2.team1")],
+     [("node1", RG_CHINA), ("node2", RG_INDIA)], [0, 100], {}),
+    ("Affinity with pods matching both NamespaceSelector and Namespaces fields (anti-affinity)",
+     make_pod("p", namespace="subteam1.team1", labels=S1, affinity=ANTI_AFFINITY_NS_SELECTOR),
+     [xpod("node1", S1, ns="subteam1.team1"), xpod("node1", S1, ns="subteam1.team1"),
+      xpod("node1", S1, ns="subteam2.team2"), xpod("node2", S1, ns="subteam2.team1")],
+     [("node1", RG_CHINA), ("node2", RG_INDIA)], [0, 100], {}),
+    ("Ignore preferred terms of existing pods",
+     make_pod("p", labels=S2),
+     [xpod("node1", S1, STAY_S1_REGION_AWAY_S2_AZ), xpod("node2", S2, STAY_WITH_S2_IN_REGION)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA)], None, {"ignorePreferredTermsOfExistingPods": True}),
+    ("Do not ignore preferred terms of existing pods",
+     make_pod("p", labels=S2),
+     [xpod("node1", S1, STAY_S1_REGION_AWAY_S2_AZ), xpod("node2", S2, STAY_WITH_S2_IN_REGION)],
+     [("node1", RG_CHINA), ("node2", RG_INDIA)], [0, 100], {"ignorePreferredTermsOfExistingPods": False}),
+    ("No nodes to score", make_pod("p", labels=S2), [], [], None, {}),
+]
+
+
+def run_score_ns(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], args: dict[str, Any]
+) -> list[int] | None:
+    h = build_handle(nodes, pods, TEAM_NAMESPACES)
+    pl = InterPodAffinity.new({"hardPodAffinityWeight": 1, **args}, h)
+    st = CycleState()
+    pi = PodInfo(pod)
+    infos = h.snapshot.node_infos
+    r = pl.pre_score(st, pi, infos)
+    if isinstance(r, Status):
+        assert r.code == Code.SKIP
+        return None
+    raw = np.array([pl.score(st, pi, ni) for ni in infos], dtype=np.int64)
+    batch = pl.score_batch(st, pi, h.snapshot, np.arange(len(infos)))
+    assert batch is not None and batch.tolist() == raw.tolist()
+    pl.normalize_score(st, pi, raw)
+    return raw.tolist()
+
+
+@pytest.mark.parametrize(
+    ("pod", "pods", "nodes", "want", "args"), [c[1:] for c in UPSTREAM_SCORE], ids=[c[0] for c in UPSTREAM_SCORE]
+)
+def test_preferred_affinity_upstream(
+    pod: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[tuple[str, dict[str, str]]],
+    want: list[int] | None,
+    args: dict[str, Any],
+) -> None:
+    """scoring_test.go TestPreferredAffinity (None = PreScore Skip). Not transcribed: the two
+    "invalid ... fails PreScore" cases (the API server rejects such label values)."""
+    assert run_score_ns(pod, [bare_node(n, lbl) for n, lbl in nodes], pods, args) == want
+
+
+# Upstream lists the namespace "" (its test pods' namespace); pods here default to "default".
+HARD_POD_AFFINITY = req_aff(
+    term(
+        sel_in("service", "S1"),
+        "region",
+        namespaces=["default", "subteam2.team2"],
+        namespaceSelector=sel_in("team", "team1"),
+    )
+)
+SYM_NODES = [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)]
+
+
+@pytest.mark.parametrize(
+    ("name", "ns", "weight", "want"),
+    [
+        ("with default weight", "default", 1, [100, 100, 0]),
+        ("with zero weight", "default", 0, None),
+        ("with no matching namespace", "subteam1.team2", 1, None),
+        ("with matching NamespaceSelector", "subteam1.team1", 1, [100, 100, 0]),
+        ("with matching Namespaces", "subteam2.team2", 1, [100, 100, 0]),
+    ],
+)
+def test_preferred_affinity_with_hard_pod_affinity_symmetric_weight(
+    name: str, ns: str, weight: int, want: list[int] | None
+) -> None:
+    """scoring_test.go TestPreferredAffinityWithHardPodAffinitySymmetricWeight."""
+    pods = [xpod("node1", None, HARD_POD_AFFINITY), xpod("node2", None, HARD_POD_AFFINITY)]
+    pod = make_pod("p", namespace=ns, labels={"service": "S1"})
+    got = run_score_ns(pod, [bare_node(n, lbl) for n, lbl in SYM_NODES], pods, {"hardPodAffinityWeight": weight})
+    assert got == want
