@@ -1012,3 +1012,142 @@ def test_required_affinity_single_node_upstream(
     assert got == want
     mask = pl.filter_batch(st, pi, h.snapshot, np.arange(1))
     assert mask is not None and mask.tolist() == [got is None]
+
+
+# --- filtering_test.go TestRequiredAffinityMultipleNodes, transcribed (v1.36.3) ------------
+def mpod(node: str, labels: dict[str, str] | None = None, affinity: dict[str, Any] | None = None, ns: str = "default"
+         ) -> dict[str, Any]:
+    return xpod(node, labels, affinity, ns)
+
+
+def rzh(name: str, region: str, zone: str) -> tuple[str, dict[str, str]]:
+    return (name, {"region": region, "zone": zone, "hostname": name})
+
+
+UPSTREAM_MULTI = [
+    ("A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them has "
+     "an existing pod that matches the affinity rules",
+     make_pod("p", affinity=aff_anti([term(exprs(req("foo", "In", "bar")), "region")])),
+     [mpod("node1", {"foo": "bar"})],
+     [("node1", RG_CHINA), ("node2", RG_CHINA_AZ1), ("node3", RG_INDIA)], None, [None, None, U_AFF]),
+    ("The affinity rule is to schedule all of the pods of this collection to the same zone. The first pod of the "
+     "collection should not be blocked from being scheduled onto any node, even there's no existing pod that matches "
+     "the rule anywhere.",
+     make_pod("p", labels={"foo": "bar", "service": "securityscan"}, affinity=aff_anti([
+         term(exprs(req("foo", "In", "bar")), "zone"), term(exprs(req("service", "In", "securityscan")), "zone")])),
+     [mpod("nodeA", {"foo": "bar"})],
+     [("nodeA", {"zone": "az1", "hostname": "h1"}), ("nodeB", {"zone": "az2", "hostname": "h2"})], None, [None, None]),
+    ("The first pod of the collection can only be scheduled on nodes labelled with the requested topology keys",
+     make_pod("p", labels={"foo": "bar", "service": "securityscan"}, affinity=aff_anti([
+         term(exprs(req("foo", "In", "bar")), "zone"), term(exprs(req("service", "In", "securityscan")), "zone")])),
+     [mpod("nodeA", {"foo": "bar"})],
+     [("nodeA", {"zoneLabel": "az1", "hostname": "h1"}), ("nodeB", {"zoneLabel": "az2", "hostname": "h2"})], None,
+     [U_AFF, U_AFF]),
+    ("NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod "
+     "affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
+     make_pod("p", affinity=aff_anti(None, [term(exprs(req("foo", "In", "abc")), "region")])),
+     [mpod("nodeA", {"foo": "abc"})],
+     [("nodeA", {"region": "r1", "hostname": "nodeA"}), ("nodeB", {"region": "r1", "hostname": "nodeB"})], None,
+     [U_ANTI, U_ANTI]),
+    ("This test ensures that anti-affinity matches a pod when any term of the anti-affinity rule matches a pod.",
+     make_pod("p", affinity=aff_anti(None, [term(exprs(req("foo", "In", "abc")), "region"),
+                                            term(exprs(req("service", "In", "securityscan")), "zone")])),
+     [mpod("nodeA", {"foo": "abc", "service": "securityscan"})],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_ANTI, U_ANTI]),
+    ("NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod "
+     "affinity rule. The pod can not be scheduled onto nodeA and nodeB but can be scheduled onto nodeC",
+     make_pod("p", affinity=aff_anti(None, [term(exprs(req("foo", "In", "abc")), "region")])),
+     [mpod("nodeA", {"foo": "abc"})],
+     [("nodeA", RG_CHINA), ("nodeB", RG_CHINA_AZ1), ("nodeC", RG_INDIA)], None, [U_ANTI, U_ANTI, None]),
+    ("NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod "
+     "affinity rule. The pod can not be scheduled onto nodeA, nodeB, but can be scheduled onto nodeC (NodeC has an "
+     "existing pod that match the inter pod affinity rule but in different namespace)",
+     make_pod("p", "NS1", labels={"foo": "123"},
+              affinity=aff_anti(None, [term(exprs(req("foo", "In", "bar")), "region")])),
+     [mpod("nodeA", {"foo": "bar"}, ns="NS1"),
+      mpod("nodeC", None, aff_anti(None, [term(exprs(req("foo", "In", "123")), "region")]), ns="NS2")],
+     [("nodeA", RG_CHINA), ("nodeB", RG_CHINA_AZ1), ("nodeC", RG_INDIA)], None, [U_ANTI, U_ANTI, None]),
+    ("Test existing pod's anti-affinity: if an existing pod has a term with invalid topologyKey, labelSelector of the "
+     "term is firstly checked, and then topologyKey of the term is also checked",
+     make_pod("p", labels={"foo": ""}),
+     [mpod("nodeA", None, aff_anti(None, [exists("foo", "invalid-node-label")]))],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z1")], SKIP_STATUS, [None, None]),
+    ("Test incoming pod's anti-affinity: even if labelSelector matches, we still check if topologyKey matches",
+     make_pod("p", affinity=aff_anti(None, [exists("foo", "invalid-node-label")])),
+     [mpod("nodeA", {"foo": ""})],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z1")], None, [None, None]),
+    ("Test existing pod's anti-affinity: incoming pod wouldn't considered as a fit as it violates each existingPod's "
+     "terms on all nodes",
+     make_pod("p", labels={"foo": "", "bar": ""}),
+     [mpod("nodeA", None, aff_anti(None, [exists("foo", "zone")])),
+      mpod("nodeA", None, aff_anti(None, [exists("bar", "region")]))],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_EXISTING, U_EXISTING]),
+    ("Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least violates one "
+     "anti-affinity rule of existingPod",
+     make_pod("p", affinity=aff_anti(None, [exists("foo", "zone"), exists("bar", "region")])),
+     [mpod("nodeA", {"foo": ""}), mpod("nodeB", {"bar": ""})],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_ANTI, U_ANTI]),
+    ("Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single "
+     "term match - case when one term has invalid topologyKey",
+     make_pod("p", labels={"foo": "", "bar": ""}),
+     [mpod("nodeA", None, aff_anti(None, [exists("foo", "invalid-node-label"), exists("bar", "zone")]))],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_EXISTING, None]),
+    ("Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single "
+     "term match - case when one term has invalid topologyKey",
+     make_pod("p", affinity=aff_anti(None, [exists("foo", "invalid-node-label"), exists("bar", "zone")])),
+     [mpod("nodeA", {"foo": "", "bar": ""})],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_ANTI, None]),
+    ("Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single "
+     "term match - case when all terms have valid topologyKey",
+     make_pod("p", labels={"foo": "", "bar": ""}),
+     [mpod("nodeA", None, aff_anti(None, [exists("foo", "region"), exists("bar", "zone")]))],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_EXISTING, U_EXISTING]),
+    ("Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single "
+     "term match - case when all terms have valid topologyKey",
+     make_pod("p", affinity=aff_anti(None, [exists("foo", "region"), exists("bar", "zone")])),
+     [mpod("nodeA", {"foo": "", "bar": ""})],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_ANTI, U_ANTI]),
+    ("Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity term matches "
+     "incoming pod, so incoming pod can only be scheduled to nodeC",
+     make_pod("p", labels={"foo": "", "bar": ""}),
+     [mpod("nodeA", None, aff_anti(None, [exists("foo", "zone"), exists("labelA", "zone")])),
+      mpod("nodeB", None, aff_anti(None, [exists("bar", "zone"), exists("labelB", "zone")]))],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2"), rzh("nodeC", "r1", "z3")], None,
+     [U_EXISTING, U_EXISTING, None]),
+    ("Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all topologyKeys match",
+     make_pod("p", affinity=aff_anti([exists("foo", "region"), exists("bar", "zone")])),
+     [mpod("nodeA", {"foo": "", "bar": ""})],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z1")], None, [None, None]),
+    ("Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all topologyKeys "
+     "match, and the match logic should be satisfied on the same pod",
+     make_pod("p", affinity=aff_anti([exists("foo", "region"), exists("bar", "zone")])),
+     [mpod("nodeA", {"foo": ""}), mpod("nodeB", {"bar": ""})],
+     [rzh("nodeA", "r1", "z1"), rzh("nodeB", "r1", "z2")], None, [U_AFF, U_AFF]),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "pods", "nodes", "pre", "want"), [c[1:] for c in UPSTREAM_MULTI], ids=[c[0] for c in UPSTREAM_MULTI]
+)
+def test_required_affinity_multiple_nodes_upstream(
+    pod: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[tuple[str, dict[str, str]]],
+    pre: Status | None,
+    want: list[Status | None],
+) -> None:
+    """filtering_test.go TestRequiredAffinityMultipleNodes."""
+    h = build_handle([bare_node(n, lbl) for n, lbl in nodes], pods, [namespace("NS1")])
+    pl = InterPodAffinity.new(None, h)
+    st = CycleState()
+    pi = PodInfo(pod)
+    infos = h.snapshot.node_infos
+    r = pl.pre_filter(st, pi, infos)
+    if isinstance(r, Status):
+        assert pre is not None and r.code == pre.code == Code.SKIP
+        return
+    assert pre is None
+    got = [pl.filter(st, pi, ni) for ni in infos]
+    assert got == want
+    mask = pl.filter_batch(st, pi, h.snapshot, np.arange(len(infos)))
+    assert mask is not None and mask.tolist() == [g is None for g in got]
