@@ -364,7 +364,7 @@ TAINTED_ABC = [
     hnode("node-b", node="node-b"),
     {
         **hnode("node-c", node="node-c"),
-        "spec": {"taints": [{"key": "foo", "value": "", "effect": "NoSchedule"}]},
+        "spec": {"taints": [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]},
     },
 ]
 ZONE_NODE_4 = [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-c", "zone2"), hzn("node-d", "zone2")]
@@ -944,3 +944,165 @@ def test_add_remove_pod_matches_recompute() -> None:
         pl.add_pod(st, pod, victim, node)
         assert [pl.filter(st, pod, ni) for ni in h.snapshot.node_infos] == ref_filter(pl, pod)
     assert checked > 0
+
+
+# --- filtering_test.go TestSingleConstraint / TestMultipleConstraints, transcribed (v1.36.3) --
+S, U, UU = "S", "U", "UU"
+UNSCHED_TAINT = [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]
+
+
+def zn(name: str, zone: str | None = None, taints: bool = False, **labels: str) -> dict[str, Any]:
+    """st.MakeNode() with labels zone (if given) and node=name, plus extras; no hostname label."""
+    lbl: dict[str, str] = {}
+    if zone is not None:
+        lbl["zone"] = zone
+    lbl["node"] = name
+    lbl.update(labels)
+    n = hnode(name, **lbl)
+    if taints:
+        n["spec"] = {"taints": UNSCHED_TAINT}
+    return n
+
+
+ZONE4 = [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2"), zn("node-y", "zone2")]
+FOO_NODES4 = [zn("node-a", foo=""), zn("node-b", foo=""), zn("node-x", foo=""), zn("node-y")]
+P_2103 = [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"),
+          fpod("p-y1", "node-y"), fpod("p-y2", "node-y"), fpod("p-y3", "node-y")]
+P_AB_Y = [fpod("p-b1", "node-a"), fpod("p-b2", "node-b"), fpod("p-y1", "node-y")]
+NODE_AFF = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "node", "operator": "In", "values": ["node-a", "node-y"]}]}]}}}
+NODE_NOT_B = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "node", "operator": "NotIn", "values": ["node-b"]}]}]}}}
+
+
+def sp(max_skew: int, key: str, sel: dict[str, Any] | None = FOO, **kw: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", **kw}
+    if sel is not None:
+        c["labelSelector"] = sel
+    return c
+
+
+def ppod(labels: dict[str, str], *constraints: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    return make_pod("p", labels=labels, spread=list(constraints), **kw)
+
+
+FOO_L = {"foo": ""}
+FOO_BAR_L = {"foo": "", "bar": ""}
+UPSTREAM_FILTER = [
+    ("no existing pods", ppod(FOO_L, sp(1, ZONE)), ZONE4, [], [S, S, S, S]),
+    ("no existing pods, incoming pod doesn't match itself", ppod(FOO_L, sp(1, ZONE, BAR)), ZONE4, [], [S, S, S, S]),
+    ("existing pods in a different namespace do not count", ppod(FOO_L, sp(1, ZONE)), ZONE4,
+     [fpod("p-a1", "node-a", namespace="ns1"), fpod("p-b1", "node-a", namespace="ns2"), fpod("p-x1", "node-x"),
+      fpod("p-y1", "node-y")], [S, S, U, U]),
+    ("existing pods do not match null selector", ppod(FOO_L, sp(1, ZONE, None)), ZONE4,
+     [fpod("p-x1", "node-x"), fpod("p-y1", "node-y")], [S, S, S, S]),
+    ("pods spread across zones as 3/3, all nodes fit", ppod(FOO_L, sp(1, ZONE)), ZONE4, P_2103, [S, S, S, S]),
+    ("pods spread across zones as 1/2 due to absence of label 'zone' on node-b", ppod(FOO_L, sp(1, ZONE)),
+     [zn("node-a", "zone1"), zn("node-b", zon="zone1"), zn("node-x", "zone2"), zn("node-y", "zone2")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-x1", "node-x"), fpod("p-y1", "node-y")],
+     [S, UU, U, U]),
+    ("pod cannot be scheduled as all nodes don't have label 'rack'", ppod(FOO_L, sp(1, "rack")),
+     [zn("node-a", "zone1"), zn("node-x", "zone2")], [], [UU, UU]),
+    ("pods spread across nodes as 2/1/0/3, only node-x fits", ppod(FOO_L, sp(1, NODE)), ZONE4, P_2103, [U, U, S, U]),
+    ("pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit", ppod(FOO_L, sp(2, NODE)), ZONE4,
+     P_2103, [U, S, S, U]),
+    ("pods spread across nodes as 2/1/0/3, but pod doesn't match itself", ppod({"bar": ""}, sp(1, NODE)), ZONE4,
+     P_2103, [U, S, S, U]),
+    ("incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
+     ppod(FOO_L, sp(1, NODE), affinity=NODE_AFF), ZONE4, P_2103, [S, S, S, U]),
+    ("terminating Pods should be excluded", ppod(FOO_L, sp(1, NODE)), [zn("node-a"), zn("node-b")],
+     [fpod("p-a", "node-a", deleting=True), fpod("p-b", "node-b")], [S, U]),
+    ("incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
+     ppod(FOO_L, sp(1, ZONE), affinity=NODE_NOT_B), ZONE4,
+     [fpod("p-b1", "node-b"), fpod("p-b2", "node-b"), fpod("p-y1", "node-y")], [S, S, U, U]),
+    ("pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, then the third node "
+     "fits", ppod(FOO_L, sp(2, NODE, minDomains=4)), [zn("node-a"), zn("node-b"), zn("node-c")],
+     [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-b2", "node-b"),
+      fpod("p-c1", "node-c")], [U, U, S]),
+    ("pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, then the all nodes "
+     "fit", ppod(FOO_L, sp(2, NODE, minDomains=2)), [zn("node-a"), zn("node-b"), zn("node-c")],
+     [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-b2", "node-b"),
+      fpod("p-c1", "node-c")], [S, S, S]),
+    ("pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the third and fourth "
+     "nodes fit", ppod(FOO_L, sp(2, ZONE, minDomains=3)), ZONE4, P_AB_Y, [U, U, S, S]),
+    ("pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, then the all nodes fit",
+     ppod(FOO_L, sp(2, ZONE, minDomains=1)), ZONE4, P_AB_Y, [S, S, S, S]),
+    ("NodeAffinityPolicy honored with labelSelectors", ppod(FOO_L, sp(1, NODE), node_selector=FOO_L), FOO_NODES4,
+     P_AB_Y, [U, U, S, S]),
+    ("NodeAffinityPolicy ignored with labelSelectors",
+     ppod(FOO_L, sp(1, NODE, nodeAffinityPolicy="Ignore"), node_selector=FOO_L), FOO_NODES4, P_AB_Y, [U, U, S, U]),
+    ("NodeAffinityPolicy honored with nodeAffinity", ppod(FOO_L, sp(1, NODE), affinity=FOO_AFFINITY), FOO_NODES4,
+     P_AB_Y, [U, U, S, S]),
+    ("NodeAffinityPolicy ignored with labelSelectors (nodeAffinity)",
+     ppod(FOO_L, sp(1, NODE, nodeAffinityPolicy="Ignore"), affinity=FOO_AFFINITY), FOO_NODES4, P_AB_Y,
+     [U, U, S, U]),
+    ("NodeTaintsPolicy honored", ppod(FOO_L, sp(1, NODE, nodeTaintsPolicy="Honor")),
+     [zn("node-a", foo=""), zn("node-b", foo=""), zn("node-x", foo=""), zn("node-y", taints=True)], P_AB_Y,
+     [U, U, S, S]),
+    ("NodeTaintsPolicy ignored", ppod(FOO_L, sp(1, NODE)),
+     [zn("node-a", foo=""), zn("node-b", foo=""), zn("node-x", foo=""), zn("node-y", taints=True)], P_AB_Y,
+     [U, U, S, U]),
+    # TestMultipleConstraints
+    ("two Constraints on zone and node, spreads = [3/3, 2/1/0/3]", ppod(FOO_L, sp(1, ZONE), sp(1, NODE)), ZONE4,
+     P_2103, [U, U, S, U]),
+    ("two Constraints on zone and node, spreads = [3/4, 2/1/0/4]", ppod(FOO_L, sp(1, ZONE), sp(1, NODE)), ZONE4,
+     [*P_2103, fpod("p-y4", "node-y")], [U, U, U, U]),
+    ("Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+     ppod(FOO_BAR_L, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-y1", "node-y", {"bar": ""})], [U, U, S, U]),
+    ("Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+     ppod(FOO_BAR_L, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-x1", "node-x", {"bar": ""}), fpod("p-y1", "node-y", {"bar": ""})],
+     [U, U, U, U]),
+    ("Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+     ppod(FOO_BAR_L, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-a2", "node-a", FOO_BAR_L), fpod("p-y1", "node-y"),
+      fpod("p-y2", "node-y", FOO_BAR_L), fpod("p-y3", "node-y")], [U, S, U, U]),
+    ("Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
+     ppod({"bar": ""}, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-x1", "node-x", {"bar": ""}), fpod("p-y1", "node-y", {"bar": ""})],
+     [S, S, U, U]),
+    ("two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
+     ppod(FOO_L, sp(1, ZONE), sp(1, NODE)),
+     [zn("node-a", "zone1"), zn("node-b", "zone1"), hnode("node-x", zone="zone2"), zn("node-y", "zone2")],
+     [fpod("p-a1", "node-a"), fpod("p-y3", "node-y")], [U, S, UU, U]),
+    ("two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+     ppod(FOO_L, sp(1, ZONE), sp(1, NODE, nodeAffinityPolicy="Ignore"), node_selector=FOO_L),
+     [zn("node-a", "zone1", foo=""), zn("node-b", "zone1", foo=""), zn("node-x", "zone2", foo="")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, U, S]),
+    ("two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
+     ppod(FOO_L, sp(1, ZONE, nodeTaintsPolicy="Honor"), sp(1, NODE)),
+     [zn("node-a", "zone1", foo=""), zn("node-b", "zone1", foo=""), zn("node-x", "zone2", foo=""),
+      zn("node-y", "zone2", taints=True)],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, U, S, U]),
+    ("two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
+     ppod(FOO_L, sp(1, ZONE), sp(1, NODE), node_selector=FOO_L),
+     [zn("node-a", "zone1", foo=""), zn("node-x", "zone2", foo=""), zn("node-y", "zone2", taints=True, foo="")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, S, U]),
+    ("two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
+     ppod(FOO_L, sp(1, ZONE, nodeTaintsPolicy="Honor"), sp(1, NODE, nodeAffinityPolicy="Ignore"),
+          node_selector=FOO_L),
+     [zn("node-a", "zone1", foo=""), zn("node-x", "zone2", foo=""), zn("node-y", "zone2", taints=True, foo="")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, S, U]),
+    ("two Constraints on zone, spreads = [3/3, 2/1]", ppod(FOO_BAR_L, sp(1, ZONE, BAR), sp(1, ZONE)), ZONE4,
+     [fpod("p-a1", "node-a", FOO_BAR_L), fpod("p-a2", "node-a"), fpod("p-b1", "node-b", FOO_BAR_L),
+      fpod("p-y1", "node-y"), fpod("p-y2", "node-y", FOO_BAR_L), fpod("p-y3", "node-y")], [U, U, S, S]),
+    ("two Constraints on zone, spreads = [3/4, 2/1]", ppod(FOO_BAR_L, sp(1, ZONE, BAR), sp(1, ZONE)), ZONE4,
+     [fpod("p-a1", "node-a", FOO_BAR_L), fpod("p-a2", "node-a"), fpod("p-b1", "node-b", FOO_BAR_L),
+      fpod("p-y1", "node-y"), fpod("p-y2", "node-y", FOO_BAR_L), fpod("p-y3", "node-y"), fpod("p-y4", "node-y")],
+     [U, U, U, U]),
+]
+_CODES = {S: None, U: Code.UNSCHEDULABLE, UU: Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "pods", "want"), [c[1:] for c in UPSTREAM_FILTER], ids=[c[0] for c in UPSTREAM_FILTER]
+)
+def test_constraints_upstream(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], want: list[str]
+) -> None:
+    """filtering_test.go TestSingleConstraint and TestMultipleConstraints (status codes, in node
+    order; gates at their v1.36.3 defaults)."""
+    got = run_filter(pod, nodes, pods)
+    codes = [None if st is None else st.code for st in got.values()]
+    assert codes == [_CODES[w] for w in want]
