@@ -279,3 +279,43 @@ def test_node_change_hint() -> None:
     assert pod_ev.hint(pod, pod, pod) == QueueingHint.QUEUE
     other = PodInfo(make_pod("other"))
     assert pod_ev.hint(pod, other, other) == QueueingHint.QUEUE_SKIP
+
+
+def _tnode(*values: str) -> NodeInfo:
+    return NodeInfo(make_node("nodeA", taints=[taint("dedicated", v, "NoSchedule") for v in values]))
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "want"),
+    [
+        ("skip-queue-on-untoleratedtaint-node-added", None, _tnode("user1"), QueueingHint.QUEUE_SKIP),
+        ("queue-on-toleratedtaint-node-added", None, _tnode("user2"), QueueingHint.QUEUE),
+        ("skip-unrelated-change", _tnode("user1"), _tnode("user1", "user3"), QueueingHint.QUEUE_SKIP),
+        ("queue-on-taint-change", _tnode("user1"), _tnode("user2"), QueueingHint.QUEUE),
+    ],
+)
+def test_is_schedulable_after_node_change(name: str, old: NodeInfo | None, new: NodeInfo, want: QueueingHint) -> None:
+    """taint_toleration_test.go TestIsSchedulableAfterNodeChange (wrong-object cases are Go type
+    assertions with no counterpart here)."""
+    node_ev = TaintToleration().events_to_register()[0]
+    assert node_ev.hint is not None
+    pod = PodInfo(make_pod("pod1", tolerations=[tol("dedicated", "Equal", "user2", "NoSchedule")]))
+    assert node_ev.hint(pod, old, new) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "other", "want"),
+    [
+        ("skip-updates-other-pod", True, QueueingHint.QUEUE_SKIP),
+        ("queue-on-toleration-added", False, QueueingHint.QUEUE),
+    ],
+)
+def test_is_schedulable_after_pod_toleration_change(name: str, other: bool, want: QueueingHint) -> None:
+    """taint_toleration_test.go Test_isSchedulableAfterPodTolerationChange."""
+    pod_ev = TaintToleration().events_to_register()[1]
+    assert pod_ev.hint is not None
+    pod = PodInfo(make_pod("pod-1", "ns-1", uid="uid0"))
+    name2, uid2 = ("pod-2", "uid1") if other else ("pod-1", "uid0")
+    old = PodInfo(make_pod(name2, "ns-1", uid=uid2))
+    new = PodInfo(make_pod(name2, "ns-1", uid=uid2, tolerations=[{"key": "foo", "effect": "NoSchedule"}]))
+    assert pod_ev.hint(pod, old, new) == want
