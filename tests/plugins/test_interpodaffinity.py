@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.status import Code, Status
 from scheduler.objects import AffinityTerm, NodeInfo, PodInfo
 from scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -1151,3 +1152,122 @@ def test_required_affinity_multiple_nodes_upstream(
     assert got == want
     mask = pl.filter_batch(st, pi, h.snapshot, np.arange(len(infos)))
     assert mask is not None and mask.tolist() == [g is None for g in got]
+
+
+# --- plugin_test.go Test_isSchedulableAfterPodChange / Test_isSchedulableAfterNodeChange --------
+def _hints() -> tuple[Any, Any]:
+    pod_ev, node_ev = InterPodAffinity.new(None, build_handle([])).events_to_register()
+    return pod_ev.hint, node_ev.hint
+
+
+def hp(uid: str, labels: dict[str, str] | None = None, node: str = "", nominated: str = "",
+       affinity: dict[str, Any] | None = None) -> PodInfo:
+    raw = make_pod(uid, uid=uid, labels=labels, node_name=node, affinity=affinity)
+    if nominated:
+        raw["status"] = {"nominatedNodeName": nominated}
+    return PodInfo(raw)
+
+
+AFF_SVC = aff_anti([term(exprs(req("service", "In", "securityscan", "value2")), "region")])
+ANTI_SVC = aff_anti(None, [term(exprs(req("service", "In", "securityscan", "value2")), "region")])
+AFF_AAA_BBB = aff_anti([exists("aaa", "hostname"), exists("bbb", "hostname")])
+SS = {"service": "securityscan"}
+FN = "fake-node"
+QH = QueueingHint
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "old", "new", "want"),
+    [
+        ("add a pod which matches the pod affinity", hp("p", affinity=AFF_SVC), None, hp("other", SS, FN), QH.QUEUE),
+        ("add an un-scheduled pod", hp("p", affinity=AFF_SVC), None, hp("other", SS), QH.QUEUE_SKIP),
+        ("add a pod which doesn't match the pod affinity", hp("p", affinity=AFF_SVC), None,
+         hp("other", {"aaa": "a"}, FN), QH.QUEUE_SKIP),
+        ("update a pod from non-match to match pod affinity", hp("p", affinity=AFF_SVC),
+         hp("other", {"aaa": "a"}, FN), hp("other", SS, FN), QH.QUEUE),
+        ("the updating pod matches target pod's affinity both before and after label changes",
+         hp("p", affinity=AFF_SVC), hp("other", {"service": "value2"}, FN), hp("other", SS, FN), QH.QUEUE_SKIP),
+        ("update an un-scheduled pod", hp("p", affinity=AFF_SVC), hp("other", {"aaa": "a"}), hp("other", SS),
+         QH.QUEUE_SKIP),
+        ("update a pod from match to non-match the pod affinity", hp("p", affinity=AFF_SVC), hp("other", SS, FN),
+         hp("other", {"aaa": "a"}, FN), QH.QUEUE_SKIP),
+        ("update a pod from match to non-match pod's affinity - multiple terms case", hp("p", affinity=AFF_AAA_BBB),
+         hp("other", {"aaa": "a"}, FN), hp("other", SS, FN), QH.QUEUE_SKIP),
+        ("update a pod from non-match to match pod's affinity - multiple terms case", hp("p", affinity=AFF_AAA_BBB),
+         hp("other", {"aaa": "a"}, FN), hp("other", {"aaa": "", "bbb": ""}, FN), QH.QUEUE),
+        ("updated pod is the target pod", hp("p", {"foo": "baz"}), hp("p", {"foo": "bar"}), hp("p", {"foo": "baz"}),
+         QH.QUEUE),
+        ("modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity",
+         hp("p", affinity=ANTI_SVC), hp("other", SS, FN), hp("other", {"service": "aaaa"}, FN), QH.QUEUE),
+        ("modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity",
+         hp("p", affinity=ANTI_SVC), hp("other", {"service": "bbb"}, FN), hp("other", SS, FN), QH.QUEUE_SKIP),
+        ("delete a pod which doesn't match pod's anti-affinity", hp("p", affinity=ANTI_SVC),
+         hp("other", {"aaa": "a"}, FN), None, QH.QUEUE_SKIP),
+        ("delete a pod which matches pod's anti-affinity", hp("p", affinity=ANTI_SVC), hp("other", SS, FN), None,
+         QH.QUEUE),
+        ("delete a pod with anti-affinity that matches pending pod", hp("p", SS),
+         hp("other", None, FN, affinity=ANTI_SVC), None, QH.QUEUE),
+        ("delete a pod with anti-affinity that doesn't match pending pod", hp("p", {"service": "foo"}),
+         hp("other", None, FN, affinity=ANTI_SVC), None, QH.QUEUE_SKIP),
+        ("delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that doesn't match "
+         "pending pod", hp("p", {"service": "foo"}, affinity=ANTI_SVC),
+         hp("other", {"service": "foo"}, FN, affinity=ANTI_SVC), None, QH.QUEUE_SKIP),
+        ("delete a nominated pod which doesn't match pod's anti-affinity", hp("p", affinity=ANTI_SVC),
+         hp("other", {"aaa": "a"}, nominated=FN), None, QH.QUEUE_SKIP),
+        ("delete a nominated pod which matches pod's anti-affinity", hp("p", affinity=ANTI_SVC),
+         hp("other", SS, nominated=FN), None, QH.QUEUE),
+    ],
+)
+def test_is_schedulable_after_pod_change(
+    name: str, pod: PodInfo, old: PodInfo | None, new: PodInfo | None, want: QueueingHint
+) -> None:
+    """plugin_test.go Test_isSchedulableAfterPodChange."""
+    pod_hint, _ = _hints()
+    assert pod_hint(pod, old, new) == want
+
+
+def hn(**labels: str) -> NodeInfo:
+    return NodeInfo(bare_node("node-a", labels))
+
+
+AFF_ZONE = aff_anti([term(exprs(req("service", "In", "securityscan", "value2")), "zone")])
+AFF_REGION = aff_anti([term(exprs(req("service", "In", "securityscan", "value2")), "region")])
+ANTI_ZONE = aff_anti(None, [term({"matchLabels": {"another": "label"}}, "zone")])
+
+
+@pytest.mark.parametrize(
+    ("name", "affinity", "old", "new", "want"),
+    [
+        ("add a new node with matched pod affinity topologyKey", AFF_ZONE, None, hn(zone="zone1"), QH.QUEUE),
+        ("add a new node without matched topologyKey", AFF_REGION, None, hn(zone="zone1"), QH.QUEUE_SKIP),
+        ("update node label but not topologyKey", AFF_ZONE, hn(aaa="a"), hn(aaa="b"), QH.QUEUE_SKIP),
+        ("update node label that isn't related to the pod affinity", AFF_ZONE, hn(zone="zone1"),
+         hn(zone="zone1", **{"unrelated-label": "unrelated"}), QH.QUEUE_SKIP),
+        ("update node with different affinity topologyKey value", AFF_ZONE, hn(zone="zone1"), hn(zone="zone2"),
+         QH.QUEUE),
+        ("update node to have the affinity topology label", AFF_ZONE, hn(aaa="a"), hn(zone="zone1"), QH.QUEUE),
+        ("add a new node with matched pod anti-affinity topologyKey", ANTI_ZONE, None, hn(zone="zone1"), QH.QUEUE),
+        ("add a new node without matched pod anti-affinity topologyKey", ANTI_ZONE, None, hn(), QH.QUEUE),
+        ("update node label that isn't related to the pod anti-affinity", ANTI_ZONE, hn(zone="zone1"),
+         hn(zone="zone1", **{"unrelated-label": "unrelated"}), QH.QUEUE_SKIP),
+        ("update node with different anti-affinity topologyKey value", ANTI_ZONE, hn(zone="zone1"), hn(zone="zone2"),
+         QH.QUEUE),
+        ("update node to have the anti-affinity topology label", ANTI_ZONE, hn(aaa="a"), hn(zone="zone1"),
+         QH.QUEUE_SKIP),
+        ("update node label not to have anti-affinity topology label", ANTI_ZONE, hn(zone="zone1"), hn(aaa="a"),
+         QH.QUEUE),
+    ],
+)
+def test_is_schedulable_after_node_change(
+    name: str, affinity: dict[str, Any], old: NodeInfo | None, new: NodeInfo, want: QueueingHint
+) -> None:
+    """plugin_test.go Test_isSchedulableAfterNodeChange."""
+    _, node_hint = _hints()
+    assert node_hint(hp("p", affinity=affinity), old, new) == want
+
+
+def test_events_registered_with_queueing_hints() -> None:
+    """With queueing hints on (the default) UpdateNodeTaint is not registered."""
+    pod_ev, node_ev = InterPodAffinity.new(None, build_handle([])).events_to_register()
+    assert pod_ev.event == ClusterEvent("Pod", ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE)
+    assert node_ev.event == ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)

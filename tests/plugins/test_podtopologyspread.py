@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import Code, Status
 from scheduler.objects import NodeInfo, PodInfo, find_untolerated_taint
 from scheduler.plugins.podtopologyspread import PodTopologySpread
@@ -1106,3 +1107,132 @@ def test_constraints_upstream(
     got = run_filter(pod, nodes, pods)
     codes = [None if st is None else st.code for st in got.values()]
     assert codes == [_CODES[w] for w in want]
+
+
+# --- plugin_test.go Test_isSchedulableAfterNodeChange / Test_isSchedulableAfterPodChange --------
+def _hint_plugin() -> PodTopologySpread:
+    return PodTopologySpread.new({"defaultingType": "List"}, build_handle([]))
+
+
+def _n(**labels: str) -> NodeInfo:
+    return NodeInfo(hnode("node-a", **labels))
+
+
+def _tn(key: str, **labels: str) -> NodeInfo:
+    n = hnode("node-a", **labels)
+    n["spec"] = {"taints": [{"key": key, "value": "bbb", "effect": "NoSchedule"}]}
+    return NodeInfo(n)
+
+
+ZONE_POD = make_pod("p", spread=[sp(1, ZONE)])
+ZONE_NODE_POD = make_pod("p", spread=[sp(1, ZONE), sp(1, NODE)])
+H = QueueingHint
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "old", "new", "want"),
+    [
+        ("node updates label which matches topologyKey", ZONE_POD, _n(zone="zone1"), _n(zone="zone2"), H.QUEUE),
+        ("node that doesn't match topologySpreadConstraints updates non-related label", ZONE_POD, _n(foo="bar1"),
+         _n(foo="bar2"), H.QUEUE_SKIP),
+        ("node that match topologySpreadConstraints adds non-related label", ZONE_NODE_POD,
+         _n(zone="zone1", node="node1", foo="bar"), _n(zone="zone1", node="node1"), H.QUEUE_SKIP),
+        ("create node with non-related labels", ZONE_POD, None, _n(foo="bar"), H.QUEUE_SKIP),
+        ("create node with related labels", ZONE_POD, None, _n(zone="zone1"), H.QUEUE),
+        ("delete node with non-related labels", ZONE_POD, _n(foo="bar"), None, H.QUEUE_SKIP),
+        ("delete node with related labels", ZONE_POD, _n(zone="zone1"), None, H.QUEUE),
+        ("add node with related labels that only match one of topologySpreadConstraints", ZONE_NODE_POD, None,
+         _n(zone="zone1"), H.QUEUE_SKIP),
+        ("add node with related labels that match all topologySpreadConstraints", ZONE_NODE_POD, None,
+         _n(zone="zone1", node="node1"), H.QUEUE),
+        ("update node with related labels that only match one of topologySpreadConstraints", ZONE_NODE_POD,
+         _n(zone="zone1"), _n(zone="zone1"), H.QUEUE_SKIP),
+        ("update node with related labels that match all topologySpreadConstraints", ZONE_NODE_POD,
+         _n(zone="zone1", node="node1"), _n(zone="zone1", node="node2"), H.QUEUE),
+        ("update node with different taints that match all topologySpreadConstraints", ZONE_NODE_POD,
+         _tn("aaa", zone="zone1", node="node1"), _tn("ccc", zone="zone1", node="node1"), H.QUEUE),
+        ("update node with different taints that only match one of topologySpreadConstraints", ZONE_NODE_POD,
+         _tn("aaa", node="node1"), _tn("ccc", node="node1"), H.QUEUE_SKIP),
+    ],
+)
+def test_is_schedulable_after_node_change(
+    name: str, pod: dict[str, Any], old: NodeInfo | None, new: NodeInfo | None, want: QueueingHint
+) -> None:
+    """plugin_test.go Test_isSchedulableAfterNodeChange."""
+    ev = _hint_plugin().events_to_register()[1]
+    assert ev.hint is not None
+    assert ev.hint(PodInfo(pod), old, new) == want
+
+
+def _p(uid: str, labels: dict[str, str] | None = None, node: str = "", nominated: str = "", ns: str = "default",
+       tolerations: list[dict[str, str]] | None = None) -> PodInfo:
+    raw = make_pod(uid, ns, uid=uid, labels=labels, node_name=node, tolerations=tolerations)
+    if nominated:
+        raw["status"] = {"nominatedNodeName": nominated}
+    return PodInfo(raw)
+
+
+FOO_POD = make_pod("p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE)])
+FOO_BAR_POD = make_pod("p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE), sp(1, NODE, BAR)])
+HONOR_POD = make_pod(
+    "p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE, nodeTaintsPolicy="Honor"), sp(1, NODE, BAR)]
+)
+IGNORE_POD = make_pod(
+    "p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE, nodeTaintsPolicy="Ignore"), sp(1, NODE, BAR)]
+)
+UNSCHED_TOL = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]
+F = "fake-node"
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "old", "new", "want"),
+    [
+        ("add pod with labels match topologySpreadConstraints selector", FOO_POD, None, _p("p2", FOO_L, F), H.QUEUE),
+        ("add un-scheduled pod", FOO_POD, None, _p("p2", FOO_L), H.QUEUE_SKIP),
+        ("update un-scheduled pod", FOO_POD, _p("p2", {"bar": ""}), _p("p2", FOO_L), H.QUEUE_SKIP),
+        ("delete un-scheduled pod", FOO_POD, _p("p2", FOO_L), None, H.QUEUE_SKIP),
+        ("add pod with different namespace", FOO_POD, None, _p("p2", FOO_L, F, ns="fake-namespace"), H.QUEUE_SKIP),
+        ("add pod with labels don't match topologySpreadConstraints selector", FOO_POD, None,
+         _p("p2", {"bar": ""}, F), H.QUEUE_SKIP),
+        ("delete pod with labels that match topologySpreadConstraints selector", FOO_POD, _p("p2", FOO_L, F), None,
+         H.QUEUE),
+        ("delete nominated pod with labels that don't match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", {"bar": ""}, nominated=F), None, H.QUEUE_SKIP),
+        ("delete nominated pod with labels that match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", FOO_L, nominated=F), None, H.QUEUE),
+        ("delete pod with labels that don't match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", {"bar": ""}, F), None, H.QUEUE_SKIP),
+        ("update pod's non-related label", FOO_POD, _p("p2", {"foo": "", "bar": "bar1"}, F),
+         _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE_SKIP),
+        ("add pod's label that matches topologySpreadConstraints selector", FOO_POD, _p("p2", None, F),
+         _p("p2", FOO_L, F), H.QUEUE),
+        ("delete pod label that matches topologySpreadConstraints selector", FOO_POD, _p("p2", FOO_L, F),
+         _p("p2", None, F), H.QUEUE),
+        ("change pod's label that matches topologySpreadConstraints selector", FOO_POD, _p("p2", {"foo": "foo1"}, F),
+         _p("p2", {"foo": "foo2"}, F), H.QUEUE_SKIP),
+        ("change pod's label that doesn't match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", {"foo": "", "bar": "bar1"}, F), _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE_SKIP),
+        ("add pod's label that matches topologySpreadConstraints selector with multi topologySpreadConstraints",
+         FOO_BAR_POD, _p("p2", FOO_L, F), _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE),
+        ("change pod's label that doesn't match topologySpreadConstraints selector with multi "
+         "topologySpreadConstraints", FOO_BAR_POD, _p("p2", FOO_L, F), _p("p2", {"foo": "", "baz": ""}, F),
+         H.QUEUE_SKIP),
+        ("change pod's label that match topologySpreadConstraints selector with multi topologySpreadConstraints",
+         FOO_BAR_POD, _p("p2", {"foo": "", "bar": ""}, F), _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE_SKIP),
+        ("the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new "
+         "toleration", HONOR_POD, _p("p", FOO_L), _p("p", FOO_L, tolerations=UNSCHED_TOL), H.QUEUE),
+        ("the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a new "
+         "toleration", IGNORE_POD, _p("p", FOO_L), _p("p", FOO_L, tolerations=UNSCHED_TOL), H.QUEUE_SKIP),
+        ("the unschedulable Pod has topologySpreadConstraint and has got a new label matching the selector of the "
+         "constraint", IGNORE_POD, _p("p"), _p("p", FOO_L), H.QUEUE),
+        ("the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label", IGNORE_POD,
+         _p("p"), _p("p", {"unrelated": ""}), H.QUEUE_SKIP),
+    ],
+)
+def test_is_schedulable_after_pod_change(
+    name: str, pod: dict[str, Any], old: PodInfo | None, new: PodInfo | None, want: QueueingHint
+) -> None:
+    """plugin_test.go Test_isSchedulableAfterPodChange."""
+    ev = _hint_plugin().events_to_register()[0]
+    assert ev.hint is not None
+    assert ev.hint(PodInfo(pod), old, new) == want
