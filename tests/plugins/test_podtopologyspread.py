@@ -1236,3 +1236,41 @@ def test_is_schedulable_after_pod_change(
     ev = _hint_plugin().events_to_register()[0]
     assert ev.hint is not None
     assert ev.hint(PodInfo(pod), old, new) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "nodes", "args", "owners"),
+    [
+        (
+            "the pod doesn't have soft topology spread Constraints",
+            make_pod("p"),
+            [hnode("node-a", **{HN: "node-a"}), hnode("node-b", **{HN: "node-b"})],
+            {"defaultingType": "List"},
+            [],
+        ),
+        (
+            "default constraints and a replicaset that doesn't match",
+            make_pod("p", labels={"foo": "bar", "baz": "sup"}, owner=("ReplicaSet", "rs2")),
+            [hnode("node-a", planet="mars")],
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 2, "topologyKey": "planet", "whenUnsatisfiable": "ScheduleAnyway"}],
+            },
+            [
+                {
+                    "kind": "ReplicaSet",
+                    "metadata": {"name": "rs1", "namespace": "default"},
+                    "spec": {"selector": {"matchExpressions": [{"key": "tar", "operator": "Exists"}]}},
+                }
+            ],
+        ),
+    ],
+)
+def test_pre_score_skip(
+    name: str, pod: dict[str, Any], nodes: list[dict[str, Any]], args: dict[str, Any], owners: list[dict[str, Any]]
+) -> None:
+    """scoring_test.go TestPreScoreSkip."""
+    h = build_handle(nodes, owners=owners)
+    pl = PodTopologySpread.new(args, h)
+    r = pl.pre_score(CycleState(), PodInfo(pod), h.snapshot.node_infos)
+    assert isinstance(r, Status) and r.code == Code.SKIP
