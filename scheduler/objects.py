@@ -18,6 +18,14 @@ from scheduler.labels import (
     Requirement,
     parse_preferred_terms,
 )
+from scheduler.podrequests import DEFAULT_MEMORY_REQUEST as DEFAULT_MEMORY_REQUEST  # re-exported
+from scheduler.podrequests import DEFAULT_MILLI_CPU_REQUEST as DEFAULT_MILLI_CPU_REQUEST  # re-exported
+from scheduler.podrequests import (
+    ContainerResources,
+    PodResourceInputs,
+    StatusResources,
+    calculate_resource,
+)
 from scheduler.quantity import int_value, milli_value
 
 CPU = "cpu"
@@ -25,10 +33,6 @@ MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 HUGEPAGES_PREFIX = "hugepages-"
-
-# Scoring-only defaults for containers that do not mention cpu/memory (upstream schedutil).
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
@@ -350,50 +354,79 @@ def _container_requests(c: Raw) -> dict[str, int]:
     return {str(k): _quantity(str(k), v) for k, v in reqs.items()}
 
 
-def _max_into(acc: dict[str, int], other: Mapping[str, int]) -> None:
-    for k, v in other.items():
-        if v > acc.get(k, 0):
-            acc[k] = v
+def _resource_map(raw: Mapping[str, Any] | None) -> dict[str, int]:
+    return {str(k): _quantity(str(k), v) for k, v in (raw or {}).items()}
 
 
-def _add_into(acc: dict[str, int], other: Mapping[str, int]) -> None:
-    for k, v in other.items():
-        acc[k] = acc.get(k, 0) + v
+def _status_resources(st: Raw) -> StatusResources | None:
+    """A container (or pod) status's reported resources; None when it has no ``resources``."""
+    res = st.get("resources")
+    if res is None:
+        return None
+    return StatusResources(_resource_map(res.get("requests")), _resource_map(st.get("allocatedResources")))
 
 
-def _aggregate_requests(
-    containers: list[dict[str, int]],
-    inits: list[tuple[dict[str, int], bool]],
-    defaults: Mapping[str, int] | None,
-) -> dict[str, int]:
-    """component-helpers resource.AggregateContainerRequests, with optional non-missing defaults."""
+def pod_resource_inputs(raw: Raw) -> PodResourceInputs:
+    """The parts of a Pod that its resource requests are computed from (scheduler.podrequests)."""
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    containers = tuple(
+        ContainerResources(str(c.get("name", "")), _container_requests(c)) for c in spec.get("containers") or []
+    )
+    inits = tuple(
+        ContainerResources(str(c.get("name", "")), _container_requests(c), c.get("restartPolicy") == "Always")
+        for c in spec.get("initContainers") or []
+    )
+    pod_level = {
+        str(k): _quantity(str(k), v)
+        for k, v in ((spec.get("resources") or {}).get("requests") or {}).items()
+        if _pod_level_supported(str(k))
+    }
+    statuses: dict[str, StatusResources | None] = {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or []:
+            statuses[str(cs.get("name", ""))] = _status_resources(cs)
+    infeasible = False
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodResizePending":
+            infeasible = cond.get("reason") == "Infeasible"
+            break
+    return PodResourceInputs(
+        containers,
+        inits,
+        pod_level,
+        _resource_map(spec.get("overhead")),
+        statuses,
+        _status_resources(status),
+        infeasible,
+    )
 
-    def with_defaults(r: dict[str, int]) -> dict[str, int]:
-        if not defaults:
-            return r
-        out = dict(r)
-        for k, v in defaults.items():
-            out.setdefault(k, v)
-        return out
 
-    reqs: dict[str, int] = {}
-    for c in containers:
-        _add_into(reqs, with_defaults(c))
-    sidecars: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    for r, restartable in inits:
-        r = with_defaults(r)
-        if restartable:
-            # A sidecar runs alongside everything that starts after it.
-            _add_into(reqs, r)
-            _add_into(sidecars, r)
-            need = dict(sidecars)
-        else:
-            need = dict(r)
-            _add_into(need, sidecars)
-        _max_into(init_max, need)
-    _max_into(reqs, init_max)
-    return reqs
+def has_pod_level_requests(raw: Raw) -> bool:
+    """resourcehelper.IsPodLevelRequestsSet: spec.resources.requests names cpu, memory or hugepages."""
+    reqs = ((raw.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    return any(_pod_level_supported(str(k)) for k in reqs)
+
+
+def has_status_resources(raw: Raw) -> bool:
+    """Whether the pod's status reports resources that in-place resize rules would count."""
+    status = raw.get("status") or {}
+    if status.get("resources") is not None:
+        return True
+    return any(
+        cs.get("resources") is not None
+        for key in ("containerStatuses", "initContainerStatuses")
+        for cs in status.get(key) or []
+    )
+
+
+def resource_from_map(reqs: Mapping[str, int]) -> Resource:
+    """A request map as a Resource; a "pods" entry is not a request the scheduler sums."""
+    out = Resource()
+    for k, v in reqs.items():
+        out.set(k, v)
+    out.allowed_pod_number = 0
+    return out
 
 
 def _pod_level_supported(name: str) -> bool:
@@ -484,7 +517,7 @@ class PodInfo:
                     ports.append(HostPort(str(p.get("hostIP") or ""), str(p.get("protocol") or "TCP"), hp))
         self.host_ports = tuple(ports)
 
-        self._compute_requests(spec, containers, init_containers)
+        self._compute_requests(raw)
 
         affinity = spec.get("affinity") or {}
         na = affinity.get("nodeAffinity") or {}
@@ -511,36 +544,9 @@ class PodInfo:
         )
         self.spread_constraints = _parse_spread_constraints(spec.get("topologySpreadConstraints"), self.labels)
 
-    def _compute_requests(self, spec: Raw, containers: list[Raw], init_containers: list[Raw]) -> None:
-        creqs = [_container_requests(c) for c in containers]
-        ireqs = [(_container_requests(c), c.get("restartPolicy") == "Always") for c in init_containers]
-        overhead = {str(k): _quantity(str(k), v) for k, v in (spec.get("overhead") or {}).items()}
-        pod_level = {
-            str(k): _quantity(str(k), v)
-            for k, v in ((spec.get("resources") or {}).get("requests") or {}).items()
-            if _pod_level_supported(str(k))
-        }
-
-        def finish(reqs: dict[str, int]) -> dict[str, int]:
-            reqs.update(pod_level)
-            _add_into(reqs, overhead)
-            return reqs
-
-        reqs = finish(_aggregate_requests(creqs, ireqs, None))
-        self.requests = Resource()
-        for k, v in reqs.items():
-            self.requests.set(k, v)
-        self.requests.allowed_pod_number = 0
-        # Non-zero defaults apply only to resources the pod level does not set (upstream PodInfo).
-        defaults = {
-            k: v for k, v in ((CPU, DEFAULT_MILLI_CPU_REQUEST), (MEMORY, DEFAULT_MEMORY_REQUEST)) if k not in pod_level
-        }
-        if defaults and (creqs or ireqs):
-            non0 = finish(_aggregate_requests(creqs, ireqs, defaults))
-        else:
-            non0 = reqs
-        self.non0_cpu = non0.get(CPU, 0)
-        self.non0_mem = non0.get(MEMORY, 0)
+    def _compute_requests(self, raw: Raw) -> None:
+        requests, self.non0_cpu, self.non0_mem = calculate_resource(pod_resource_inputs(raw))
+        self.requests = resource_from_map(requests)
 
     # -- helpers used by several plugins -------------------------------------------------------
     @property

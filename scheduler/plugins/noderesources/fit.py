@@ -33,7 +33,14 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
-from scheduler.objects import NodeInfo, PodInfo, Resource
+from scheduler.objects import (
+    NodeInfo,
+    PodInfo,
+    Resource,
+    has_status_resources,
+    pod_resource_inputs,
+    resource_from_map,
+)
 from scheduler.plugins.helper import as_node, as_pod
 from scheduler.plugins.noderesources.least_allocated import least_resource_score, least_resource_score_batch
 from scheduler.plugins.noderesources.most_allocated import most_resource_score, most_resource_score_batch
@@ -57,6 +64,7 @@ from scheduler.plugins.noderesources.resource_allocation import (
     required,
 )
 from scheduler.plugins.validation import is_qualified_name
+from scheduler.podrequests import pod_requests
 
 if TYPE_CHECKING:
     from scheduler.snapshot import Snapshot
@@ -209,6 +217,14 @@ class _PreScoreState:
         self.pod_requests = pod_requests
 
 
+def spec_requests(pod: PodInfo) -> Resource:
+    """computePodResourceRequest: the pod's requests from its spec alone (containers, pod level,
+    overhead); reported status resources do not count for the pod being placed."""
+    if not has_status_resources(pod.raw):
+        return pod.requests
+    return resource_from_map(pod_requests(pod_resource_inputs(pod.raw), use_status=False))
+
+
 def _insufficient(
     req: Resource,
     alloc: Resource,
@@ -287,7 +303,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         return bool(a.ignored_resource_groups) and name.split("/", 1)[0] in a.ignored_resource_groups
 
     def compute_state(self, pod: PodInfo) -> _PreFilterState:
-        r = pod.requests
+        r = spec_requests(pod)
         scalars = tuple(
             (name, q)
             for name, q in r.scalar.items()
@@ -408,7 +424,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
 
 def _requested_increased(pod: PodInfo, original: NodeInfo, modified: NodeInfo) -> bool:
     """haveAnyRequestedResourcesIncreased."""
-    old, new, r = original.allocatable, modified.allocatable, pod.requests
+    old, new, r = original.allocatable, modified.allocatable, spec_requests(pod)
     if new.allowed_pod_number > old.allowed_pod_number:
         return True
     if (r.milli_cpu > 0 and new.milli_cpu > old.milli_cpu) or (r.memory > 0 and new.memory > old.memory):

@@ -20,19 +20,17 @@ import numpy as np
 
 from scheduler.objects import (
     CPU,
-    DEFAULT_MEMORY_REQUEST,
-    DEFAULT_MILLI_CPU_REQUEST,
     EPHEMERAL_STORAGE,
     MEMORY,
     NodeInfo,
     PodInfo,
     Resource,
-    _add_into,
-    _aggregate_requests,
-    _container_requests,
-    _pod_level_supported,
-    _quantity,
+    has_pod_level_requests,
+    has_status_resources,
+    pod_resource_inputs,
+    resource_from_map,
 )
+from scheduler.podrequests import NON_MISSING_DEFAULTS, pod_requests
 
 if TYPE_CHECKING:
     from scheduler.snapshot import NodeColumns
@@ -149,30 +147,26 @@ BatchScoreFn = Callable[
 ]
 
 
-def has_pod_level_requests(pod: PodInfo) -> bool:
-    """resourcehelper.IsPodLevelRequestsSet: spec.resources.requests names cpu, memory or hugepages."""
-    spec = pod.raw.get("spec") or {}
-    reqs = (spec.get("resources") or {}).get("requests") or {}
-    return any(_pod_level_supported(str(k)) for k in reqs)
+def scorer_pod_requests(pod: PodInfo, pod_level: bool, non_zero: bool) -> tuple[Resource, int, int]:
+    """What calculatePodResourceRequest sees of the incoming pod: (requests, cpu, memory), where
+    cpu/memory carry the non-zero defaults per container lacking them when ``non_zero``.
 
-
-def container_level_requests(pod: PodInfo) -> tuple[Resource, int, int]:
-    """The pod's requests from its containers and overhead only, ignoring spec.resources:
-    (requests, non-zero cpu, non-zero memory), as resourcehelper.PodRequests with
-    SkipPodLevelResources."""
-    spec = pod.raw.get("spec") or {}
-    creqs = [_container_requests(c) for c in spec.get("containers") or []]
-    ireqs = [(_container_requests(c), c.get("restartPolicy") == "Always") for c in spec.get("initContainers") or []]
-    overhead = {str(k): _quantity(str(k), v) for k, v in (spec.get("overhead") or {}).items()}
-    reqs = _aggregate_requests(creqs, ireqs, None)
-    _add_into(reqs, overhead)
-    non0 = _aggregate_requests(creqs, ireqs, {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
-    _add_into(non0, overhead)
-    out = Resource()
-    for k, v in reqs.items():
-        out.set(k, v)
-    out.allowed_pod_number = 0
-    return out, non0.get(CPU, 0), non0.get(MEMORY, 0)
+    ``pod_level`` is the scorer's PodLevelResources flag, which upstream sets together with its
+    InPlacePodVerticalScaling flags (both on in BalancedAllocation, all off in Fit's scorer).
+    PodInfo's own numbers are used whenever they are the same thing.
+    """
+    pl_set = has_pod_level_requests(pod.raw)
+    if pod_level:
+        # Same options as CalculateResource's first count; the non-zero variant differs only
+        # with pod-level requests (CalculateResource then defaults only what the pod lacks).
+        if not non_zero or not pl_set:
+            return pod.requests, pod.non0_cpu, pod.non0_mem
+    elif not pl_set and not has_status_resources(pod.raw):
+        return pod.requests, pod.non0_cpu, pod.non0_mem
+    inp = pod_resource_inputs(pod.raw)
+    reqs = pod_requests(inp, use_status=pod_level, pod_level=pod_level)
+    non0 = pod_requests(inp, use_status=pod_level, pod_level=pod_level, non_missing=NON_MISSING_DEFAULTS)
+    return resource_from_map(reqs), non0.get(CPU, 0), non0.get(MEMORY, 0)
 
 
 class ResourceAllocationScorer:
@@ -202,16 +196,15 @@ class ResourceAllocationScorer:
         self.score_fn = score_fn
         self.batch_fn = batch_fn
         self.use_requested = use_requested
-        # Whether the incoming pod's spec.resources counts (the scorer's own PodLevelResources
-        # flag; see Fit for why it is off there). Nodes always count pod-level requests.
+        # Whether the incoming pod's spec.resources and its status resources count (the scorer's
+        # own PodLevelResources and in-place resize flags; see Fit for why they are off there).
+        # Nodes always count both.
         self.pod_level = pod_level
 
     # -- pod side ------------------------------------------------------------------------------
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         """calculatePodResourceRequestList: one request per configured resource."""
-        requests, non0_cpu, non0_mem = pod.requests, pod.non0_cpu, pod.non0_mem
-        if not self.pod_level and has_pod_level_requests(pod):
-            requests, non0_cpu, non0_mem = container_level_requests(pod)
+        requests, non0_cpu, non0_mem = scorer_pod_requests(pod, self.pod_level, not self.use_requested)
         out = []
         for name, kind in zip(self.names, self.kinds):
             if kind == KIND_CPU:
