@@ -6,9 +6,11 @@ Raw Pod/Node/Namespace dicts (kopf bodies, YAML documents) become slotted ``PodI
 
 from __future__ import annotations
 
+import calendar
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.labels import (
@@ -148,6 +150,9 @@ class Taint:
     key: str
     value: str
     effect: str
+    # timeAdded as nanoseconds since the epoch (None when unset). Matching ignores it, but
+    # upstream compares whole taints (Semantic.DeepEqual) to detect a taint change.
+    time_added: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,8 @@ class Toleration:
     operator: str  # "Equal" (default) or "Exists"
     value: str
     effect: str  # "" matches every effect
+    # Kept only so that comparing tolerations compares what upstream's DeepEqual does.
+    toleration_seconds: int | None = None
 
     def tolerates(self, taint: Taint) -> bool:
         """v1.Toleration.ToleratesTaint."""
@@ -187,9 +194,38 @@ def find_untolerated_taint(
     return None
 
 
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))")
+
+
+def _rfc3339_ns(value: Any) -> int | None:
+    """A metav1.Time as UTC nanoseconds since the epoch (exact, unlike a float); None when unset
+    or unreadable."""
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return calendar.timegm(dt.utctimetuple()) * 10**9 + dt.microsecond * 1000
+    m = _RFC3339.fullmatch(str(value).strip())
+    if m is None:
+        return None
+    y, mo, d, h, mi, sec, frac, sign, oh, om = m.groups()
+    secs = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(sec), 0, 0, 0))
+    if sign:
+        offset = int(oh) * 3600 + int(om) * 60
+        secs -= offset if sign == "+" else -offset
+    nanos = int((frac or "")[:9].ljust(9, "0"))
+    return secs * 10**9 + nanos
+
+
 def _parse_taints(raw: list[Raw] | None) -> tuple[Taint, ...]:
     return tuple(
-        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in raw or []
+        Taint(
+            str(t.get("key", "")),
+            str(t.get("value", "") or ""),
+            str(t.get("effect", "")),
+            _rfc3339_ns(t.get("timeAdded")),
+        )
+        for t in raw or []
     )
 
 
@@ -200,6 +236,7 @@ def _parse_tolerations(raw: list[Raw] | None) -> tuple[Toleration, ...]:
             str(t.get("operator", "") or ""),
             str(t.get("value", "") or ""),
             str(t.get("effect", "") or ""),
+            int(t["tolerationSeconds"]) if t.get("tolerationSeconds") is not None else None,
         )
         for t in raw or []
     )

@@ -89,7 +89,8 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
     actions = ActionType(0)
     if old.labels != new.labels:
         actions |= ActionType.UPDATE_POD_LABEL
-    if old.tolerations != new.tolerations:
+    # Upstream compares only the count: the API lets tolerations be added, not edited or removed.
+    if len(old.tolerations) != len(new.tolerations):
         actions |= ActionType.UPDATE_POD_TOLERATION
     if old.scheduling_gates and not new.scheduling_gates:
         actions |= ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
