@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from scheduler.labels import (
@@ -391,8 +392,21 @@ def _container_requests(c: Raw) -> dict[str, int]:
     return {str(k): _quantity(str(k), v) for k, v in reqs.items()}
 
 
+@lru_cache(maxsize=4096, typed=True)
+def _cached_quantity(name: str, value: str | int | float) -> int:
+    return _quantity(name, value)
+
+
 def _resource_map(raw: Mapping[str, Any] | None) -> dict[str, int]:
-    return {str(k): _quantity(str(k), v) for k, v in (raw or {}).items()}
+    # Running pods repeat their spec amounts in every container status: memoise the conversion.
+    out: dict[str, int] = {}
+    for k, v in (raw or {}).items():
+        name = str(k)
+        try:
+            out[name] = _cached_quantity(name, v)
+        except TypeError:  # an unhashable value: let _quantity report it
+            out[name] = _quantity(name, v)
+    return out
 
 
 def _status_resources(st: Raw) -> StatusResources | None:
