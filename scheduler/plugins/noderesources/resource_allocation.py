@@ -155,13 +155,12 @@ def scorer_pod_requests(pod: PodInfo, pod_level: bool, non_zero: bool) -> tuple[
     InPlacePodVerticalScaling flags (both on in BalancedAllocation, all off in Fit's scorer).
     PodInfo's own numbers are used whenever they are the same thing.
     """
-    pl_set = has_pod_level_requests(pod.raw)
     if pod_level:
         # Same options as CalculateResource's first count; the non-zero variant differs only
         # with pod-level requests (CalculateResource then defaults only what the pod lacks).
-        if not non_zero or not pl_set:
+        if not non_zero or not has_pod_level_requests(pod.raw):
             return pod.requests, pod.non0_cpu, pod.non0_mem
-    elif not pl_set and not has_status_resources(pod.raw):
+    elif not has_pod_level_requests(pod.raw) and not has_status_resources(pod.raw):
         return pod.requests, pod.non0_cpu, pod.non0_mem
     inp = pod_resource_inputs(pod.raw)
     reqs = pod_requests(inp, use_status=pod_level, pod_level=pod_level)
