@@ -235,9 +235,11 @@ class Watcher:
         timeout = aiohttp.ClientTimeout(total=ws.request_timeout, sock_connect=ws.connect_timeout)
         params = {"limit": str(ws.page_size)}
         self.begin_list(kind)
+        start, pages = time.monotonic(), 0
         try:
             rv = ""
             while True:
+                pages += 1
                 resp = await self._get(self._url(kind, params), timeout)
                 async with resp:
                     body = orjson.loads(await resp.read())
@@ -254,7 +256,9 @@ class Watcher:
         except BaseException:
             self.stores[kind].abort_list()
             raise
-        self.end_list(kind)
+        gone = self.end_list(kind)
+        log.info("listed", kind=kind, objects=len(self.stores[kind]), pages=pages, deleted=gone,
+                 seconds=round(time.monotonic() - start, 3))
         return rv
 
     async def watch_kind(self, kind: str, rv: str, deadline: float) -> str:
