@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from scheduler.labels import (
@@ -46,6 +47,7 @@ def is_hugepages(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
 
 
+@lru_cache(maxsize=8192)  # pods repeat the same few request strings; parsing goes through Fraction
 def _quantity(name: str, value: Any) -> int:
     return milli_value(value) if name == CPU else int_value(value)
 
