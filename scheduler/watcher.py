@@ -86,6 +86,7 @@ FIELD_SELECTORS: dict[str, str] = {"Pod": "status.phase!=Succeeded,status.phase!
 @dataclass(slots=True)
 class WatchSettings:
     page_size: int = 500  # items per LIST page (client-go's pager default)
+    initial_from_cache: bool = True  # first LIST with resourceVersion=0 (the watch cache)
     server_timeout: int = 300  # the API server ends each WATCH after this; we resume from the last RV
     connect_timeout: float = 10.0
     request_timeout: float = 60.0  # one LIST page
@@ -229,11 +230,16 @@ class Watcher:
         )
         return resp
 
-    async def list_kind(self, kind: str) -> str:
-        """One paged LIST, delivered item by item, closed by Replace. Returns the list's RV."""
+    async def list_kind(self, kind: str, initial: bool = False) -> str:
+        """One LIST, delivered item by item, closed by Replace. Returns the list's RV.
+
+        The first list asks for resourceVersion=0, as client-go's reflector does: the API server
+        answers from its watch cache in one response, several times faster than a consistent
+        paged read at thousands of objects. Re-lists (the watch fell behind, or the resync) are
+        consistent reads (no resourceVersion) in pages, which never go back in time."""
         ws = self.settings
         timeout = aiohttp.ClientTimeout(total=ws.request_timeout, sock_connect=ws.connect_timeout)
-        params = {"limit": str(ws.page_size)}
+        params = {"resourceVersion": "0"} if initial and ws.initial_from_cache else {"limit": str(ws.page_size)}
         self.begin_list(kind)
         start, pages = time.monotonic(), 0
         try:
@@ -307,7 +313,7 @@ class Watcher:
             try:
                 if not first:
                     self.relists[kind] += 1
-                rv = await self.list_kind(kind)
+                rv = await self.list_kind(kind, initial=first)
                 first = False
                 backoff = ws.backoff
                 deadline = time.monotonic() + ws.resync_period * random.uniform(0.9, 1.1)

@@ -354,8 +354,8 @@ async def test_reflector_pages_resumes_and_relists(fake_api: tuple[FakeAPI, str]
     task = asyncio.create_task(w.run())
     try:
         await asyncio.wait_for(w.synced.wait(), 5)
-        # Paged: 5 items at 2 per page = 3 requests, the later ones with the continue token.
-        assert [q.get("continue") for q in api.lists] == [None, "2", "4"]
+        # The first list is served from the watch cache in one response (client-go's RV=0).
+        assert api.lists == [{"resourceVersion": "0"}]
         assert rec.nodes == {f"n{i}" for i in range(5)}
         await until(lambda: len(api.watches) == 1)
         assert api.watches[0]["resourceVersion"] == str(api.rv)
@@ -370,7 +370,7 @@ async def test_reflector_pages_resumes_and_relists(fake_api: tuple[FakeAPI, str]
         await until(lambda: "n6" in rec.nodes)
         await until(lambda: len(api.watches) == 2)
         assert int(api.watches[-1]["resourceVersion"]) == api.rv
-        assert len(api.lists) == 3
+        assert len(api.lists) == 1
         api.cut_watches = False
 
         # The gap: n0 and n1 deleted and the history compacted; the resumed watch gets 410 and the
@@ -384,6 +384,10 @@ async def test_reflector_pages_resumes_and_relists(fake_api: tuple[FakeAPI, str]
         assert (DELETED, "n0") in rec.events and (DELETED, "n1") in rec.events
         assert w.relists["Node"] >= 1
         assert rec.nodes == {"n2", "n3", "n4", "n5", "n6", "n7"}
+        # The re-list is a consistent read in pages: 6 items at 2 per page, then the continue tokens.
+        relist = api.lists[1:4]
+        assert [q.get("continue") for q in relist] == [None, "2", "4"]
+        assert all("resourceVersion" not in q and q["limit"] == "2" for q in relist)
     finally:
         w.stop()
         await asyncio.wait_for(task, 5)
