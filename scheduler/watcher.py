@@ -250,15 +250,17 @@ class Watcher:
                 async with resp:
                     body = orjson.loads(await resp.read())
                 meta = body.get("metadata") or {}
-                for item in body.get("items") or ():
+                for i, item in enumerate(body.get("items") or ()):
                     self.dispatch(kind, None, item)
+                    if i % 500 == 499:
+                        await asyncio.sleep(0)  # a big list must not freeze the loop (health, lease)
                 del body
                 rv = str(meta.get("resourceVersion") or rv)
                 cont = meta.get("continue")
                 if not cont:
                     break
                 params["continue"] = cont
-                await asyncio.sleep(0)  # one page at a time: scheduling cycles interleave
+                await asyncio.sleep(0)
         except BaseException:
             self.stores[kind].abort_list()
             raise
