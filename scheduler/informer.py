@@ -163,6 +163,10 @@ class Store:
         self.entries[key] = _Entry(rv, fp, tombstone(raw, self.kind))
         return ADDED if old is None else MODIFIED
 
+    def forget(self, raw: Raw) -> None:
+        """The handlers failed on this version: drop it so the next list delivers it again."""
+        self.entries.pop(self._key(raw), None)
+
     def end_list(self) -> list[Event]:
         """The list is complete: every known object it did not show is gone. Returns the DELETED
         events to deliver (their last known identity)."""

@@ -194,10 +194,13 @@ class Watcher:
                     raw["kind"] = kind
                 self.handlers.on_owner(kind, etype, raw)
         except Exception:
-            # One bad object must not stop the watch of all others.
+            # One bad object must not stop the watch of all others; the next re-list retries it.
             self.errors += 1
+            store = self.stores.get(kind)
+            if store is not None and etype != DELETED:
+                store.forget(raw)
             meta = raw.get("metadata") or {}
-            log.exception("watch_event_failed", kind=kind, event=etype, name=meta.get("name"),
+            log.exception("watch_event_failed", kind=kind, type=etype, name=meta.get("name"),
                           namespace=meta.get("namespace"))
 
     def begin_list(self, kind: str) -> None:

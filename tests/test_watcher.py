@@ -391,3 +391,21 @@ async def test_reflector_pages_resumes_and_relists(fake_api: tuple[FakeAPI, str]
     finally:
         w.stop()
         await asyncio.wait_for(task, 5)
+
+
+async def test_a_version_the_handlers_failed_on_is_delivered_again_by_the_next_list() -> None:
+    class Flaky(Recorder):
+        fail = True
+
+        def on_node(self, etype: str | None, raw: dict[str, Any]) -> None:
+            if self.fail:
+                raise ValueError("bad node")
+            super().on_node(etype, raw)
+
+    rec = Flaky()
+    w = Watcher(rec, lambda: Credentials(server="https://unused"), kinds=("Node",))
+    relist(w, "Node", [N1])
+    assert w.errors == 1 and rec.nodes == set()
+    rec.fail = False
+    relist(w, "Node", [N1])  # same resourceVersion: it would be skipped had the store kept it
+    assert rec.nodes == {"n1"}
