@@ -156,7 +156,7 @@ class App:
 
     # -- cache sync --------------------------------------------------------------------------
     async def wait_synced(self) -> None:
-        """Wait until every kind's first paged LIST is in the cache (the informers' synced barrier)."""
+        """Wait until every kind's first LIST is in the cache (the informers' synced barrier)."""
         await self.watcher.synced.wait()
 
     # -- lifecycle ---------------------------------------------------------------------------
