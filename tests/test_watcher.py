@@ -409,3 +409,24 @@ async def test_a_version_the_handlers_failed_on_is_delivered_again_by_the_next_l
     rec.fail = False
     relist(w, "Node", [N1])  # same resourceVersion: it would be skipped had the store kept it
     assert rec.nodes == {"n1"}
+
+
+async def test_periodic_resync_relists_without_a_watch_error(fake_api: tuple[FakeAPI, str]) -> None:
+    # The backstop: an object that vanished without any event (a lost DELETED) goes at the next resync.
+    api, url = fake_api
+    api.put("n0")
+    api.put("n1")
+    rec = Recorder()
+    w = Watcher(rec, lambda: Credentials(server=url), kinds=("Node",),
+                settings=WatchSettings(resync_period=1.0, server_timeout=5, backoff=0.01))
+    task = asyncio.create_task(w.run())
+    try:
+        await asyncio.wait_for(w.synced.wait(), 5)
+        assert rec.nodes == {"n0", "n1"}
+        api.nodes.pop("n1")  # gone, and the watch never says so
+        await until(lambda: rec.nodes == {"n0"})
+        assert (DELETED, "n1") in rec.events
+        assert len(api.lists) >= 2 and w.errors == 0
+    finally:
+        w.stop()
+        await asyncio.wait_for(task, 5)
