@@ -160,14 +160,25 @@ async def startup(impl: str, rev: str) -> None:
     await asyncio.wait([task], timeout=10)
 
 
-def _patch_labels(count: int, workers: int, value: str) -> None:
+def _patch(count: int, workers: int, value: str, what: str) -> None:
     core = _core()
-    body = {"metadata": {"labels": {"bench-round": value}}}
+    if what == "labels":
+        body: dict[str, Any] = {"metadata": {"labels": {"bench-round": value}}}
+        fn = core.patch_namespaced_pod
+    else:  # status churn, as kubelet/kwok condition updates: nothing the scheduler reads
+        body = {"status": {"conditions": [{"type": "example.com/bench", "status": "True", "message": value}]}}
+        fn = core.patch_namespaced_pod_status
     with ThreadPoolExecutor(workers) as ex:
-        list(ex.map(lambda i: core.patch_namespaced_pod(f"bw-{i}", NS, body), range(count)))
+        list(ex.map(lambda i: fn(f"bw-{i}", NS, body), range(count)))
 
 
-async def events(impl: str, rev: str, count: int, workers: int) -> None:
+def _marked(raw: dict[str, Any], value: str, what: str) -> bool:
+    if what == "labels":
+        return ((raw.get("metadata") or {}).get("labels") or {}).get("bench-round") == value
+    return any(c.get("message") == value for c in (raw.get("status") or {}).get("conditions") or ())
+
+
+async def events(impl: str, rev: str, count: int, workers: int, what: str) -> None:
     w, sched, task, _, _ = await _start(impl, rev)
     await asyncio.sleep(2)  # let the start-up burst (kwok status writes) settle
     value = str(time.time_ns())
@@ -176,24 +187,36 @@ async def events(impl: str, rev: str, count: int, workers: int) -> None:
     # The patches come from another process so that only the watching side's CPU is counted.
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.watch", "patch", "--count", str(count), "--workers", str(workers),
-        "--value", value, cwd=ROOT)
+        "--value", value, "--what", what, cwd=ROOT)
 
+    # Count every pod event that reaches the watcher's entry point (delivered to handlers or not).
     seen = 0
-    on_pod = sched.on_pod
+    if impl == "new":
+        dispatch = w.dispatch
 
-    def counting(etype: str | None, raw: dict[str, Any]) -> None:
-        nonlocal seen
-        if ((raw.get("metadata") or {}).get("labels") or {}).get("bench-round") == value:
-            seen += 1
-        on_pod(etype, raw)
+        def counting_dispatch(kind: str, etype: str | None, raw: dict[str, Any]) -> None:
+            nonlocal seen
+            if kind == "Pod" and _marked(raw, value, what):
+                seen += 1
+            dispatch(kind, etype, raw)
 
-    sched.on_pod = counting  # type: ignore[method-assign]
+        w.dispatch = counting_dispatch
+    else:
+        on_pod = sched.on_pod
+
+        def counting(etype: str | None, raw: dict[str, Any]) -> None:
+            nonlocal seen
+            if _marked(raw, value, what):
+                seen += 1
+            on_pod(etype, raw)
+
+        sched.on_pod = counting  # type: ignore[method-assign]
     while seen < count:
         await asyncio.sleep(0.2)
     c1, t1 = time.process_time(), time.monotonic()
     await proc.wait()
     delivered = w.events - base
-    print(f"{impl}: {count} pod updates observed in {t1 - t0:.2f}s, watcher cpu {c1 - c0:.2f}s, "
+    print(f"{impl} ({what}): {count} pod updates observed in {t1 - t0:.2f}s, watcher cpu {c1 - c0:.2f}s, "
           f"{(c1 - c0) / count * 1e6:.0f} us cpu per update ({delivered} handler calls)", flush=True)
     w.stop()
     await asyncio.wait([task], timeout=10)
@@ -213,10 +236,12 @@ def main() -> None:
         if name == "events":
             s.add_argument("--count", type=int, default=5000)
             s.add_argument("--workers", type=int, default=16)
+            s.add_argument("--what", choices=("labels", "status"), default="labels")
     pt = sub.add_parser("patch")
     pt.add_argument("--count", type=int, required=True)
     pt.add_argument("--workers", type=int, default=16)
     pt.add_argument("--value", required=True)
+    pt.add_argument("--what", choices=("labels", "status"), default="labels")
     a = ap.parse_args()
     from scheduler import log as logconf
 
@@ -226,9 +251,9 @@ def main() -> None:
     elif a.cmd == "startup":
         asyncio.run(startup(a.impl, a.old_rev))
     elif a.cmd == "events":
-        asyncio.run(events(a.impl, a.old_rev, a.count, a.workers))
+        asyncio.run(events(a.impl, a.old_rev, a.count, a.workers, a.what))
     else:
-        _patch_labels(a.count, a.workers, a.value)
+        _patch(a.count, a.workers, a.value, a.what)
 
 
 if __name__ == "__main__":
