@@ -92,7 +92,7 @@ class WatchSettings:
     request_timeout: float = 60.0  # one LIST page
     resync_period: float = 600.0  # re-list this often even without a watch error (backstop)
     backoff: float = 0.5  # first retry delay after a failed list/watch; doubles up to max_backoff
-    max_backoff: float = 30.0
+    max_backoff: float = 5.0  # kopf's request already retried for ~8 s before the reflector backs off
 
 
 class _Relist(Exception):
@@ -341,11 +341,16 @@ class Watcher:
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def _reauthenticate(self, vault: kopf_credentials.Vault) -> None:
-        # kopf's vault drops credentials on 401; hand it fresh ones (a rotated token file).
+        # kopf's vault drops credentials on a 401 (an API server still starting answers 401 too)
+        # and refuses to take back an equal item under the same key: offer them under a new key,
+        # re-read (a rotated token file), after a pause so that bad credentials cannot spin.
+        n = 0
         while True:
             await vault.wait_for_emptiness()
-            log.warning("watch_reauthenticating")
-            await vault.populate({"pyscheduler": _connection_info(self.credentials())})
+            n += 1
+            log.warning("watch_reauthenticating", attempt=n)
+            await asyncio.sleep(min(self.settings.max_backoff, self.settings.backoff * n))
+            await vault.populate({f"pyscheduler-{n}": _connection_info(self.credentials())})
 
     async def run(self) -> None:
         vault = kopf_credentials.Vault()

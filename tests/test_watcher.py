@@ -255,6 +255,7 @@ class FakeAPI:
         self.lists: list[dict[str, str]] = []
         self.watches: list[dict[str, str]] = []
         self.cut_watches = False  # end every watch stream after the first batch
+        self.unauthorized = 0  # answer this many requests with 401 (an API server still starting)
         self.changed = asyncio.Event()
 
     def put(self, name: str, etype: str = "ADDED") -> None:
@@ -272,6 +273,9 @@ class FakeAPI:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         q = dict(request.query)
+        if self.unauthorized > 0:
+            self.unauthorized -= 1
+            return web.json_response({"kind": "Status", "code": 401, "reason": "Unauthorized"}, status=401)
         if q.get("watch") != "true":
             self.lists.append(q)
             names = sorted(self.nodes)
@@ -427,6 +431,29 @@ async def test_periodic_resync_relists_without_a_watch_error(fake_api: tuple[Fak
         await until(lambda: rec.nodes == {"n0"})
         assert (DELETED, "n1") in rec.events
         assert len(api.lists) >= 2 and w.errors == 0
+    finally:
+        w.stop()
+        await asyncio.wait_for(task, 5)
+
+
+async def test_401_then_the_same_credentials_work_again(fake_api: tuple[FakeAPI, str]) -> None:
+    # kopf's vault would keep equal credentials invalid forever after one 401; the watch must not.
+    api, url = fake_api
+    api.put("n0")
+    api.unauthorized = 2
+    rec = Recorder()
+    w = Watcher(rec, lambda: Credentials(server=url), kinds=("Node",),
+                settings=WatchSettings(server_timeout=5, backoff=0.01))
+    task = asyncio.create_task(w.run())
+    try:
+        await asyncio.wait_for(w.synced.wait(), 10)
+        assert rec.nodes == {"n0"}
+        api.unauthorized = 1
+        api.cut_watches = True
+        api.put("n1")  # ends the open watch; the resume is refused once with 401
+        await until(lambda: "n1" in rec.nodes)
+        api.put("n2")
+        await until(lambda: "n2" in rec.nodes)
     finally:
         w.stop()
         await asyncio.wait_for(task, 5)
