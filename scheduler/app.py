@@ -113,6 +113,7 @@ class App:
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics)
         self.watcher = Watcher(self.scheduler, lambda: creds, scheduler_names=frameworks)
+        self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:

@@ -96,7 +96,12 @@ class WatchSettings:
 
 
 class _Relist(Exception):
-    """The watch cannot resume (410 Gone or the resync is due): list again."""
+    """The watch cannot resume (410 Gone, another kind's gap, or the resync is due): list again.
+    ``gap``: events were lost, so every kind re-lists before scheduling goes on."""
+
+    def __init__(self, reason: str, gap: bool = False) -> None:
+        super().__init__(reason)
+        self.gap = gap
 
 
 def make_kopf_settings(ws: WatchSettings) -> kopf.OperatorSettings:
@@ -160,6 +165,13 @@ class Watcher:
         self.relists: dict[str, int] = {kind: 0 for kind in self.kinds}
         self.synced = asyncio.Event()
         self._synced_kinds: set[str] = set()
+        # Kinds whose view may miss events (start-up, or after a gap) until their next list is in;
+        # ``fresh`` is set when there are none. The scheduling loop waits on it, so no cycle sees
+        # one kind re-listed and another not yet (pods freed but a deleted node still there).
+        self._stale: set[str] = set(self.kinds)
+        self.fresh = asyncio.Event()
+        self._watching: set[str] = set()
+        self._interrupt: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in self.kinds}
         self._stop = asyncio.Event()
         self.vault: kopf_credentials.Vault | None = None
 
@@ -217,7 +229,20 @@ class Watcher:
             self._synced_kinds.add(kind)
             if self._synced_kinds.issuperset(self.kinds):
                 self.synced.set()
+        self._stale.discard(kind)
+        if not self._stale:
+            self.fresh.set()
         return len(gone)
+
+    def gap(self, origin: str) -> None:
+        """``origin``'s watch lost events (410 Gone): the others may have too (an API server
+        restart, a frozen process). Every kind re-lists; scheduling waits for all of them."""
+        log.warning("watch_gap", kind=origin, relisting=sorted(self.kinds))
+        self._stale.update(self.kinds)
+        self.fresh.clear()
+        for kind in self._watching:
+            if kind != origin:
+                self._interrupt[kind].set()
 
     # -- API -----------------------------------------------------------------------------------
     def _url(self, kind: str, params: dict[str, str]) -> str:
@@ -291,7 +316,7 @@ class Watcher:
             resp = await self._get(self._url(kind, params), timeout)
         except kopf_errors.APIClientError as exc:
             if exc.status == 410:
-                raise _Relist("410 on watch") from None
+                raise _Relist("410 on watch", gap=True) from None
             raise
         async with resp:
             async for lines in _iter_lines(resp.content):
@@ -301,7 +326,7 @@ class Watcher:
                     obj = ev.get("object") or {}
                     if etype == "ERROR":
                         if obj.get("code") == 410:
-                            raise _Relist("410 in watch")
+                            raise _Relist("410 in watch", gap=True)
                         raise RuntimeError(f"watch error: {obj.get('message') or obj}")
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     if etype in ("ADDED", "MODIFIED", "DELETED"):
@@ -322,15 +347,11 @@ class Watcher:
                 first = False
                 backoff = ws.backoff
                 deadline = time.monotonic() + ws.resync_period * random.uniform(0.9, 1.1)
-                while True:
-                    try:
-                        rv = await self.watch_kind(kind, rv, deadline)
-                    except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError) as exc:
-                        # Dropped or silent stream: resume from the last RV (410 then says re-list).
-                        log.info("watch_reconnect", kind=kind, error=repr(exc))
-                        await asyncio.sleep(ws.backoff)
+                await self._watch_phase(kind, rv, deadline)
             except _Relist as why:
                 log.info("relist", kind=kind, reason=str(why))
+                if why.gap:
+                    self.gap(kind)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -338,6 +359,39 @@ class Watcher:
                 log.warning("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, ws.max_backoff)
+
+    async def _watch_phase(self, kind: str, rv: str, deadline: float) -> None:
+        """Watch (resuming after drops) until a re-list is due; another kind's gap interrupts."""
+        interrupt = self._interrupt[kind]
+        interrupt.clear()
+        self._watching.add(kind)
+        try:
+            while True:
+                wt = asyncio.create_task(self.watch_kind(kind, rv, deadline))
+                it = asyncio.create_task(interrupt.wait())
+                try:
+                    await asyncio.wait({wt, it}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for t in (wt, it):
+                        if not t.done():
+                            t.cancel()
+                            with contextlib.suppress(asyncio.CancelledError, Exception):
+                                await t
+                if wt.done() and not wt.cancelled():
+                    exc = wt.exception()
+                    if exc is None:
+                        rv = wt.result()
+                    elif isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError | TimeoutError):
+                        # Dropped or silent stream: resume from the last RV (410 then says re-list).
+                        log.info("watch_reconnect", kind=kind, error=repr(exc))
+                        await asyncio.sleep(self.settings.backoff)
+                    else:
+                        raise exc
+                if interrupt.is_set():
+                    raise _Relist("gap in another kind")
+        finally:
+            self._watching.discard(kind)
+            interrupt.clear()
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def _reauthenticate(self, vault: kopf_credentials.Vault) -> None:

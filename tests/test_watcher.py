@@ -278,6 +278,8 @@ class FakeAPI:
             return web.json_response({"kind": "Status", "code": 401, "reason": "Unauthorized"}, status=401)
         if q.get("watch") != "true":
             self.lists.append(q)
+            if not q.get("continue"):
+                self.rv += 1  # a list is a read at a revision past any compaction
             names = sorted(self.nodes)
             start = int(q.get("continue") or 0)
             limit = int(q.get("limit") or len(names) or 1)
@@ -311,6 +313,7 @@ class FakeAPI:
 class Recorder:
     def __init__(self) -> None:
         self.nodes: set[str] = set()
+        self.namespaces: set[str] = set()
         self.events: list[tuple[str | None, str]] = []
 
     def on_node(self, etype: str | None, raw: dict[str, Any]) -> None:
@@ -323,7 +326,12 @@ class Recorder:
 
     def on_pod(self, etype: str | None, raw: dict[str, Any]) -> None: ...
 
-    def on_namespace(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+    def on_namespace(self, etype: str | None, raw: dict[str, Any]) -> None:
+        name = raw["metadata"]["name"]
+        if etype == DELETED:
+            self.namespaces.discard(name)
+        else:
+            self.namespaces.add(name)
 
     def on_owner(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
@@ -331,8 +339,10 @@ class Recorder:
 @pytest.fixture
 async def fake_api() -> AsyncIterator[tuple[FakeAPI, str]]:
     api = FakeAPI()
+    api.namespaces = FakeAPI()  # type: ignore[attr-defined]
     app = web.Application()
     app.router.add_get("/api/v1/nodes", api.handle)
+    app.router.add_get("/api/v1/namespaces", api.namespaces.handle)  # type: ignore[attr-defined]
     runner = web.AppRunner(app, shutdown_timeout=0.1)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -457,3 +467,58 @@ async def test_401_then_the_same_credentials_work_again(fake_api: tuple[FakeAPI,
     finally:
         w.stop()
         await asyncio.wait_for(task, 5)
+
+
+async def test_a_gap_in_one_kind_relists_every_kind_and_holds_scheduling(fake_api: tuple[FakeAPI, str]) -> None:
+    # Nodes hit 410; the namespace watch is fine but may have missed events too (same outage):
+    # it re-lists as well, and ``fresh`` (the scheduling hold) is clear until both lists are in.
+    api, url = fake_api
+    ns_api: FakeAPI = api.namespaces  # type: ignore[attr-defined]
+    api.put("n0")
+    ns_api.put("a")
+    ns_api.put("b")
+    rec = Recorder()
+    w = Watcher(rec, lambda: Credentials(server=url), kinds=("Node", "Namespace"),
+                settings=WatchSettings(server_timeout=5, backoff=0.01))
+    task = asyncio.create_task(w.run())
+    try:
+        await asyncio.wait_for(w.fresh.wait(), 5)
+        await until(lambda: len(api.watches) == 1 and len(ns_api.watches) == 1)
+        ns_api.nodes.pop("b")  # lost without an event
+        seen_stale = []
+        orig_gap = w.gap
+
+        def gap(origin: str) -> None:
+            orig_gap(origin)
+            seen_stale.append((origin, w.fresh.is_set()))
+
+        w.gap = gap  # type: ignore[method-assign]
+        api.cut_watches = True
+        api.compacted = api.rv + 2
+        api.put("n1")
+        await until(lambda: rec.namespaces == {"a"} and "n1" in rec.nodes)
+        assert seen_stale == [("Node", False)]
+        await asyncio.wait_for(w.fresh.wait(), 5)
+        assert w.relists == {"Node": 1, "Namespace": 1}
+        assert len(ns_api.lists) == 2
+    finally:
+        w.stop()
+        await asyncio.wait_for(task, 5)
+
+
+async def test_the_loop_holds_cycles_while_the_view_is_stale() -> None:
+    h = Harness()
+    gate = asyncio.Event()
+    h.sched.hold = gate.wait
+    h.sched.on_node(None, make_node("n1", cpu="4"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    loop = asyncio.create_task(h.sched.run())
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert h.sched.cycles == 0
+        gate.set()
+        await until(lambda: h.sched.cycles == 1)
+    finally:
+        h.sched.stop()
+        await asyncio.wait_for(loop, 5)
