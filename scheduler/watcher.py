@@ -237,7 +237,8 @@ class Watcher:
     def gap(self, origin: str) -> None:
         """``origin``'s watch lost events (410 Gone): the others may have too (an API server
         restart, a frozen process). Every kind re-lists; scheduling waits for all of them."""
-        log.warning("watch_gap", kind=origin, relisting=sorted(self.kinds))
+        if self.fresh.is_set():  # once per gap, not once per kind that notices it
+            log.warning("watch_gap", kind=origin, relisting=sorted(self.kinds))
         self._stale.update(self.kinds)
         self.fresh.clear()
         for kind in self._watching:
