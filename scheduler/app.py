@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import signal
 import sys
 import time
@@ -113,7 +112,9 @@ class App:
         metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics)
-        self.watcher = Watcher(self.scheduler, lambda: creds, on_error=metrics.object_error)
+        self.watcher = Watcher(self.scheduler, lambda: creds, scheduler_names=frameworks,
+                               on_error=metrics.object_error)
+        self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
@@ -156,32 +157,9 @@ class App:
         return runner
 
     # -- cache sync --------------------------------------------------------------------------
-    def _list_uids(self, kind: str) -> set[str]:
-        from kubernetes import client
-
-        core = client.CoreV1Api(self.api_client)
-        fn = core.list_pod_for_all_namespaces if kind == "Pod" else core.list_node
-        resp = fn(_preload_content=False, _request_timeout=60)
-        data = resp.read()
-        resp.release_conn()
-        items = json.loads(data).get("items") or []
-        return {str(i["metadata"]["uid"]) for i in items}
-
     async def wait_synced(self) -> None:
-        """Wait until the watch delivered every pod and node a LIST (taken now) returns."""
-        loop = asyncio.get_running_loop()
-        missing: dict[str, set[str]] = {}
-        last_list = 0.0
-        while True:
-            if time.monotonic() - last_list > 3.0 or not missing:
-                last_list = time.monotonic()
-                for kind in ("Node", "Pod"):
-                    missing[kind] = await loop.run_in_executor(self.executor, self._list_uids, kind)
-            left = {k: self.watcher.has_seen(k, v) for k, v in missing.items()}
-            missing = {k: v for k, v in left.items() if v}
-            if not missing:
-                return
-            await asyncio.sleep(0.1)
+        """Wait until every kind's first LIST is in the cache (the informers' synced barrier)."""
+        await self.watcher.synced.wait()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _install_signals(self) -> None:
@@ -217,19 +195,15 @@ class App:
         tasks: list[asyncio.Task[Any]] = []
         code = 0
         try:
-            # kopf installs its own SIGTERM/SIGINT handlers while starting; take them back.
-            await self._until(self.watcher.ready_flag.wait(), watcher_task)
-            self._install_signals()
-            if watcher_task.done():
-                raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
             log.info("cache_syncing")
+            sync_start = time.monotonic()
             if not await self._until(self.wait_synced(), watcher_task):
                 if watcher_task.done():
                     raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
                 return 0
             self.synced = True
             log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
-                     pending=sum(self.queue.counts().values()))
+                     pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
             if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
                 return 0
             sched_task = asyncio.create_task(self.scheduler.run(), name="scheduling-loop")

@@ -62,16 +62,29 @@ def _bad_value(path: str, message: str) -> ValueError:
     return FieldError(path, message) if path else QuantityError(message)
 
 
+# Pods repeat the same few request strings and exact parsing is not cheap: good results only.
+_QUANTITY_CACHE: dict[tuple[bool, Any], int] = {}
+_QUANTITY_CACHE_MAX = 8192
+
+
 def _quantity(name: str, value: Any, path: str = "") -> int:
     """Upstream Resource.Add's conversion (MilliValue for cpu, Value otherwise), which never fails
     and wraps or zeroes past int64 (scheduler.quantity); refused where the API server refuses."""
+    key = (name == CPU, value) if type(value) in (str, int) else None
+    if key is not None:
+        hit = _QUANTITY_CACHE.get(key)
+        if hit is not None:
+            return hit
     try:
         q = parse_quantity(value)
     except QuantityError as exc:
         raise _bad_value(path, f'Invalid value: "{value}": {exc}') from None
     if q.value < 0:
         raise _bad_value(path, f'Invalid value: "{value}": must be greater than or equal to 0')
-    return q.milli() if name == CPU else q.int_value()
+    out = q.milli() if name == CPU else q.int_value()
+    if key is not None and len(_QUANTITY_CACHE) < _QUANTITY_CACHE_MAX:
+        _QUANTITY_CACHE[key] = out
+    return out
 
 
 class Resource:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -110,6 +110,8 @@ class Scheduler:
         self.cycles = 0
         # Last seen version of every pending pod of ours, for update diffs.
         self._pending: dict[str, PodInfo] = {}
+        # Awaited before each cycle: the watcher holds cycles while it re-lists after a gap.
+        self.hold: Callable[[], Awaitable[Any]] | None = None
 
     # ==========================================================================================
     # Cluster events (called by the watcher, one object at a time)
@@ -221,6 +223,8 @@ class Scheduler:
         log.info("scheduling_started", profiles=sorted(self.frameworks))
         while not self._stopping:
             q = await self.queue.pop()
+            if q is not None and self.hold is not None and not self._stopping:
+                await self.hold()
             if q is None or self._stopping:
                 if q is not None:
                     # Popped as we stopped: give it back untouched for the next leader/run.
