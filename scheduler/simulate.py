@@ -26,6 +26,7 @@ from scheduler.plugins.registry import default_registry
 from scheduler.queue import sort_queued
 from scheduler.schedule_one import CycleOutcome, scheduling_cycle
 from scheduler.snapshot import Listers, Snapshot
+from scheduler.storage import STORAGE_KINDS
 
 KNOWN_KINDS = {
     "Node",
@@ -35,6 +36,9 @@ KNOWN_KINDS = {
     "PersistentVolumeClaim",
     "StorageClass",
     "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
     "PodDisruptionBudget",
     "Service",
     "ReplicaSet",
@@ -109,6 +113,8 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
         elif kind == "Namespace":
             ns = NamespaceInfo.parse(d)
             c.listers.namespaces[ns.name] = ns
+        elif kind in STORAGE_KINDS:
+            c.listers.storage.apply(kind, d)
         elif kind in OWNER_KINDS:
             o = SelectorOwner.parse(d)
             c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o
