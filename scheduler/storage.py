@@ -104,9 +104,7 @@ class PersistentVolume:
         cr = spec.get("claimRef")
         # (namespace, name, uid) of the claim this PV is reserved for or bound to.
         self.claim_ref: tuple[str, str, str] | None = (
-            (str(cr.get("namespace") or ""), str(cr.get("name") or ""), str(cr.get("uid") or ""))
-            if cr
-            else None
+            (str(cr.get("namespace") or ""), str(cr.get("name") or ""), str(cr.get("uid") or "")) if cr else None
         )
         na = (spec.get("nodeAffinity") or {}).get("required")
         self.node_affinity: NodeSelector | None = NodeSelector.parse(na) if na is not None else None
@@ -423,3 +421,28 @@ def ephemeral_owned_by(pod: Any, pvc: PersistentVolumeClaim) -> str | None:
             if controller and owner_uid == uid:
                 return None
     return f"PVC {pvc.namespace}/{pvc.name} was not created for pod {pod.namespace}/{pod.name} (pod is not owner)"
+
+
+def as_pvc(obj: Any) -> PersistentVolumeClaim | None:
+    """A queueing-hint argument as a PersistentVolumeClaim (parsed object or raw dict)."""
+    if obj is None or isinstance(obj, PersistentVolumeClaim):
+        return obj
+    if isinstance(obj, Mapping):
+        return PersistentVolumeClaim(obj)
+    raise TypeError(f"expected a PersistentVolumeClaim, got {type(obj).__name__}")
+
+
+def as_pv(obj: Any) -> PersistentVolume | None:
+    if obj is None or isinstance(obj, PersistentVolume):
+        return obj
+    if isinstance(obj, Mapping):
+        return PersistentVolume(obj)
+    raise TypeError(f"expected a PersistentVolume, got {type(obj).__name__}")
+
+
+def as_storage_class(obj: Any) -> StorageClass | None:
+    if obj is None or isinstance(obj, StorageClass):
+        return obj
+    if isinstance(obj, Mapping):
+        return StorageClass(obj)
+    raise TypeError(f"expected a StorageClass, got {type(obj).__name__}")
