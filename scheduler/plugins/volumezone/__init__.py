@@ -1,0 +1,190 @@
+"""VolumeZone (upstream plugins/volumezone/volume_zone.go): a pod's bound PVs labelled with a
+zone or region only fit nodes carrying a matching label (beta labels fall back to GA ones).
+Upstream v1.36.3 has no Score for this plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
+)
+from scheduler.framework.status import SKIP, Status, go_quote, unresolvable
+from scheduler.objects import NodeInfo, PodInfo
+from scheduler.storage import (
+    NotFoundError,
+    PersistentVolume,
+    StorageStore,
+    as_pv,
+    as_pvc,
+    as_storage_class,
+)
+
+NAME = "VolumeZone"
+PRE_FILTER_KEY = "PreFilter" + NAME
+ERR_REASON_CONFLICT = "node(s) had no available volume zone"
+_CONFLICT = unresolvable(ERR_REASON_CONFLICT)
+
+_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+_ZONE = "topology.kubernetes.io/zone"
+_REGION = "topology.kubernetes.io/region"
+TOPOLOGY_LABELS = (_BETA_ZONE, _BETA_REGION, _ZONE, _REGION)
+_TO_GA = {_BETA_REGION: _REGION, _BETA_ZONE: _ZONE}
+# cloud-provider volume helpers: several zones in one label value are joined with "__".
+_MULTI_ZONE_DELIMITER = "__"
+
+
+def _zones(value: str) -> frozenset[str] | None:
+    """LabelZonesToSet; None when some part is empty (upstream then ignores the label)."""
+    out = set()
+    for part in value.split(_MULTI_ZONE_DELIMITER):
+        z = part.strip()
+        if not z:
+            return None
+        out.add(z)
+    return frozenset(out)
+
+
+def pv_topologies(pv: PersistentVolume) -> list[tuple[str, frozenset[str]]]:
+    """getPVTopologies: (label key, allowed values) for each topology label the PV carries."""
+    out = []
+    for key in TOPOLOGY_LABELS:
+        value = pv.labels.get(key)
+        if value is None:
+            continue
+        zones = _zones(value)
+        if zones is not None:
+            out.append((key, zones))
+    return out
+
+
+def _claim_names(pod: PodInfo) -> list[str]:
+    return [
+        str(v["persistentVolumeClaim"].get("claimName") or "") for v in pod.volumes if v.get("persistentVolumeClaim")
+    ]
+
+
+class _State:
+    __slots__ = ("topologies",)
+
+    def __init__(self, topologies: list[tuple[str, frozenset[str]]]) -> None:
+        self.topologies = topologies
+
+    def clone(self) -> _State:
+        return self
+
+
+class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+    name = NAME
+
+    def __init__(self, store: StorageStore | None = None) -> None:
+        self.store = store if store is not None else StorageStore()
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> VolumeZone:
+        if args:
+            raise ValueError(f"plugin {NAME} takes no arguments")
+        return cls(handle.listers.storage)
+
+    def _pv_topologies(self, pod: PodInfo) -> list[tuple[str, frozenset[str]]] | Status:
+        out: list[tuple[str, frozenset[str]]] = []
+        st = self.store
+        for claim in _claim_names(pod):
+            if not claim:
+                return unresolvable("PersistentVolumeClaim had no name")
+            try:
+                pvc = st.get_pvc(pod.namespace, claim)
+                if not pvc.volume_name:
+                    cls_name = pvc.storage_class
+                    if not cls_name:
+                        return unresolvable("PersistentVolumeClaim had no pv name and storageClass name")
+                    sc = st.get_class(cls_name)
+                    if sc.binding_mode is None:
+                        return unresolvable(f"VolumeBindingMode not set for StorageClass {go_quote(cls_name)}")
+                    if sc.binding_mode == "WaitForFirstConsumer":
+                        # Not bound yet: VolumeBinding decides where it may be provisioned.
+                        continue
+                    return unresolvable("PersistentVolume had no name")
+                pv = st.get_pv(pvc.volume_name)
+            except NotFoundError as exc:
+                return unresolvable(str(exc))
+            out.extend(pv_topologies(pv))
+        return out
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> PreFilterResult | Status | None:
+        if not pod.volumes:
+            return SKIP
+        topo = self._pv_topologies(pod)
+        if isinstance(topo, Status):
+            return topo
+        if not topo:
+            return SKIP
+        state.write(PRE_FILTER_KEY, _State(topo))
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if not pod.volumes:
+            return None
+        s = state.get(PRE_FILTER_KEY)
+        if isinstance(s, _State):
+            topo = s.topologies
+        else:
+            # Without PreFilter state (it was skipped or failed) recompute, as upstream does.
+            got = self._pv_topologies(pod)
+            if isinstance(got, Status):
+                return got
+            topo = got
+        labels = node.labels
+        if not any(k in labels for k in TOPOLOGY_LABELS):
+            return None
+        for key, values in topo:
+            v = labels.get(key)
+            if v is None:
+                v = labels.get(_TO_GA.get(key, key))
+            if v is None or v not in values:
+                return _CONFLICT
+        return None
+
+    # -- queueing ------------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent("StorageClass", ActionType.ADD), self._after_class_added),
+            ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+            ClusterEventWithHint(
+                ClusterEvent("PersistentVolumeClaim", ActionType.ADD | ActionType.UPDATE), self._after_pvc_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("PersistentVolume", ActionType.ADD | ActionType.UPDATE), self._after_pv_change
+            ),
+        ]
+
+    def _after_pvc_change(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        pvc = as_pvc(new_obj)
+        if pvc is not None and pvc.namespace == pod.namespace and pvc.name in _claim_names(pod):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _after_class_added(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        sc = as_storage_class(new_obj)
+        if sc is None or sc.binding_mode != "WaitForFirstConsumer":
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def _after_pv_change(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        old, new = as_pv(old_obj), as_pv(new_obj)
+        if old is None or new is None:
+            return QueueingHint.QUEUE
+        if pv_topologies(old) != pv_topologies(new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
