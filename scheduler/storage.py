@@ -98,7 +98,9 @@ class PersistentVolume:
         self.deleting = bool(meta.get("deletionTimestamp"))
         self.capacity = _storage_bytes((spec.get("capacity") or {}).get("storage"))
         self.access_modes: tuple[str, ...] = tuple(str(m) for m in spec.get("accessModes") or ())
-        self.storage_class = str(spec.get("storageClassName") or "")
+        # GetPersistentVolumeClass: the beta annotation wins over the spec field.
+        ann_class = self.annotations.get(ANN_BETA_STORAGE_CLASS)
+        self.storage_class = ann_class if ann_class is not None else str(spec.get("storageClassName") or "")
         self.volume_attributes_class: str | None = spec.get("volumeAttributesClassName")
         self.volume_mode = str(spec.get("volumeMode") or "Filesystem")
         cr = spec.get("claimRef")
