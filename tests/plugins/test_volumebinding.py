@@ -453,3 +453,49 @@ def test_hints() -> None:
     assert pl._after_csidriver_change(csi_pod, drv(True), drv(False)) == QueueingHint.QUEUE
     assert pl._after_csidriver_change(csi_pod, drv(False), drv(True)) == QueueingHint.QUEUE_SKIP
     assert pl._after_csidriver_change(p, drv(True), drv(False)) == QueueingHint.QUEUE_SKIP
+
+
+@pytest.mark.parametrize(
+    ("name", "migrated", "node_labels", "want"),
+    [
+        # binder_test.go TestCheckBindingsWithCSIMigration / TestFindPodVolumesWithCSIMigration:
+        # with the plugin migrated on the node, the PV's zone affinity is read as the CSI
+        # driver's topology key.
+        ("not migrated: in-tree zone label decides", False, {"topology.kubernetes.io/zone": "us-a"}, None),
+        ("migrated: node lacks the CSI topology label", True, {"topology.kubernetes.io/zone": "us-a"}, _u(ERR_REASON_NODE_CONFLICT)),
+        ("migrated: node has the CSI topology label", True, {"topology.gke.io/zone": "us-a"}, None),
+        ("migrated: CSI topology in another zone", True, {"topology.gke.io/zone": "us-b"}, _u(ERR_REASON_NODE_CONFLICT)),
+    ],
+)
+def test_bound_in_tree_pv_with_csi_migration(name: str, migrated: bool, node_labels: dict[str, str], want: Status | None) -> None:
+    gce = pv("pv-gce", cls="wait-sc", affinity={"topology.kubernetes.io/zone": ["us-a"]}, source={"gcePersistentDisk": {"pdName": "d"}})
+    ann = {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/gce-pd"} if migrated else {}
+    csinode = {"kind": "CSINode", "metadata": {"name": "node-a", "annotations": ann}, "spec": {"drivers": []}}
+    pl = VolumeBinding(store_of(WAIT, bound("pvc-a", "wait-sc", "pv-gce"), gce, csinode))
+    state = CycleState()
+    p, n = pod("pvc-a"), node("node-a", **node_labels)
+    assert pl.pre_filter(state, p, [n]) is None
+    assert pl.filter(state, p, n) == want
+
+
+def test_translated_affinity_from_labels_and_beta_region() -> None:
+    from scheduler.plugins.nodevolumelimits.translation import translated_node_affinity
+    from scheduler.storage import PersistentVolume
+
+    # No affinity: the zone label becomes a CSI topology requirement (sorted, de-duplicated).
+    ebs = PersistentVolume(pv("p", labels={"topology.kubernetes.io/zone": "b__a"}, source={"awsElasticBlockStore": {"volumeID": "v"}}))
+    assert translated_node_affinity(ebs) == {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.ebs.csi.aws.com/zone", "operator": "In", "values": ["a", "b"]}]}]
+    }
+    # Beta zone and region in the affinity: zone -> CSI key, beta region -> GA region.
+    beta = PersistentVolume(
+        pv(
+            "p",
+            affinity={"failure-domain.beta.kubernetes.io/zone": ["z"], "failure-domain.beta.kubernetes.io/region": ["r"]},
+            source={"cinder": {"volumeID": "v"}},
+        )
+    )
+    keys = [e["key"] for e in translated_node_affinity(beta)["nodeSelectorTerms"][0]["matchExpressions"]]  # type: ignore[index]
+    assert keys == ["topology.cinder.csi.openstack.org/zone", "topology.kubernetes.io/region"]
+    # Azure disk keeps its affinity untouched.
+    assert translated_node_affinity(PersistentVolume(pv("p", source={"azureDisk": {"diskURI": "u"}}))) is None

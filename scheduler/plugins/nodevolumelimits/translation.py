@@ -106,3 +106,69 @@ def pv_csi(pv: PersistentVolume) -> tuple[str, str] | None:
     src = (pv.raw.get("spec") or {}).get(pv.in_tree) or {}
     h = _handle(pv.in_tree, src, pv.labels)
     return None if h is None else (IN_TREE_SOURCES[pv.in_tree][1], h)
+
+
+# ---------------------------------------------------------------------------------------------
+# Node affinity of a migrated in-tree PV (csi-translation-lib translateTopologyFromInTreeToCSI)
+
+# In-tree plugin -> the CSI driver's zone topology key, for the translators that rewrite
+# topology (AWS EBS, GCE PD, Cinder); the others keep the PV's affinity as it is.
+CSI_TOPOLOGY_KEY = {
+    "kubernetes.io/aws-ebs": "topology.ebs.csi.aws.com/zone",
+    "kubernetes.io/gce-pd": "topology.gke.io/zone",
+    "kubernetes.io/cinder": "topology.cinder.csi.openstack.org/zone",
+}
+_GA_ZONE = "topology.kubernetes.io/zone"
+_GA_REGION = "topology.kubernetes.io/region"
+_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+
+
+def _terms(pv: PersistentVolume) -> list[dict[str, Any]]:
+    req = (((pv.raw.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+    return [dict(t) for t in req or ()]
+
+
+def _has_key(terms: list[dict[str, Any]], key: str) -> bool:
+    return any(e.get("key") == key for t in terms for e in t.get("matchExpressions") or ())
+
+
+def _rename(terms: list[dict[str, Any]], old: str, new: str) -> None:
+    for t in terms:
+        t["matchExpressions"] = [
+            {**e, "key": new} if e.get("key") == old else e for e in t.get("matchExpressions") or ()
+        ]
+
+
+def translated_node_affinity(pv: PersistentVolume) -> dict[str, Any] | None:
+    """The PV's ``spec.nodeAffinity.required`` after in-tree-to-CSI translation, or None when
+    the translator leaves topology alone (the caller then keeps the PV's own affinity)."""
+    key = CSI_TOPOLOGY_KEY.get(plugin_of(pv.in_tree)) if pv.in_tree else None
+    if key is None:
+        return None
+    terms = _terms(pv)
+    if _has_key(terms, _GA_ZONE):
+        zone_label, region_label = _GA_ZONE, _GA_REGION
+    elif _has_key(terms, _BETA_ZONE):
+        zone_label, region_label = _BETA_ZONE, _BETA_REGION
+    elif _GA_ZONE in pv.labels:
+        zone_label, region_label = _GA_ZONE, _GA_REGION
+    elif _BETA_ZONE in pv.labels:
+        zone_label, region_label = _BETA_ZONE, _BETA_REGION
+    else:
+        zone_label, region_label = _GA_ZONE, _GA_REGION
+    if _has_key(terms, zone_label):
+        _rename(terms, zone_label, key)
+    elif zone_label in pv.labels:
+        zones = sorted({z.strip() for z in pv.labels[zone_label].split("__") if z.strip()})
+        if zones:
+            if not terms:
+                terms = [{}]
+            req = {"key": key, "operator": "In", "values": zones}
+            for t in terms:
+                t["matchExpressions"] = [*(t.get("matchExpressions") or ()), req]
+    if region_label == _BETA_REGION and _has_key(terms, _BETA_REGION):
+        _rename(terms, _BETA_REGION, _GA_REGION)
+    if not terms:
+        return None
+    return {"nodeSelectorTerms": terms}

@@ -12,11 +12,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from scheduler.framework.status import go_quote
+from scheduler.labels import NodeSelector
 from scheduler.objects import NodeInfo, PodInfo
+from scheduler.plugins.nodevolumelimits.translation import MIGRATION_ON, plugin_of, translated_node_affinity
 from scheduler.storage import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
+    CSINode,
     CSIStorageCapacity,
     NotFoundError,
     PersistentVolume,
@@ -161,6 +164,19 @@ def check_node_affinity(pv: PersistentVolume, node: NodeInfo) -> bool:
     if pv.node_affinity is None:
         return True
     return pv.node_affinity.matches(node.labels, node.name)
+
+
+def migrated_node_affinity_ok(pv: PersistentVolume, node: NodeInfo, csi_node: CSINode | None) -> bool:
+    """tryTranslatePVToCSI + CheckNodeAffinity: an in-tree PV whose plugin the node's CSINode
+    lists as migrated is checked with its topology translated to the CSI driver's keys."""
+    if pv.in_tree and csi_node is not None:
+        plugin = plugin_of(pv.in_tree)
+        if plugin in MIGRATION_ON and plugin in csi_node.migrated_plugins():
+            raw = translated_node_affinity(pv)
+            if raw is not None:
+                sel = NodeSelector.parse(raw)
+                return sel is None or sel.matches(node.labels, node.name)
+    return check_node_affinity(pv, node)
 
 
 def _access_modes_ok(pvc: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
@@ -365,12 +381,13 @@ class VolumeBinder:
         return vols, reasons
 
     def _check_bound(self, claims: list[PersistentVolumeClaim], node: NodeInfo) -> tuple[bool, bool]:
+        csi_node = self.store.csi_nodes.get(node.name)
         for pvc in claims:
             try:
                 pv = self.cache.get_pv(pvc.volume_name)
             except NotFoundError:
                 return True, False
-            if not check_node_affinity(pv, node):
+            if not migrated_node_affinity_ok(pv, node, csi_node):
                 return False, True
         return True, True
 
@@ -529,6 +546,7 @@ class VolumeBinder:
         raises BinderError when binding can no longer succeed."""
         if node is None:
             raise BinderError(f'failed to get node "{pod.node_name}"')
+        csi_node = self.store.csi_nodes.get(node.name)
         for b in bindings:
             try:
                 pv = self.store.get_pv(b.pv.name)
@@ -537,7 +555,7 @@ class VolumeBinder:
                 raise BinderError(f"failed to check binding: {exc}") from None
             if _rv(b.pv.resource_version) > _rv(pv.resource_version):
                 return False
-            if not check_node_affinity(pv, node):
+            if not migrated_node_affinity_ok(pv, node, csi_node):
                 raise BinderError(
                     f"pv {go_quote(pv.name)} node affinity doesn't match node {go_quote(node.name)}: "
                     "no matching NodeSelectorTerms"
@@ -561,7 +579,7 @@ class VolumeBinder:
                 pv_now = self.store.pvs.get(pvc_now.volume_name)
                 if pv_now is None:
                     return False
-                if not check_node_affinity(pv_now, node):
+                if not migrated_node_affinity_ok(pv_now, node, csi_node):
                     raise BinderError(
                         f"pv {go_quote(pv_now.name)} node affinity doesn't match node {go_quote(node.name)}: "
                         "no matching NodeSelectorTerms"
