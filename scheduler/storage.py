@@ -344,6 +344,26 @@ class StorageStore:
         self.version += 1
         return obj
 
+    def on_event(self, kind: str, etype: str | None, raw: Raw) -> tuple[Any, Any] | None:
+        """The watcher's hook: apply one watch event ("ADDED", "MODIFIED", "DELETED"; None
+        counts as an add or update) and return ``(old, new)`` parsed objects for the queue's
+        hints (``None`` on the missing side), or None for a kind this store does not hold.
+
+        The caller moves pods with ``ClusterEvent(kind, ADD | UPDATE | DELETE)``: ADD when
+        ``old`` is None, DELETE when ``new`` is None, UPDATE otherwise.
+        """
+        if kind not in _PARSERS:
+            return None
+        if etype == "DELETED":
+            return self.delete(kind, raw), None
+        meta = _meta(raw)
+        name = str(meta.get("name", ""))
+        if kind in ("PersistentVolumeClaim", "CSIStorageCapacity"):
+            ns = meta.get("namespace") or ("default" if kind == "PersistentVolumeClaim" else "")
+            name = f"{ns}/{name}"
+        old = self._table(kind).get(name)
+        return old, self.apply(kind, raw)
+
     def delete(self, kind: str, raw: Raw) -> Any:
         """Remove one object; returns what was stored, if anything."""
         if kind not in _PARSERS:

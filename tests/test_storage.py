@@ -83,3 +83,15 @@ def test_simulate_reads_storage_kinds() -> None:
     assert st.csi_drivers["d"].storage_capacity is True
     assert st.capacities["kube-system/cap"].volume_limit() == 10 << 30
     assert st.pvcs["ns/c"].storage_class == "gold"
+
+
+def test_on_event_returns_old_and_new_for_hints() -> None:
+    st = StorageStore()
+    old, new = st.on_event("PersistentVolumeClaim", "ADDED", pvc_raw("c", "gold"))  # type: ignore[misc]
+    assert old is None and new.storage_class == "gold"
+    old, new = st.on_event("PersistentVolumeClaim", "MODIFIED", pvc_raw("c", "silver"))  # type: ignore[misc]
+    assert old.storage_class == "gold" and new.storage_class == "silver"
+    old, new = st.on_event("PersistentVolumeClaim", "DELETED", pvc_raw("c"))  # type: ignore[misc]
+    assert old.storage_class == "silver" and new is None
+    assert st.pvcs == {}
+    assert st.on_event("Secret", "ADDED", {"metadata": {"name": "s"}}) is None
