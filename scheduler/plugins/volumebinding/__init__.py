@@ -190,7 +190,7 @@ class VolumeBinding(
     def _state(self, state: CycleState) -> _State | Status:
         s = state.get(STATE_KEY)
         if not isinstance(s, _State):
-            return Status(Code.ERROR, f'reading "{STATE_KEY}" from cycleState: not found')
+            return Status(Code.ERROR, "not found")  # CycleState.Read's ErrNotFound, as upstream reports it
         return s
 
     # -- Filter ------------------------------------------------------------------------------
