@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
@@ -20,7 +22,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
-from scheduler.framework.status import SKIP, Code, Status, unschedulable
+from scheduler.framework.status import SKIP, Code, Status, StatusError, unschedulable
 from scheduler.objects import NodeInfo, PodInfo
 from scheduler.plugins.helper import as_pod
 from scheduler.plugins.nodevolumelimits.translation import (
@@ -40,6 +42,9 @@ from scheduler.storage import (
     as_pvc,
     ephemeral_owned_by,
 )
+
+if TYPE_CHECKING:
+    from scheduler.snapshot import Snapshot
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
@@ -82,6 +87,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         # Unbound claims get a made-up handle "<prefix>-<ns>/<name>" that never collides with
         # a real one (upstream: a random 32-character string per plugin instance).
         self.prefix = volume_id_prefix if volume_id_prefix is not None else secrets.token_hex(16)
+        # node name -> ((store version, has CSINode, pod uids), attached volumes)
+        self._attached_cache: dict[str, tuple[tuple[int, bool, tuple[str, ...]], dict[str, str]]] = {}
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> NodeVolumeLimits:
@@ -167,25 +174,73 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             out[f"{va.attacher}/{pv.csi_handle}"] = va.attacher
         return out
 
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        if not pod.volumes:
-            return None
-        csi_node = self.store.csi_nodes.get(node.name)
+    def _new_volumes(self, pod: PodInfo, csi_node: CSINode | None) -> dict[str, str] | Status:
         new: dict[str, str] = {}
         try:
             self._attachable(pod, csi_node, True, new)
         except _LookupError as exc:
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if exc.not_found else Code.ERROR
             return Status(code, str(exc))
-        if not new:
+        return new
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if not pod.volumes:
+            return None
+        csi_node = self.store.csi_nodes.get(node.name)
+        new = self._new_volumes(pod, csi_node)
+        if isinstance(new, Status):
+            return new
+        return self._check_node(new, node, csi_node)
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> np.ndarray | None:
+        if not pod.volumes:
+            return np.ones(len(idx), dtype=bool)
+        # A pod's own volumes depend on the node only through "has a CSINode" (migration).
+        by_presence: dict[bool, dict[str, str] | Status] = {}
+        csi_nodes = self.store.csi_nodes
+        infos = snapshot.node_infos
+        out = np.empty(len(idx), dtype=bool)
+        for j, i in enumerate(idx.tolist()):
+            ni = infos[i]
+            csi_node = csi_nodes.get(ni.name)
+            present = csi_node is not None
+            new = by_presence.get(present)
+            if new is None:
+                new = by_presence[present] = self._new_volumes(pod, csi_node)
+            if isinstance(new, Status):
+                if new.code == Code.ERROR:
+                    raise StatusError(new)
+                out[j] = False
+                continue
+            st = self._check_node(new, ni, csi_node)
+            if st is not None and st.code == Code.ERROR:
+                raise StatusError(st)
+            out[j] = st is None
+        return out
+
+    def _attached_on(self, node: NodeInfo, csi_node: CSINode | None) -> dict[str, str]:
+        """Volumes the node's pods use, cached per pod set and store version."""
+        key = (self.store.version, csi_node is not None, tuple(p.uid for p in node.pods))
+        hit = self._attached_cache.get(node.name)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        attached: dict[str, str] = {}
+        for existing in node.pods:
+            self._attachable(existing, csi_node, False, attached)
+        self._attached_cache[node.name] = (key, attached)
+        return attached
+
+    def _check_node(self, new_volumes: dict[str, str], node: NodeInfo, csi_node: CSINode | None) -> Status | None:
+        if not new_volumes:
             return None
         limits = volume_limits(csi_node)
         if not limits:
             return None
-        attached: dict[str, str] = {}
+        new = dict(new_volumes)
         try:
-            for existing in node.pods:
-                self._attachable(existing, csi_node, False, attached)
+            attached = self._attached_on(node, csi_node)
         except _LookupError as exc:
             return Status(Code.ERROR, str(exc))
         used: dict[str, int] = {}

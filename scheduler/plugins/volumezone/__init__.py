@@ -5,7 +5,9 @@ Upstream v1.36.3 has no Score for this plugin."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
@@ -29,6 +31,9 @@ from scheduler.storage import (
     as_pvc,
     as_storage_class,
 )
+
+if TYPE_CHECKING:
+    from scheduler.snapshot import Snapshot
 
 NAME = "VolumeZone"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -73,6 +78,21 @@ def _claim_names(pod: PodInfo) -> list[str]:
     return [
         str(v["persistentVolumeClaim"].get("claimName") or "") for v in pod.volumes if v.get("persistentVolumeClaim")
     ]
+
+
+def _fits(topo: list[tuple[str, frozenset[str]]], labels: Mapping[str, str]) -> bool:
+    """A node without any zone/region label fits; otherwise every PV topology must match."""
+    if not topo:
+        return True
+    if not any(k in labels for k in TOPOLOGY_LABELS):
+        return True
+    for key, values in topo:
+        v = labels.get(key)
+        if v is None:
+            v = labels.get(_TO_GA.get(key, key))
+        if v is None or v not in values:
+            return False
+    return True
 
 
 class _State:
@@ -133,28 +153,31 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         state.write(PRE_FILTER_KEY, _State(topo))
         return None
 
+    def _topologies(self, state: CycleState, pod: PodInfo) -> list[tuple[str, frozenset[str]]] | Status:
+        s = state.get(PRE_FILTER_KEY)
+        if isinstance(s, _State):
+            return s.topologies
+        # Without PreFilter state (it was skipped or failed) recompute, as upstream does.
+        return self._pv_topologies(pod)
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not pod.volumes:
             return None
-        s = state.get(PRE_FILTER_KEY)
-        if isinstance(s, _State):
-            topo = s.topologies
-        else:
-            # Without PreFilter state (it was skipped or failed) recompute, as upstream does.
-            got = self._pv_topologies(pod)
-            if isinstance(got, Status):
-                return got
-            topo = got
-        labels = node.labels
-        if not any(k in labels for k in TOPOLOGY_LABELS):
-            return None
-        for key, values in topo:
-            v = labels.get(key)
-            if v is None:
-                v = labels.get(_TO_GA.get(key, key))
-            if v is None or v not in values:
-                return _CONFLICT
-        return None
+        topo = self._topologies(state, pod)
+        if isinstance(topo, Status):
+            return topo
+        return None if _fits(topo, node.labels) else _CONFLICT
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> np.ndarray | None:
+        if not pod.volumes:
+            return np.ones(len(idx), dtype=bool)
+        topo = self._topologies(state, pod)
+        if isinstance(topo, Status):
+            return None  # the per-node form reports it
+        infos = snapshot.node_infos
+        return np.fromiter((_fits(topo, infos[i].labels) for i in idx.tolist()), dtype=bool, count=len(idx))
 
     # -- queueing ------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
