@@ -38,14 +38,26 @@ def _cluster(r: random.Random) -> list[dict[str, Any]]:
             affinity = {"kubernetes.io/hostname": [f"node-{r.randrange(n)}"]} if r.random() < 0.3 else None
             labels = {"topology.kubernetes.io/zone": r.choice(ZONES)} if r.random() < 0.5 else None
             docs.append(
-                pv(f"pv{j}", cls="wait", claim=("default", name), affinity=affinity, labels=labels, csi=(DRIVER, f"h{j}"))
+                pv(
+                    f"pv{j}",
+                    cls="wait",
+                    claim=("default", name),
+                    affinity=affinity,
+                    labels=labels,
+                    csi=(DRIVER, f"h{j}"),
+                )
             )
             docs.append(pvc(name, cls="wait", volume=f"pv{j}", bound=True))
         elif kind < 0.8:
             docs.append(pvc(name, cls=r.choice(["wait", "local"]), size="1Gi"))
             if r.random() < 0.5:
                 docs.append(
-                    pv(f"spv{j}", cls="local", size="2Gi", affinity={"kubernetes.io/hostname": [f"node-{r.randrange(n)}"]})
+                    pv(
+                        f"spv{j}",
+                        cls="local",
+                        size="2Gi",
+                        affinity={"kubernetes.io/hostname": [f"node-{r.randrange(n)}"]},
+                    )
                 )
         # else: the claim does not exist
         claims.append(name)
@@ -54,7 +66,9 @@ def _cluster(r: random.Random) -> list[dict[str, Any]]:
             vols = [{"name": "v", "persistentVolumeClaim": {"claimName": r.choice(claims)}}]
             docs.append(make_pod(f"run-{k}", node_name=f"node-{r.randrange(n)}", volumes=vols))
     for k in range(30):
-        vols = [{"name": f"v{m}", "persistentVolumeClaim": {"claimName": r.choice(claims)}} for m in range(r.randint(0, 2))]
+        vols = [
+            {"name": f"v{m}", "persistentVolumeClaim": {"claimName": r.choice(claims)}} for m in range(r.randint(0, 2))
+        ]
         docs.append(make_pod(f"pod-{k}", cpu="100m", volumes=vols))
     return docs
 
