@@ -231,7 +231,7 @@ class CSINodeDriver:
 
 
 class CSINode:
-    __slots__ = ("annotations", "drivers", "name", "raw")
+    __slots__ = ("annotations", "drivers", "limits", "name", "raw")
 
     def __init__(self, raw: Raw) -> None:
         meta = _meta(raw)
@@ -241,6 +241,8 @@ class CSINode:
         self.drivers: tuple[CSINodeDriver, ...] = tuple(
             CSINodeDriver(d) for d in (raw.get("spec") or {}).get("drivers") or ()
         )
+        # Driver -> allocatable volume count, for the drivers that report one.
+        self.limits: dict[str, int] = {d.name: d.allocatable for d in self.drivers if d.allocatable is not None}
 
     def migrated_plugins(self) -> set[str]:
         ann = self.annotations.get(ANN_MIGRATED_PLUGINS, "")

@@ -74,9 +74,7 @@ def _migration_on(csi_node: CSINode | None, plugin: str) -> bool:
 
 
 def volume_limits(csi_node: CSINode | None) -> dict[str, int]:
-    if csi_node is None:
-        return {}
-    return {d.name: d.allocatable for d in csi_node.drivers if d.allocatable is not None}
+    return csi_node.limits if csi_node is not None else {}
 
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
@@ -87,8 +85,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         # Unbound claims get a made-up handle "<prefix>-<ns>/<name>" that never collides with
         # a real one (upstream: a random 32-character string per plugin instance).
         self.prefix = volume_id_prefix if volume_id_prefix is not None else secrets.token_hex(16)
-        # node name -> ((store version, has CSINode, pod uids), attached volumes)
-        self._attached_cache: dict[str, tuple[tuple[int, bool, tuple[str, ...]], dict[str, str]]] = {}
+        # node name -> ((store version, has CSINode, pod uids), attached volumes, count per driver)
+        self._usage_cache: dict[str, tuple[tuple[int, bool, tuple[str, ...]], dict[str, str], dict[str, int]]] = {}
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> NodeVolumeLimits:
@@ -220,39 +218,39 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             out[j] = st is None
         return out
 
-    def _attached_on(self, node: NodeInfo, csi_node: CSINode | None) -> dict[str, str]:
-        """Volumes the node's pods use, cached per pod set and store version."""
+    def _usage(self, node: NodeInfo, csi_node: CSINode | None) -> tuple[dict[str, str], dict[str, int]]:
+        """The node's attached volumes (unique name -> driver) from its pods, and the volume
+        count per driver including VolumeAttachments; cached per pod set and store version."""
         key = (self.store.version, csi_node is not None, tuple(p.uid for p in node.pods))
-        hit = self._attached_cache.get(node.name)
+        hit = self._usage_cache.get(node.name)
         if hit is not None and hit[0] == key:
-            return hit[1]
+            return hit[1], hit[2]
         attached: dict[str, str] = {}
         for existing in node.pods:
             self._attachable(existing, csi_node, False, attached)
-        self._attached_cache[node.name] = (key, attached)
-        return attached
-
-    def _check_node(self, new_volumes: dict[str, str], node: NodeInfo, csi_node: CSINode | None) -> Status | None:
-        if not new_volumes:
-            return None
-        limits = volume_limits(csi_node)
-        if not limits:
-            return None
-        new = dict(new_volumes)
-        try:
-            attached = self._attached_on(node, csi_node)
-        except _LookupError as exc:
-            return Status(Code.ERROR, str(exc))
         used: dict[str, int] = {}
-        for unique, driver in attached.items():
-            new.pop(unique, None)
+        for driver in attached.values():
             used[driver] = used.get(driver, 0) + 1
         for unique, driver in self._attachments(node.name).items():
             if unique not in attached:
                 used[driver] = used.get(driver, 0) + 1
+        self._usage_cache[node.name] = (key, attached, used)
+        return attached, used
+
+    def _check_node(self, new: dict[str, str], node: NodeInfo, csi_node: CSINode | None) -> Status | None:
+        if not new:
+            return None
+        limits = volume_limits(csi_node)
+        if not limits:
+            return None
+        try:
+            attached, used = self._usage(node, csi_node)
+        except _LookupError as exc:
+            return Status(Code.ERROR, str(exc))
         wanted: dict[str, int] = {}
-        for driver in new.values():
-            wanted[driver] = wanted.get(driver, 0) + 1
+        for unique, driver in new.items():
+            if unique not in attached:
+                wanted[driver] = wanted.get(driver, 0) + 1
         for driver, count in wanted.items():
             limit = limits.get(driver)
             if limit is not None and used.get(driver, 0) + count > limit:

@@ -110,6 +110,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
 
     def __init__(self, store: StorageStore | None = None) -> None:
         self.store = store if store is not None else StorageStore()
+        self._cols: dict[str, np.ndarray] = {}
+        self._cols_key: tuple[int, int, int] | None = None
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> VolumeZone:
@@ -176,8 +178,36 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         topo = self._topologies(state, pod)
         if isinstance(topo, Status):
             return None  # the per-node form reports it
+        if not topo:
+            return np.ones(len(idx), dtype=bool)
+        cols = self._label_columns(snapshot)
+        out = ~cols[""][idx]  # nodes without any zone/region label fit
+        ok = np.ones(len(idx), dtype=bool)
+        for key, values in topo:
+            v = cols[key][idx]
+            ga = _TO_GA.get(key)
+            if ga is not None:
+                missing = v == None  # noqa: E711  (elementwise on an object array)
+                v = np.where(missing, cols[ga][idx], v)
+            # Set membership in Python: the values may mix None and strings, which numpy's
+            # sorting-based isin cannot order.
+            ok &= np.fromiter((x in values for x in v.tolist()), dtype=bool, count=len(v))
+        return out | ok
+
+    def _label_columns(self, snapshot: Snapshot) -> dict[str, np.ndarray]:
+        """Per topology label, each node's value (None when absent), plus "" = has any of
+        them; rebuilt only when the node list or some node's labels change."""
+        seq = snapshot.label_seq
+        key = (id(snapshot), snapshot.epoch, int(seq.max()) if len(seq) else 0)
+        if self._cols_key == key:
+            return self._cols
         infos = snapshot.node_infos
-        return np.fromiter((_fits(topo, infos[i].labels) for i in idx.tolist()), dtype=bool, count=len(idx))
+        cols: dict[str, np.ndarray] = {}
+        for label in TOPOLOGY_LABELS:
+            cols[label] = np.array([ni.labels.get(label) for ni in infos] + [None], dtype=object)[:-1]
+        cols[""] = np.array([any(k in ni.labels for k in TOPOLOGY_LABELS) for ni in infos], dtype=bool)
+        self._cols, self._cols_key = cols, key
+        return cols
 
     # -- queueing ------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
