@@ -61,8 +61,9 @@ def _cluster(r: random.Random) -> list[dict[str, Any]]:
                 )
         # else: the claim does not exist
         claims.append(name)
+    running = r.choice([0.0, 0.5])  # also clusters where no pod uses a volume yet
     for k in range(n):
-        if r.random() < 0.5:
+        if r.random() < running:
             vols = [{"name": "v", "persistentVolumeClaim": {"claimName": r.choice(claims)}}]
             docs.append(make_pod(f"run-{k}", node_name=f"node-{r.randrange(n)}", volumes=vols))
     for k in range(30):

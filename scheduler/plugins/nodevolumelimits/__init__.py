@@ -77,6 +77,42 @@ def volume_limits(csi_node: CSINode | None) -> dict[str, int]:
     return csi_node.limits if csi_node is not None else {}
 
 
+class _Columns:
+    """NodeVolumeLimits' per-position view of the snapshot: volume counts and limits per
+    driver (limit -1 = none reported), and where each volume is attached."""
+
+    __slots__ = ("attached_at", "attached_by_pos", "exact", "key", "limit", "n", "seq", "used")
+
+    def __init__(self, key: tuple[int, int, int], n: int) -> None:
+        self.key = key
+        self.n = n
+        self.seq = np.full(n, -1, dtype=np.int64)
+        self.used: dict[str, np.ndarray] = {}
+        self.limit: dict[str, np.ndarray] = {}
+        self.attached_at: dict[str, set[int]] = {}
+        self.attached_by_pos: dict[int, tuple[str, ...]] = {}
+        self.exact: set[int] = set()
+
+    def column(self, table: dict[str, np.ndarray], driver: str, fill: int) -> np.ndarray:
+        col = table.get(driver)
+        if col is None:
+            col = table[driver] = np.full(self.n, fill, dtype=np.int64)
+        return col
+
+    def clear(self, p: int) -> None:
+        for col in self.used.values():
+            col[p] = 0
+        for col in self.limit.values():
+            col[p] = -1
+        for unique in self.attached_by_pos.pop(p, ()):
+            holders = self.attached_at.get(unique)
+            if holders is not None:
+                holders.discard(p)
+                if not holders:
+                    del self.attached_at[unique]
+        self.exact.discard(p)
+
+
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = NAME
 
@@ -87,6 +123,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         self.prefix = volume_id_prefix if volume_id_prefix is not None else secrets.token_hex(16)
         # node name -> ((store version, has CSINode, pod uids), attached volumes, count per driver)
         self._usage_cache: dict[str, tuple[tuple[int, bool, tuple[str, ...]], dict[str, str], dict[str, int]]] = {}
+        self._cols: _Columns | None = None
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> NodeVolumeLimits:
@@ -195,28 +232,89 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     ) -> np.ndarray | None:
         if not pod.volumes:
             return np.ones(len(idx), dtype=bool)
-        # A pod's own volumes depend on the node only through "has a CSINode" (migration).
-        by_presence: dict[bool, dict[str, str] | Status] = {}
-        csi_nodes = self.store.csi_nodes
-        infos = snapshot.node_infos
-        out = np.empty(len(idx), dtype=bool)
-        for j, i in enumerate(idx.tolist()):
-            ni = infos[i]
-            csi_node = csi_nodes.get(ni.name)
-            present = csi_node is not None
-            new = by_presence.get(present)
-            if new is None:
-                new = by_presence[present] = self._new_volumes(pod, csi_node)
-            if isinstance(new, Status):
-                if new.code == Code.ERROR:
-                    raise StatusError(new)
-                out[j] = False
+        # The pod's own volumes depend on the node only through "has a CSINode" (migration),
+        # and lookup failures not at all; nodes without a CSINode have no limits.
+        without = self._new_volumes(pod, None)
+        if isinstance(without, Status):
+            if without.code == Code.ERROR:
+                raise StatusError(without)
+            return np.zeros(len(idx), dtype=bool)
+        if not self.store.csi_nodes:
+            return np.ones(len(idx), dtype=bool)
+        cols = self._columns(snapshot)
+        new = self._new_volumes(pod, next(iter(self.store.csi_nodes.values())))
+        if isinstance(new, Status):  # cannot differ from ``without``; kept for safety
+            if new.code == Code.ERROR:
+                raise StatusError(new)
+            return np.zeros(len(idx), dtype=bool)
+        if not new:
+            return np.ones(len(idx), dtype=bool)
+        wanted: dict[str, int] = {}
+        for driver in new.values():
+            wanted[driver] = wanted.get(driver, 0) + 1
+        fail = np.zeros(len(idx), dtype=bool)
+        for driver, count in wanted.items():
+            lim = cols.limit.get(driver)
+            if lim is None:
                 continue
-            st = self._check_node(new, ni, csi_node)
-            if st is not None and st.code == Code.ERROR:
-                raise StatusError(st)
-            out[j] = st is None
+            lim_i = lim[idx]
+            used = cols.used.get(driver)
+            used_i = used[idx] if used is not None else 0
+            fail |= (lim_i >= 0) & (used_i + count > lim_i)
+        out = ~fail
+        # Nodes where one of the pod's volumes is already attached (it does not count twice),
+        # or whose usage could not be read, get the exact per-node check.
+        exact: set[int] = set(cols.exact)
+        for unique in new:
+            exact |= cols.attached_at.get(unique, set())
+        if exact:
+            infos = snapshot.node_infos
+            csi_nodes = self.store.csi_nodes
+            pos = {p: j for j, p in enumerate(idx.tolist())}
+            for p in exact:
+                j = pos.get(p)
+                if j is None:
+                    continue
+                ni = infos[p]
+                st = self._check_node(new, ni, csi_nodes.get(ni.name))
+                if st is not None and st.code == Code.ERROR:
+                    raise StatusError(st)
+                out[j] = st is None
         return out
+
+    def _columns(self, snapshot: Snapshot) -> _Columns:
+        """Per-driver used counts and limits over the snapshot's node positions, refreshed for
+        the positions whose NodeInfo changed since the last call."""
+        c = self._cols
+        key = (id(snapshot), snapshot.epoch, self.store.version)
+        if c is None or c.key != key:
+            c = self._cols = _Columns(key, len(snapshot.node_infos))
+            changed: list[int] = list(range(len(snapshot.node_infos)))
+        else:
+            changed = np.flatnonzero(snapshot.node_seq != c.seq).tolist()
+        if changed:
+            infos = snapshot.node_infos
+            csi_nodes = self.store.csi_nodes
+            for p in changed:
+                ni = infos[p]
+                csi_node = csi_nodes.get(ni.name)
+                c.clear(p)
+                if csi_node is None:
+                    continue
+                for driver, limit in csi_node.limits.items():
+                    c.column(c.limit, driver, -1)[p] = limit
+                try:
+                    attached, used = self._usage(ni, csi_node)
+                except _LookupError:
+                    c.exact.add(p)
+                    continue
+                for driver, count in used.items():
+                    c.column(c.used, driver, 0)[p] = count
+                for unique in attached:
+                    c.attached_at.setdefault(unique, set()).add(p)
+                c.attached_by_pos[p] = tuple(attached)
+            c.seq = snapshot.node_seq.copy()
+        return c
 
     def _usage(self, node: NodeInfo, csi_node: CSINode | None) -> tuple[dict[str, str], dict[str, int]]:
         """The node's attached volumes (unique name -> driver) from its pods, and the volume
