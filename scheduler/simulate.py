@@ -130,6 +130,10 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
 class _StaticBinder:
     """Stands in for the API: the binding always succeeds."""
 
+    # Offline: plugins that would write to the API (VolumeBinding's PreBind) keep their
+    # assumed state instead.
+    offline = True
+
     async def bind(self, pod: PodInfo, node: str) -> None:
         return None
 

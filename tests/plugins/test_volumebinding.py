@@ -499,3 +499,27 @@ def test_translated_affinity_from_labels_and_beta_region() -> None:
     assert keys == ["topology.cinder.csi.openstack.org/zone", "topology.kubernetes.io/region"]
     # Azure disk keeps its affinity untouched.
     assert translated_node_affinity(PersistentVolume(pv("p", source={"azureDisk": {"diskURI": "u"}}))) is None
+
+
+def test_prebind_live_client_without_volume_api_fails_safely() -> None:
+    # A live binder that cannot write PVs/PVCs must not let the pod bind with unbound claims.
+    from scheduler.framework.interface import Handle
+    from scheduler.snapshot import Listers, Snapshot
+
+    class PodOnlyClient:
+        async def bind(self, pod: PodInfo, node: str) -> None:
+            return None
+
+    listers = Listers()
+    for o in (WAIT, unbound("pvc-a", "wait-sc", "1Gi"), avail("pv-a", "wait-sc")):
+        listers.storage.apply(o["kind"], o)
+    pl = VolumeBinding.new(None, Handle(Snapshot(), listers, client=PodOnlyClient()))
+    state = CycleState()
+    p, n = pod("pvc-a"), node("node-a")
+    assert pl.pre_filter(state, p, [n]) is None
+    assert pl.filter(state, p, n) is None
+    assert pl.reserve(state, p, "node-a") is None
+    got = asyncio.run(pl.pre_bind(state, p, "node-a"))
+    assert got == Status(Code.ERROR, "volume binding: no PersistentVolume API client is configured")
+    pl.unreserve(state, p, "node-a")
+    assert pl.binder.cache.get_pv("pv-a").claim_ref is None

@@ -290,8 +290,13 @@ class VolumeBinding(
             return Status(Code.ERROR, f"no pod volume found for node {go_quote(node_name)}")
         api = self.api
         if api is None:
-            # Offline: the assumed bindings stand in for the API's answer.
-            return None
+            client = self.handle.client if self.handle is not None else None
+            if client is None or getattr(client, "offline", False):
+                # Offline (simulate, unit tests): the assumed bindings stand in for the API.
+                return None
+            # Live without a volume API: binding the pod now would leave its claims unbound
+            # for good, so fail PreBind (Unreserve reverts, the pod is retried).
+            return Status(Code.ERROR, "volume binding: no PersistentVolume API client is configured")
         if self._node_lookup is not None:
             node = self._node_lookup(node_name)
         else:
