@@ -290,8 +290,7 @@ class VolumeBinding(
             return Status(Code.ERROR, f"no pod volume found for node {go_quote(node_name)}")
         api = self.api
         if api is None:
-            client = self.handle.client if self.handle is not None else None
-            if client is None or getattr(client, "offline", False):
+            if self.handle is None or getattr(self.handle.client, "offline", False):
                 # Offline (simulate, unit tests): the assumed bindings stand in for the API.
                 return None
             # Live without a volume API: binding the pod now would leave its claims unbound
