@@ -28,7 +28,7 @@ from scheduler import log as logconf
 from scheduler.algorithm import Algorithm
 from scheduler.binder import Binder, KubeCoreAPI, TokenBucket
 from scheduler.cache import Cache
-from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
 from scheduler.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework, FrameworkError
@@ -113,7 +113,7 @@ class App:
         metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics)
-        self.watcher = Watcher(self.scheduler, lambda: creds)
+        self.watcher = Watcher(self.scheduler, lambda: creds, on_error=metrics.object_error)
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
@@ -312,7 +312,7 @@ def main(args: argparse.Namespace) -> int:
         metrics = Metrics()
         frameworks, handles, snapshot, listers = build(cfg, metrics)
     except (ConfigError, FrameworkError) as exc:
-        print(f"error: {cfg_name}: {exc}", file=sys.stderr)
+        print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
     for name in cfg.not_available:
         log.warning("plugin_not_available", plugin=name)

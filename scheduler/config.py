@@ -878,6 +878,8 @@ def load_config(path: str | None, registry: Mapping[str, type[Plugin]] | None = 
             text = fh.read()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}") from None
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
@@ -888,6 +890,12 @@ def load_config(path: str | None, registry: Mapping[str, type[Plugin]] | None = 
     if not isinstance(doc, Mapping):
         raise ConfigError(f"{path}: invalid config: top level must be a mapping, got {_type_name(doc)}")
     return parse_config(doc, registry)
+
+
+def error_line(where: str, exc: Exception) -> str:
+    """``where: message`` once: file-level errors (unreadable, not UTF-8, bad YAML) already name it."""
+    msg = str(exc)
+    return msg if msg.startswith(where + ":") else f"{where}: {msg}"
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -99,6 +99,13 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.object_errors = Counter(
+            "pyscheduler_object_errors",
+            "Objects that could not be handled, by kind and stage (watch: not parsed; cycle: the "
+            "pod's scheduling cycle raised). Each stays contained to that object.",
+            ["kind", "stage"],
+            registry=r,
+        )
         self.leader = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
@@ -126,6 +133,9 @@ class Metrics:
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self.schedule_attempts.labels(result, profile).inc()
         self.scheduling_attempt_duration.labels(result, profile).observe(seconds)
+
+    def object_error(self, kind: str, stage: str = "watch") -> None:
+        self.object_errors.labels(kind, stage).inc()
 
     def exposition(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -29,7 +29,11 @@ from scheduler.podrequests import (
     StatusResources,
     calculate_resource,
 )
-from scheduler.quantity import int_value, milli_value
+from scheduler.quantity import QuantityError, wrap64
+from scheduler.quantity import parse as parse_quantity
+from scheduler.validation import AFFINITY, NODE, POD, SPREAD_CONSTRAINTS, TOLERATIONS, FieldError, check, object_error
+from scheduler.validation import NAMESPACE as NAMESPACE_SCHEMA
+from scheduler.validation import OWNER as OWNER_SCHEMA
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -53,8 +57,21 @@ def is_hugepages(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
 
 
-def _quantity(name: str, value: Any) -> int:
-    return milli_value(value) if name == CPU else int_value(value)
+def _bad_value(path: str, message: str) -> ValueError:
+    # Without a path (pod maps, converted in bulk) a plain error lets the schema check name the field.
+    return FieldError(path, message) if path else QuantityError(message)
+
+
+def _quantity(name: str, value: Any, path: str = "") -> int:
+    """Upstream Resource.Add's conversion (MilliValue for cpu, Value otherwise), which never fails
+    and wraps or zeroes past int64 (scheduler.quantity); refused where the API server refuses."""
+    try:
+        q = parse_quantity(value)
+    except QuantityError as exc:
+        raise _bad_value(path, f'Invalid value: "{value}": {exc}') from None
+    if q.value < 0:
+        raise _bad_value(path, f'Invalid value: "{value}": must be greater than or equal to 0')
+    return q.milli() if name == CPU else q.int_value()
 
 
 class Resource:
@@ -77,10 +94,12 @@ class Resource:
         self.scalar: dict[str, int] = scalar if scalar is not None else {}
 
     @staticmethod
-    def from_list(raw: Mapping[str, Any] | None) -> Resource:
+    def from_list(raw: Mapping[str, Any] | None, path: str = "") -> Resource:
         r = Resource()
+        if raw and type(raw) is not dict and not isinstance(raw, Mapping):
+            raise FieldError(path, "expected an object of quantities")
         for name, q in (raw or {}).items():
-            r.set(str(name), _quantity(str(name), q))
+            r.set(str(name), _quantity(str(name), q, f"{path}[{name}]"))
         return r
 
     def get(self, name: str) -> int:
@@ -107,12 +126,13 @@ class Resource:
             self.scalar[name] = value
 
     def add(self, other: Resource, sign: int = 1) -> None:
-        self.milli_cpu += sign * other.milli_cpu
-        self.memory += sign * other.memory
-        self.ephemeral_storage += sign * other.ephemeral_storage
-        self.allowed_pod_number += sign * other.allowed_pod_number
+        # Go int64 sums: wrap instead of growing past what the numpy columns hold.
+        self.milli_cpu = wrap64(self.milli_cpu + sign * other.milli_cpu)
+        self.memory = wrap64(self.memory + sign * other.memory)
+        self.ephemeral_storage = wrap64(self.ephemeral_storage + sign * other.ephemeral_storage)
+        self.allowed_pod_number = wrap64(self.allowed_pod_number + sign * other.allowed_pod_number)
         for k, v in other.scalar.items():
-            self.scalar[k] = self.scalar.get(k, 0) + sign * v
+            self.scalar[k] = wrap64(self.scalar.get(k, 0) + sign * v)
 
     def clone(self) -> Resource:
         return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar))
@@ -525,6 +545,14 @@ class PodInfo:
     )
 
     def __init__(self, raw: Raw) -> None:
+        try:
+            self._parse(raw)
+        except Exception as exc:
+            # One line naming the pod and the field; the caller decides what to do with it.
+            ns = (raw.get("metadata") or {}).get("namespace") if isinstance(raw, Mapping) else None
+            raise object_error("Pod", raw, POD, exc, "" if ns else "default") from None
+
+    def _parse(self, raw: Raw) -> None:
         meta = raw.get("metadata") or {}
         spec = raw.get("spec") or {}
         status = raw.get("status") or {}
@@ -544,12 +572,23 @@ class PodInfo:
         self.node_name: str = str(spec.get("nodeName") or "")
         self.scheduler_name: str = str(spec.get("schedulerName") or "default-scheduler")
         self.priority: int = int(spec.get("priority") or 0)
+        if not -(2**31) <= self.priority < 2**31:
+            raise FieldError("spec.priority", f'Invalid value: "{self.priority}": must be a 32-bit integer')
         self.preemption_policy: str = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
         self.scheduling_gates = tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [])
         self.phase: str = str(status.get("phase") or "")
         self.nominated_node_name: str = str(status.get("nominatedNodeName") or "")
         self.start_ts = _parse_time(status.get("startTime"))
-        self.tolerations = _parse_tolerations(spec.get("tolerations"))
+        # Subtrees where a wrong type would parse quietly into nonsense: checked when present.
+        tolerations, affinity = spec.get("tolerations"), spec.get("affinity")
+        spread = spec.get("topologySpreadConstraints")
+        if tolerations:
+            check(tolerations, TOLERATIONS, "spec.tolerations")
+        if affinity:
+            check(affinity, AFFINITY, "spec.affinity")
+        if spread:
+            check(spread, SPREAD_CONSTRAINTS, "spec.topologySpreadConstraints")
+        self.tolerations = _parse_tolerations(tolerations)
         self.node_selector: dict[str, str] = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         self.volumes: tuple[Raw, ...] = tuple(spec.get("volumes") or [])
 
@@ -564,13 +603,15 @@ class PodInfo:
         for c in (*sidecars, *containers):
             for p in c.get("ports") or []:
                 hp = int(p.get("hostPort") or 0)
+                if not 0 <= hp <= 65535:
+                    raise ValueError(f"hostPort {hp} out of range")  # the schema check names the port
                 if hp > 0:
                     ports.append(HostPort(str(p.get("hostIP") or ""), str(p.get("protocol") or "TCP"), hp))
         self.host_ports = tuple(ports)
 
         self._compute_requests(raw)
 
-        affinity = spec.get("affinity") or {}
+        affinity = affinity or {}
         na = affinity.get("nodeAffinity") or {}
         self.node_affinity_required: NodeSelector | None = NodeSelector.parse(
             na.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -593,7 +634,7 @@ class PodInfo:
         self.anti_affinity_preferred = _parse_weighted_terms(
             paa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, lbl
         )
-        self.spread_constraints = _parse_spread_constraints(spec.get("topologySpreadConstraints"), self.labels)
+        self.spread_constraints = _parse_spread_constraints(spread, self.labels)
 
     def _compute_requests(self, raw: Raw) -> None:
         requests, self.non0_cpu, self.non0_mem = calculate_resource(pod_resource_inputs(raw))
@@ -693,24 +734,38 @@ class NodeInfo:
         self.set_node(raw)
 
     def set_node(self, raw: Raw) -> None:
-        meta = raw.get("metadata") or {}
-        spec = raw.get("spec") or {}
-        status = raw.get("status") or {}
+        """Take a new Node object; on a bad object raise ObjectError and keep the old one."""
+        try:
+            meta = raw.get("metadata") or {}
+            spec = raw.get("spec") or {}
+            status = raw.get("status") or {}
+            name = str(meta.get("name", ""))
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            taints = _parse_taints(spec.get("taints"))
+            # API-server defaulting: allocatable defaults to capacity.
+            alloc = status.get("allocatable")
+            path = "status.allocatable"
+            if alloc is None:
+                alloc, path = status.get("capacity"), "status.capacity"
+            allocatable = Resource.from_list(alloc, path)
+            # The node's own report, a later entry winning for a repeated name.
+            sizes = dict(node_image_entries(raw))
+            # status.declaredFeatures as published (the API keeps it sorted and unique); the
+            # NodeDeclaredFeatures plugin maps it onto its feature registry.
+            declared = tuple(str(f) for f in status.get("declaredFeatures") or ())
+            unschedulable = spec.get("unschedulable")
+            if not isinstance(unschedulable, bool | None):
+                raise FieldError("spec.unschedulable", f"expected a boolean, got {unschedulable!r}")
+        except Exception as exc:
+            raise object_error("Node", raw, NODE, exc) from None
         self.raw = raw
-        self.name = str(meta.get("name", ""))
-        self.labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-        self.taints = _parse_taints(spec.get("taints"))
-        self.unschedulable = bool(spec.get("unschedulable"))
-        # API-server defaulting: allocatable defaults to capacity.
-        alloc = status.get("allocatable")
-        if alloc is None:
-            alloc = status.get("capacity")
-        self.allocatable = Resource.from_list(alloc)
-        # The node's own report, a later entry winning for a repeated name.
-        self.image_sizes = dict(node_image_entries(raw))
-        # status.declaredFeatures as published (the API keeps it sorted and unique); the
-        # NodeDeclaredFeatures plugin maps it onto its feature registry.
-        self.declared_features = tuple(str(f) for f in status.get("declaredFeatures") or ())
+        self.name = name
+        self.labels = labels
+        self.taints = taints
+        self.unschedulable = bool(unschedulable)
+        self.allocatable = allocatable
+        self.image_sizes = sizes
+        self.declared_features = declared
 
     @property
     def node_present(self) -> bool:
@@ -738,8 +793,8 @@ class NodeInfo:
 
     def _account(self, pod: PodInfo, sign: int) -> None:
         self.requested.add(pod.requests, sign)
-        self.non0_cpu += sign * pod.non0_cpu
-        self.non0_mem += sign * pod.non0_mem
+        self.non0_cpu = wrap64(self.non0_cpu + sign * pod.non0_cpu)
+        self.non0_mem = wrap64(self.non0_mem + sign * pod.non0_mem)
         for hp in pod.host_ports:
             ip = hp.host_ip or "0.0.0.0"
             k = (hp.protocol, hp.port)
@@ -786,8 +841,12 @@ class NamespaceInfo:
 
     @staticmethod
     def parse(raw: Raw) -> NamespaceInfo:
-        meta = raw.get("metadata") or {}
-        return NamespaceInfo(str(meta.get("name", "")), {str(k): str(v) for k, v in (meta.get("labels") or {}).items()})
+        try:
+            meta = raw.get("metadata") or {}
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            return NamespaceInfo(str(meta.get("name", "")), labels)
+        except Exception as exc:
+            raise object_error("Namespace", raw, NAMESPACE_SCHEMA, exc) from None
 
 
 @dataclass(slots=True)
@@ -801,6 +860,13 @@ class SelectorOwner:
 
     @staticmethod
     def parse(raw: Raw) -> SelectorOwner:
+        try:
+            return SelectorOwner._parse(raw)
+        except Exception as exc:
+            raise object_error(str(raw.get("kind") or "Object"), raw, OWNER_SCHEMA, exc) from None
+
+    @staticmethod
+    def _parse(raw: Raw) -> SelectorOwner:
         meta = raw.get("metadata") or {}
         kind = str(raw.get("kind", ""))
         spec = raw.get("spec") or {}

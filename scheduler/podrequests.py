@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduler.quantity import wrap64
+
 CPU = "cpu"
 MEMORY = "memory"
 
@@ -71,8 +73,9 @@ class PodResourceInputs:
 
 
 def _add(acc: dict[str, int], other: ResourceMap) -> None:
+    # Sums stay int64 as in Go (values past the range come from quantities like 1E: see quantity.py).
     for k, v in other.items():
-        acc[k] = acc.get(k, 0) + v
+        acc[k] = wrap64(acc.get(k, 0) + v)
 
 
 def _max(acc: dict[str, int], other: ResourceMap) -> None:

@@ -228,11 +228,8 @@ class Scheduler:
                 break
             try:
                 self.schedule_one(q)
-            except Exception:
-                # A bug in one cycle must not take the loop down; the pod goes back with backoff.
-                log.exception("scheduling_cycle_crashed", pod=q.pod.key)
-                q.unschedulable_plugins = set()
-                self.queue.add_unschedulable_if_not_present(q)
+            except Exception as exc:
+                self._cycle_crashed(q, exc)
             # Let the watcher and the binding tasks run between cycles.
             await asyncio.sleep(0)
 
@@ -256,6 +253,19 @@ class Scheduler:
         )
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
+
+    def _cycle_crashed(self, q: QueuedPodInfo, exc: Exception) -> None:
+        """A cycle that raised costs only its pod: logged, counted, evented, back with backoff."""
+        log.exception("scheduling_cycle_crashed", pod=q.pod.key)
+        self.metrics.object_error("Pod", "cycle")
+        q.unschedulable_plugins = set()
+        fw = self.frameworks.get(q.pod.scheduler_name)
+        if fw is None:
+            self.queue.add_unschedulable_if_not_present(q)
+            return
+        self.metrics.attempt(ERROR, fw.profile_name, 0.0)
+        message = f"scheduling cycle failed: {type(exc).__name__}: {exc}"
+        self._failure(fw, q, Status(Code.ERROR, message), message)
 
     def _cycle_failed(self, fw: Framework, q: QueuedPodInfo, out: CycleOutcome, start: float) -> None:
         st = out.status or Status(Code.ERROR, "scheduling failed without a status")

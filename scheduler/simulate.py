@@ -18,7 +18,7 @@ import yaml
 
 from scheduler.algorithm import Algorithm
 from scheduler.cache import Cache
-from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
 from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
 from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.objects import NamespaceInfo, PodInfo, SelectorOwner
@@ -27,6 +27,7 @@ from scheduler.queue import sort_queued
 from scheduler.schedule_one import CycleOutcome, scheduling_cycle
 from scheduler.snapshot import Listers, Snapshot
 from scheduler.storage import STORAGE_KINDS
+from scheduler.validation import STORAGE, FieldError, ObjectError, check, object_error
 
 KNOWN_KINDS = {
     "Node",
@@ -46,6 +47,8 @@ KNOWN_KINDS = {
     "ReplicationController",
 }
 OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+# Kinds whose outline is checked on input: the storage model's kinds plus PodDisruptionBudget.
+CHECKED_KINDS = (*STORAGE_KINDS, "PodDisruptionBudget")
 
 
 class InputError(Exception):
@@ -62,6 +65,8 @@ def load_documents(path: str) -> list[dict[str, Any]]:
             text = f.read()
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}") from None
     try:
         if path.endswith(".json"):
             docs: list[Any] = [json.loads(text)]
@@ -87,6 +92,9 @@ def load_documents(path: str) -> list[dict[str, Any]]:
         meta = doc.get("metadata")
         if not isinstance(meta, Mapping) or not meta.get("name"):
             raise InputError(f"{path}: {where}: {kind} has no metadata.name")
+        for f in ("name", "namespace"):
+            if meta.get(f) is not None and not isinstance(meta.get(f), str):
+                raise InputError(f"{path}: {where}: {kind}: metadata.{f}: expected a string, got {meta.get(f)!r}")
         out.append(dict(doc))
 
     for i, d in enumerate(docs):
@@ -106,6 +114,12 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
     c = Cluster()
     for d in docs:
         kind = d["kind"]
+        if kind in CHECKED_KINDS:
+            # The volume plugins read these during cycles: their outline is checked here.
+            try:
+                check(d, STORAGE, "")
+            except FieldError as fe:
+                raise object_error(kind, d, STORAGE, fe) from None
         if kind == "Node":
             c.nodes.append(d)
         elif kind == "Pod":
@@ -172,6 +186,7 @@ class Simulator:
         for n in cluster.nodes:
             self.cache.add_node(n)
         self.pending: list[QueuedPodInfo] = []
+        self.current: PodInfo | None = None  # the pod being attempted (for error lines)
         # Pods PreEnqueue holds back (SchedulingGates): never attempted, as upstream.
         self.gated: list[tuple[PodInfo, str]] = []
         for seq, raw in enumerate(cluster.pods):
@@ -195,7 +210,9 @@ class Simulator:
     def attempts(self) -> Iterator[CycleOutcome]:
         for q in self.pending:
             q.attempts += 1
+            self.current = q.pod
             yield self.attempt(q.pod)
+        self.current = None
 
     def attempt(self, pod: PodInfo) -> CycleOutcome:
         fw = self.frameworks[pod.scheduler_name]
@@ -306,13 +323,17 @@ def run(
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ConfigError as exc:
-        print(f"error: {config_path or 'default configuration'}: {exc}", file=sys.stderr)
+        print(f"error: {error_line(config_path or 'default configuration', exc)}", file=sys.stderr)
         return 2
     except FrameworkError as exc:
         print(f"error: {config_path or 'default configuration'}: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError) as exc:
+    except ObjectError as exc:
         print(f"error: {cluster_path}: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        # Last resort for a shape the checks above do not know: still one line, still exit 2.
+        print(f"error: {cluster_path}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     if cluster.ignored_kinds:
         print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
@@ -325,7 +346,17 @@ def run(
     attempts = 0
     write = stream.write
     t0 = time.perf_counter()
-    for out in sim.attempts():
+    attempts_iter = sim.attempts()
+    while True:
+        try:
+            out = next(attempts_iter)
+        except StopIteration:
+            break
+        except Exception as exc:
+            # Something in the file the checks at load time let through: name the pod, exit 2.
+            pod = sim.current.key if sim.current is not None else "?"
+            print(f"error: {cluster_path}: Pod {pod}: scheduling failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
         attempts += 1
         if out.node is not None:
             placed += 1
@@ -340,8 +371,8 @@ def run(
             _human(sim, out, stream)
     elapsed = time.perf_counter() - t0
     if output == "text":
-        for pod, why in sim.gated:
-            write(f"{pod.key}: not attempted ({why})\n")
+        for gated, why in sim.gated:
+            write(f"{gated.key}: not attempted ({why})\n")
         write(f"{placed}/{attempts} pods scheduled\n")
     if stats:
         rate = attempts / elapsed if elapsed > 0 else 0.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 
 import numpy as np
+import structlog
 
 from scheduler.objects import (
     NamespaceInfo,
@@ -35,6 +36,8 @@ def zone_key(labels: dict[str, str]) -> str:
 
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
+log = structlog.get_logger(__name__)
+
 
 class NodeColumns:
     """Per-node numbers as numpy arrays, indexed like ``Snapshot.node_infos``."""
@@ -51,6 +54,7 @@ class NodeColumns:
         "non0_cpu",
         "non0_mem",
         "num_pods",
+        "poisoned",
         "req_cpu",
         "req_eph",
         "req_mem",
@@ -61,6 +65,7 @@ class NodeColumns:
 
     def __init__(self, n: int) -> None:
         self.n = n
+        self.poisoned = 0  # nodes whose numbers could not be stored (see _poison)
         z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
         self.alloc_cpu = z()
         self.alloc_mem = z()
@@ -80,12 +85,38 @@ class NodeColumns:
         self.scalar_req: dict[str, np.ndarray] = {}
 
     def set_node(self, i: int, ni: NodeInfo) -> None:
+        try:
+            self._set_node(i, ni)
+        except (OverflowError, ValueError, TypeError) as exc:
+            self._poison(i, ni, exc)
+
+    def set_usage(self, i: int, ni: NodeInfo) -> None:
+        try:
+            self._set_usage(i, ni)
+        except (OverflowError, ValueError, TypeError) as exc:
+            self._poison(i, ni, exc)
+
+    def _poison(self, i: int, ni: NodeInfo, exc: Exception) -> None:
+        """A node whose numbers do not fit the columns: it offers nothing, the others are untouched.
+
+        objects.py keeps every number inside int64, so this is a last line of defence.
+        """
+        self.poisoned += 1
+        log.error("node_columns_failed", node=ni.name, error=str(exc))
+        for col in (self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods):
+            col[i] = 0
+        for d in (self.scalar_alloc, self.scalar_req):
+            for arr in d.values():
+                arr[i] = 0
+        self.unschedulable[i] = True
+
+    def _set_node(self, i: int, ni: NodeInfo) -> None:
         a = ni.allocatable
         self.alloc_cpu[i] = a.milli_cpu
         self.alloc_mem[i] = a.memory
         self.alloc_eph[i] = a.ephemeral_storage
         self.alloc_pods[i] = a.allowed_pod_number
-        self.set_usage(i, ni)
+        self._set_usage(i, ni)
         self.unschedulable[i] = ni.unschedulable
         self.has_hard_taint[i] = any(t.effect in _HARD_EFFECTS for t in ni.taints)
         self.has_prefer_taint[i] = any(t.effect == "PreferNoSchedule" for t in ni.taints)
@@ -94,7 +125,7 @@ class NodeColumns:
             self._scalar(name)
             self.scalar_alloc[name][i] = a.scalar.get(name, 0)
 
-    def set_usage(self, i: int, ni: NodeInfo) -> None:
+    def _set_usage(self, i: int, ni: NodeInfo) -> None:
         r = ni.requested
         self.req_cpu[i] = r.milli_cpu
         self.req_mem[i] = r.memory

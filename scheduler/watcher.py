@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import kopf
 import structlog
 
+from scheduler.validation import ObjectError
+
 log = structlog.get_logger(__name__)
 
 
@@ -77,8 +79,14 @@ def make_settings() -> kopf.OperatorSettings:
 
 
 class Watcher:
-    def __init__(self, handlers: Handlers, credentials: Callable[[], Credentials]) -> None:
+    def __init__(
+        self,
+        handlers: Handlers,
+        credentials: Callable[[], Credentials],
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         self.handlers = handlers
+        self.on_error = on_error  # called with the kind of an object that could not be handled
         self.credentials = credentials
         self.registry = kopf.OperatorRegistry()
         self.settings = make_settings()
@@ -136,12 +144,21 @@ class Watcher:
                 self.handlers.on_namespace(etype, raw)
             else:
                 self.handlers.on_owner(kind, etype, raw)
-        except Exception:
-            # One bad object must not stop the watch of all others.
+        except Exception as exc:
+            # One bad object must not stop the watch of all others; its last good version stays.
             self.errors += 1
             meta = raw.get("metadata") or {}
-            log.exception("watch_event_failed", kind=kind, event=etype, name=meta.get("name"),
-                          namespace=meta.get("namespace"))
+            fields: dict[str, Any] = {"kind": kind, "watch_event": etype, "name": meta.get("name"),
+                                      "namespace": meta.get("namespace")}
+            if kind in ("Pod", "Node"):
+                fields[kind.lower()] = (f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+                                        if kind == "Pod" else meta.get("name"))
+            if isinstance(exc, ObjectError):
+                log.error("object_rejected", field=exc.path, error=str(exc), **fields)
+            else:
+                log.exception("watch_event_failed", **fields)
+            if self.on_error is not None:
+                self.on_error(kind)
 
     def has_seen(self, kind: str, uids: set[str]) -> set[str]:
         """The uids of ``uids`` this watcher has not delivered yet."""

@@ -43,7 +43,8 @@ def test_quantity(text: str, milli: int, value: int) -> None:
     assert int_value(text) == value
 
 
-@pytest.mark.parametrize("bad", ["", "1.2.3", "1Qi", "Gi", "1 Gi", "abc", "--1"])
+# "Gi" alone parses as 0 upstream (empty numerator), so it is not in this list.
+@pytest.mark.parametrize("bad", ["", "1.2.3", "1Qi", "1 Gi", "abc", "--1"])
 def test_quantity_rejects(bad: str) -> None:
     with pytest.raises(QuantityError):
         milli_value(bad)
