@@ -13,6 +13,7 @@ from typing import Any
 
 from scheduler.labels import LabelSelector, NodeSelector
 from scheduler.quantity import QuantityError, int_value
+from scheduler.validation import ANY, BOOL, STORAGE, STR, object_error
 
 Raw = Mapping[str, Any]
 
@@ -336,11 +337,16 @@ class StorageStore:
 
     def apply(self, kind: str, raw: Raw) -> Any:
         """Add or update one object (the watcher's hook); returns the parsed object, or None
-        for a kind this store does not hold."""
+        for a kind this store does not hold. An object that cannot be parsed raises
+        ``ObjectError`` (one line) and leaves the store unchanged."""
         cls = _PARSERS.get(kind)
         if cls is None:
             return None
-        obj = cls(raw)
+        try:
+            obj = cls(raw)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # One line naming the object (and the field when the outline shows it).
+            raise object_error(kind, raw, STORAGE, exc) from None
         key = getattr(obj, "key", None) or obj.name
         self._table(kind)[key] = obj
         self.version += 1
@@ -405,6 +411,27 @@ class StorageStore:
 
 # ---------------------------------------------------------------------------------------------
 # Pod volumes
+
+# The volume sources the volume plugins read, as objects.py checks them on pod parse (a pod
+# whose sources do not fit is refused with a one-line error instead of failing mid-cycle).
+_RO = {"readOnly": BOOL}
+POD_VOLUMES = [
+    {
+        "name": STR,
+        "persistentVolumeClaim": {"claimName": STR, **_RO},
+        "ephemeral": {"volumeClaimTemplate": ANY},
+        "csi": {"driver": STR, **_RO},
+        "gcePersistentDisk": {"pdName": STR, **_RO},
+        "awsElasticBlockStore": {"volumeID": STR, **_RO},
+        "rbd": {"monitors": [STR], "pool": STR, "image": STR, **_RO},
+        "iscsi": {"iqn": STR, **_RO},
+        "azureDisk": {"diskURI": STR},
+        "azureFile": {"shareName": STR},
+        "cinder": {"volumeID": STR},
+        "portworxVolume": {"volumeID": STR},
+        "vsphereVolume": {"volumePath": STR},
+    }
+]
 
 
 class PodVolume:

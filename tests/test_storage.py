@@ -95,3 +95,32 @@ def test_on_event_returns_old_and_new_for_hints() -> None:
     assert old.storage_class == "silver" and new is None
     assert st.pvcs == {}
     assert st.on_event("Secret", "ADDED", {"metadata": {"name": "s"}}) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "d", "allocatable": {"count": "many"}}]}},
+        {"metadata": {"name": "n"}, "spec": {"drivers": "d"}},
+    ],
+)
+def test_unparseable_object_is_one_line_error_and_store_unchanged(raw: dict) -> None:
+    from scheduler.validation import ObjectError
+
+    st = StorageStore()
+    with pytest.raises(ObjectError) as ei:
+        st.apply("CSINode", raw)
+    assert str(ei.value).startswith("CSINode n: ") and "\n" not in str(ei.value)
+    assert st.csi_nodes == {} and st.version == 0
+
+
+def test_pod_with_malformed_volume_source_is_refused() -> None:
+    from scheduler.objects import PodInfo
+    from scheduler.validation import ObjectError
+
+    raw = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [], "volumes": [{"name": "v", "persistentVolumeClaim": "x"}]},
+    }
+    with pytest.raises(ObjectError, match=r"spec\.volumes\[0\]\.persistentVolumeClaim: expected an object"):
+        PodInfo(raw)
