@@ -230,3 +230,90 @@ def test_capacity_selection() -> None:
         binder.store.apply("CSIStorageCapacity", capacity)
         got = find(binder, pod, node)
         assert got == ([], ["provisioned-pvc"] if ok else [], [] if ok else [ERR_REASON_NOT_ENOUGH_SPACE])
+
+
+def _with(raw: dict, *, version: str | None = None, annotations: dict | None = None, drop_uid: bool = False) -> dict:
+    import copy
+
+    out = copy.deepcopy(raw)
+    if version is not None:
+        out["metadata"]["resourceVersion"] = version
+    if annotations is not None:
+        out["metadata"]["annotations"] = annotations
+    if drop_uid:
+        out["spec"]["claimRef"]["uid"] = ""
+    return out
+
+
+BOUND_1A = tpvc("unbound-pvc", "1G", "bound", "pv-node1a")
+PREBOUND_1A = tpvc("unbound-pvc", "1G", "prebound", "pv-node1a")
+PV_1B_BOUND = tpv("pv-node1b", "node1", "10G", bound_to=UNBOUND2)
+PROV_BOUND = tpvc("provisioned-pvc", "1Gi", "bound", "pv-bound", cls=WAIT_PROV)
+SELECTED_ANN = {"volume.kubernetes.io/selected-node": "node1"}
+
+
+def _prov(raw: dict) -> dict:
+    return _with(raw, annotations={**raw["metadata"].get("annotations", {}), **SELECTED_ANN})
+
+
+CHECK = [
+    # TestCheckBindings: (case, init PVs, init PVCs, bindings (pvc, pv), provisioned PVCs, API PVs, API PVCs, delete PVs, delete PVCs, result)
+    ("nothing-to-bind", [], [], [], [], [], [], False, False, True),
+    ("binding-bound", [PV_1A_BOUND], [BOUND_1A], [(UNBOUND, PV_1A_BOUND)], [], [], [], False, False, True),
+    ("binding-prebound", [PV_1A_BOUND], [PREBOUND_1A], [(UNBOUND, PV_1A_BOUND)], [], [], [], False, False, False),
+    ("binding-unbound", [PV_1A_BOUND], [UNBOUND], [(UNBOUND, PV_1A_BOUND)], [], [], [], False, False, False),
+    ("binding-pvc-not-exists", [PV_1A_BOUND], [], [(UNBOUND, PV_1A_BOUND)], [], [], [], False, False, "error"),
+    ("binding-pv-not-exists", [PV_1A_BOUND], [BOUND_1A], [(UNBOUND, PV_1A_BOUND)], [], [], [], True, False, "error"),
+    ("binding-claimref-nil", [PV_1A], [BOUND_1A], [(UNBOUND, PV_1A_BOUND)], [], [_with(PV_1A, version="2")], [_with(BOUND_1A, version="2")], False, False, "error"),
+    ("binding-claimref-uid-empty", [PV_1A_BOUND], [BOUND_1A], [(UNBOUND, PV_1A_BOUND)], [], [_with(PV_1A_BOUND, version="2", drop_uid=True)], [_with(BOUND_1A, version="2")], False, False, "error"),
+    ("binding-one-bound,one-unbound", [PV_1A_BOUND, PV_1B_BOUND], [BOUND_1A, UNBOUND2], [(UNBOUND, PV_1A_BOUND), (UNBOUND2, PV_1B_BOUND)], [], [], [], False, False, False),
+    ("provisioning-pvc-bound", [PV_BOUND], [PROV_BOUND], [], [_prov(PROVISIONED)], [], [_with(_prov(PROV_BOUND), version="2")], False, False, True),
+    ("provisioning-pvc-unbound", [], [_prov(PROVISIONED)], [], [_prov(PROVISIONED)], [], [], False, False, False),
+    ("provisioning-pvc-not-exists", [], [PROVISIONED], [], [_prov(PROVISIONED)], [], [], False, True, "error"),
+    ("provisioning-pvc-annotations-nil", [], [PROVISIONED], [], [_prov(PROVISIONED)], [], [_with(PROVISIONED, version="2")], False, False, "error"),
+    ("provisioning-pvc-selected-node-wrong-node", [], [PROVISIONED], [], [_prov(PROVISIONED)], [], [_with(PROVISIONED, version="2", annotations={"volume.kubernetes.io/selected-node": "wrong-node"})], False, False, "error"),
+    ("binding-bound-provisioning-unbound", [PV_1A_BOUND], [BOUND_1A, _prov(PROVISIONED)], [(UNBOUND, PV_1A_BOUND)], [_prov(PROVISIONED)], [], [], False, False, False),
+    ("tolerate-provisioning-pvc-bound-pv-not-found", [PV_1A], [PROVISIONED], [], [_prov(PROVISIONED)], [], [_with(_prov(PROV_BOUND), version="2")], True, False, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "init_pvs", "init_pvcs", "bindings", "provisioned", "api_pvs", "api_pvcs", "del_pvs", "del_pvcs", "want"),
+    CHECK,
+    ids=[c[0] for c in CHECK],
+)
+def test_check_bindings(
+    name: str,
+    init_pvs: list,
+    init_pvcs: list,
+    bindings: list,
+    provisioned: list,
+    api_pvs: list,
+    api_pvcs: list,
+    del_pvs: bool,
+    del_pvcs: bool,
+    want: bool | str,
+) -> None:
+    from scheduler.plugins.volumebinding.binder import BindingInfo
+    from scheduler.storage import PersistentVolume, PersistentVolumeClaim
+
+    binder, pod, node = setup(init_pvcs, init_pvs)
+    st = binder.store
+    for v in api_pvs:
+        st.apply("PersistentVolume", v)
+    for c in api_pvcs:
+        st.apply("PersistentVolumeClaim", c)
+    if del_pvs:
+        for v in init_pvs:
+            st.delete("PersistentVolume", v)
+    if del_pvcs:
+        for c in init_pvcs:
+            st.delete("PersistentVolumeClaim", c)
+    infos = [BindingInfo(PersistentVolumeClaim(c), PersistentVolume(v)) for c, v in bindings]
+    claims = [PersistentVolumeClaim(c) for c in provisioned]
+    pod = PodInfo(make_pod("test-pod", "testns", node_name="node1"))
+    if want == "error":
+        with pytest.raises(BinderError):
+            binder.check_bindings(pod, node, infos, claims)
+    else:
+        assert binder.check_bindings(pod, node, infos, claims) is want
