@@ -317,3 +317,46 @@ def test_check_bindings(
             binder.check_bindings(pod, node, infos, claims)
     else:
         assert binder.check_bindings(pod, node, infos, claims) is want
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_claim_candidates_equal_find_matching_volume(seed: int) -> None:
+    # The per-cycle index must pick exactly what FindMatchingVolume picks on every node.
+    import random
+
+    from scheduler.plugins.volumebinding.binder import ClaimCandidates, find_matching_volume
+    from scheduler.storage import PersistentVolume, PersistentVolumeClaim
+
+    r = random.Random(seed)
+    nodes = []
+    for i in range(6):
+        raw = make_node(f"n{i}")
+        raw["metadata"]["labels"] = {"host": f"n{i}", "zone": r.choice(["a", "b"])}
+        nodes.append(NodeInfo(raw))
+    claim = tpvc("c", r.choice(["1G", "5G"]), cls=r.choice([WAIT, "other"]))
+    if r.random() < 0.3:
+        claim["spec"]["selector"] = {"matchLabels": {"tier": "fast"}}
+    claim["spec"]["accessModes"] = r.choice([["ReadWriteOnce"], []])
+    pvc_obj = PersistentVolumeClaim(claim)
+    pvs = []
+    for j in range(r.randint(0, 14)):
+        raw_pv = tpv(f"pv{j:02d}", "", r.choice(["1G", "5G", "10G"]), cls=r.choice([WAIT, "other"]))
+        kind = r.random()
+        if kind < 0.4:
+            raw_pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "host", "operator": "In", "values": [f"n{r.randrange(6)}"]}]}]}}
+        elif kind < 0.6:
+            raw_pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": r.choice(["In", "NotIn"]), "values": ["a"]}]}, {"matchExpressions": [{"key": "host", "operator": "In", "values": ["n0"]}]}]}}
+        if r.random() < 0.15:
+            raw_pv["spec"]["claimRef"] = {"namespace": "testns", "name": r.choice(["c", "x"]), "uid": r.choice(["", "pvc-uid", "other"])}
+        if r.random() < 0.1:
+            raw_pv["status"]["phase"] = "Bound"
+        if r.random() < 0.2:
+            raw_pv["metadata"]["labels"] = {"tier": "fast"}
+        raw_pv["spec"]["accessModes"] = r.choice([["ReadWriteOnce"], ["ReadWriteMany"]])
+        pvs.append(PersistentVolume(raw_pv))
+    cand = ClaimCandidates(pvc_obj, pvs)
+    for node in nodes:
+        for excluded in ({}, {pv.name: pv for pv in pvs[: r.randint(0, len(pvs))]}):
+            want = find_matching_volume(pvc_obj, pvs, node, excluded, True)
+            got = cand.best(node, excluded)
+            assert (got.name if got else None) == (want.name if want else None), node.name

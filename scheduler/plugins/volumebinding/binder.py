@@ -138,7 +138,7 @@ class PodVolumes:
 
 
 class PodVolumeClaims:
-    __slots__ = ("bound", "unbound_delay", "unbound_immediate", "unbound_volumes")
+    __slots__ = ("bound", "candidates", "unbound_delay", "unbound_immediate", "unbound_volumes")
 
     def __init__(self) -> None:
         self.bound: list[PersistentVolumeClaim] = []
@@ -146,6 +146,8 @@ class PodVolumeClaims:
         self.unbound_immediate: list[PersistentVolumeClaim] = []
         # storage class -> candidate PVs for the delayed-binding claims
         self.unbound_volumes: dict[str, list[PersistentVolume]] = {}
+        # claim key -> its node-independent matching work, built on first use in the cycle
+        self.candidates: dict[str, ClaimCandidates] = {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,6 +233,87 @@ def find_matching_volume(
         if best is None or best_size > size:
             best, best_size = pv, size
     return best
+
+
+class ClaimCandidates:
+    """FindMatchingVolume for one claim, split into what is the same on every node (done once
+    per cycle) and the per-node part (node affinity, PVs already chosen for the pod).
+
+    Equivalent to ``find_matching_volume(pvc, pvs, node, excluded, True)`` for any node: the
+    first PV pre-bound to the claim decides alone; otherwise the smallest fitting PV (first in
+    list order among equals). PVs whose affinity is a single ``key In values`` requirement are
+    indexed by label value, so a node only looks at the PVs it can possibly match.
+    """
+
+    __slots__ = ("by_label", "general", "prebound")
+
+    def __init__(self, pvc: PersistentVolumeClaim, pvs: list[PersistentVolume]) -> None:
+        # PVs pre-bound to the claim, in list order: the first one not excluded decides alone.
+        self.prebound: list[PersistentVolume] = []
+        self.general: list[tuple[int, int, PersistentVolume]] = []
+        self.by_label: dict[str, dict[str, list[tuple[int, int, PersistentVolume]]]] = {}
+        requested = pvc.request or 0
+        claim_vac = pvc.volume_attributes_class or ""
+        for order, pv in enumerate(pvs):
+            if pv.claim_ref is not None and not is_volume_bound_to_claim(pv, pvc):
+                continue
+            size = pv.capacity or 0
+            if size < requested or pvc.volume_mode != pv.volume_mode:
+                continue
+            if claim_vac != (pv.volume_attributes_class or "") or pv.deleting:
+                continue
+            if is_volume_bound_to_claim(pv, pvc):
+                self.prebound.append(pv)
+                continue
+            if pv.phase != "Available":
+                continue
+            if pvc.selector is not None and not pvc.selector.matches(pv.labels):
+                continue
+            if pv.storage_class != pvc.storage_class or not _access_modes_ok(pvc, pv):
+                continue
+            entry = (size, order, pv)
+            simple = _single_in_requirement(pv)
+            if simple is None:
+                self.general.append(entry)
+            else:
+                key, values = simple
+                idx = self.by_label.setdefault(key, {})
+                for v in values:
+                    idx.setdefault(v, []).append(entry)
+
+    def best(self, node: NodeInfo, excluded: Mapping[str, PersistentVolume]) -> PersistentVolume | None:
+        for pv in self.prebound:
+            if pv.name not in excluded:
+                return pv if check_node_affinity(pv, node) else None
+        best: tuple[int, int, PersistentVolume] | None = None
+        for entry in self.general:
+            pv = entry[2]
+            if (best is None or entry[:2] < best[:2]) and pv.name not in excluded and check_node_affinity(pv, node):
+                best = entry
+        labels = node.labels
+        for key, idx in self.by_label.items():
+            value = labels.get(key)
+            if value is None:
+                continue
+            for entry in idx.get(value, ()):
+                if (best is None or entry[:2] < best[:2]) and entry[2].name not in excluded:
+                    best = entry
+        return best[2] if best is not None else None
+
+
+def _single_in_requirement(pv: PersistentVolume) -> tuple[str, frozenset[str]] | None:
+    """(key, values) when the PV's affinity is exactly one term holding one ``In`` label
+    requirement; None otherwise (including no affinity, which the general list handles)."""
+    na = pv.node_affinity
+    if na is None or len(na.terms) != 1:
+        return None
+    term = na.terms[0]
+    if not term.valid or term.fields or len(term.expressions) != 1:
+        return None
+    req = term.expressions[0]
+    if req.op != "In":
+        return None
+    return req.key, req.values
 
 
 def bind_volume_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> tuple[PersistentVolume, bool]:
@@ -363,7 +446,9 @@ class VolumeBinder:
                     to_match.append(pvc)
             if not early_exit:
                 if to_match:
-                    unbound_ok, bindings, unmatched = self._find_matching(to_match, claims.unbound_volumes, node)
+                    unbound_ok, bindings, unmatched = self._find_matching(
+                        to_match, claims.unbound_volumes, node, claims.candidates
+                    )
                     vols.static_bindings = bindings
                     to_provision.extend(unmatched)
                 if to_provision:
@@ -396,6 +481,7 @@ class VolumeBinder:
         claims: list[PersistentVolumeClaim],
         candidates: Mapping[str, list[PersistentVolume]],
         node: NodeInfo,
+        cache: dict[str, ClaimCandidates] | None = None,
     ) -> tuple[bool, list[BindingInfo], list[PersistentVolumeClaim]]:
         # Smallest claims first, so that they do not take the PVs larger claims need.
         ordered = sorted(claims, key=lambda c: c.request or 0)
@@ -404,7 +490,12 @@ class VolumeBinder:
         unmatched: list[PersistentVolumeClaim] = []
         found = True
         for pvc in ordered:
-            pv = find_matching_volume(pvc, candidates.get(pvc.storage_class, []), node, chosen, True)
+            cand = cache.get(pvc.key) if cache is not None else None
+            if cand is None:
+                cand = ClaimCandidates(pvc, candidates.get(pvc.storage_class, []))
+                if cache is not None:
+                    cache[pvc.key] = cand
+            pv = cand.best(node, chosen)
             if pv is None:
                 unmatched.append(pvc)
                 found = False
