@@ -125,10 +125,6 @@ _DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
 # Upstream extension points of the default plugins this project lacks; used only to decide
 # whether such a plugin "would have been enabled" (and so is worth reporting as missing).
 _UPSTREAM_POINTS: dict[str, tuple[str, ...]] = {
-    "VolumeRestrictions": ("preFilter", "filter"),
-    "NodeVolumeLimits": ("preFilter", "filter"),
-    "VolumeBinding": ("preFilter", "filter", "reserve", "preScore", "score", "preBind"),
-    "VolumeZone": ("preFilter", "filter"),
     "DynamicResources": ("preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"),
     "DefaultPreemption": ("preEnqueue", "postFilter"),
 }

@@ -31,6 +31,7 @@ from scheduler.podrequests import (
 )
 from scheduler.quantity import QuantityError, wrap64
 from scheduler.quantity import parse as parse_quantity
+from scheduler.storage import POD_VOLUMES
 from scheduler.validation import AFFINITY, NODE, POD, SPREAD_CONSTRAINTS, TOLERATIONS, FieldError, check, object_error
 from scheduler.validation import NAMESPACE as NAMESPACE_SCHEMA
 from scheduler.validation import OWNER as OWNER_SCHEMA
@@ -603,7 +604,10 @@ class PodInfo:
             check(spread, SPREAD_CONSTRAINTS, "spec.topologySpreadConstraints")
         self.tolerations = _parse_tolerations(tolerations)
         self.node_selector: dict[str, str] = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
-        self.volumes: tuple[Raw, ...] = tuple(spec.get("volumes") or [])
+        volumes = spec.get("volumes")
+        if volumes:
+            check(volumes, POD_VOLUMES, "spec.volumes")
+        self.volumes: tuple[Raw, ...] = tuple(volumes or [])
 
         containers = spec.get("containers") or []
         init_containers = spec.get("initContainers") or []

@@ -26,6 +26,7 @@ from scheduler.plugins.registry import default_registry
 from scheduler.queue import sort_queued
 from scheduler.schedule_one import CycleOutcome, scheduling_cycle
 from scheduler.snapshot import Listers, Snapshot
+from scheduler.storage import STORAGE_KINDS
 from scheduler.validation import STORAGE, FieldError, ObjectError, check, object_error
 
 KNOWN_KINDS = {
@@ -36,6 +37,9 @@ KNOWN_KINDS = {
     "PersistentVolumeClaim",
     "StorageClass",
     "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
     "PodDisruptionBudget",
     "Service",
     "ReplicaSet",
@@ -43,7 +47,8 @@ KNOWN_KINDS = {
     "ReplicationController",
 }
 OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
-STORAGE_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode", "PodDisruptionBudget")
+# Kinds whose outline is checked on input: the storage model's kinds plus PodDisruptionBudget.
+CHECKED_KINDS = (*STORAGE_KINDS, "PodDisruptionBudget")
 
 
 class InputError(Exception):
@@ -109,8 +114,8 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
     c = Cluster()
     for d in docs:
         kind = d["kind"]
-        if kind in STORAGE_KINDS:
-            # The volume plugins read these raw during cycles: their outline is checked here.
+        if kind in CHECKED_KINDS:
+            # The volume plugins read these during cycles: their outline is checked here.
             try:
                 check(d, STORAGE, "")
             except FieldError as fe:
@@ -122,6 +127,8 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
         elif kind == "Namespace":
             ns = NamespaceInfo.parse(d)
             c.listers.namespaces[ns.name] = ns
+        elif kind in STORAGE_KINDS:
+            c.listers.storage.apply(kind, d)
         elif kind in OWNER_KINDS:
             o = SelectorOwner.parse(d)
             c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o
@@ -136,6 +143,10 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
 
 class _StaticBinder:
     """Stands in for the API: the binding always succeeds."""
+
+    # Offline: plugins that would write to the API (VolumeBinding's PreBind) keep their
+    # assumed state instead.
+    offline = True
 
     async def bind(self, pod: PodInfo, node: str) -> None:
         return None

@@ -17,6 +17,7 @@ from scheduler.objects import (
     NodeInfo,
     SelectorOwner,
 )
+from scheduler.storage import StorageStore
 
 _ZONE_LABELS = (
     ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"),
@@ -151,6 +152,8 @@ class Listers:
         self.owners: dict[str, dict[str, SelectorOwner]] = {}
         # Raw storage objects by kind for the volume plugins: kind -> key -> dict.
         self.objects: dict[str, dict[str, dict]] = {}
+        # Parsed storage objects (PV, PVC, StorageClass, CSI*) for the volume plugins.
+        self.storage = StorageStore()
 
     def namespace_labels(self, name: str) -> dict[str, str] | None:
         ns = self.namespaces.get(name)

@@ -72,6 +72,18 @@ UPSTREAM = {
     "ImageLocality": _stub("ImageLocality", fw.ScorePlugin),
     "DefaultBinder": _stub("DefaultBinder", fw.BindPlugin),
     "NodeDeclaredFeatures": _stub("NodeDeclaredFeatures", fw.PreFilterPlugin, fw.FilterPlugin),
+    "VolumeRestrictions": _stub("VolumeRestrictions", fw.PreFilterPlugin, fw.FilterPlugin),
+    "NodeVolumeLimits": _stub("NodeVolumeLimits", fw.PreFilterPlugin, fw.FilterPlugin),
+    "VolumeBinding": _stub(
+        "VolumeBinding",
+        fw.PreFilterPlugin,
+        fw.FilterPlugin,
+        fw.ReservePlugin,
+        fw.PreScorePlugin,
+        fw.ScorePlugin,
+        fw.PreBindPlugin,
+    ),
+    "VolumeZone": _stub("VolumeZone", fw.PreFilterPlugin, fw.FilterPlugin),
 }
 
 # The plugins of framework_test.go: testPlugin implements every point but PreEnqueue;
@@ -167,6 +179,10 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
         "NodeDeclaredFeatures",
@@ -178,6 +194,10 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
         "NodeDeclaredFeatures",
@@ -187,6 +207,7 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "VolumeBinding",
         "PodTopologySpread",
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
@@ -195,22 +216,21 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
     assert names(p, "bind") == ["DefaultBinder"]
-    for point in ("reserve", "permit", "preBind", "postBind"):
+    assert names(p, "reserve") == ["VolumeBinding"]
+    assert names(p, "preBind") == ["VolumeBinding"]
+    for point in ("permit", "postBind"):
         assert names(p, point) == []
     assert list(p.plugins) == list(EXTENSION_POINTS)
     # Non-score points carry weight 0.
     assert all(r.weight == 0 for pt in EXTENSION_POINTS if pt != "score" for r in p.plugins[pt])
     assert c.not_available == (
-        "VolumeRestrictions",
-        "NodeVolumeLimits",
-        "VolumeBinding",
-        "VolumeZone",
         "DynamicResources",
         "DefaultPreemption",
     )
@@ -618,7 +638,6 @@ def test_not_available_only_reported_when_it_would_run() -> None:
                     "plugins": {
                         "postFilter": {"disabled": [{"name": "DefaultPreemption"}]},
                         "preEnqueue": {"disabled": [{"name": "DefaultPreemption"}]},
-                        "multiPoint": {"disabled": [{"name": "VolumeBinding"}]},
                     }
                 }
             ]
@@ -626,8 +645,11 @@ def test_not_available_only_reported_when_it_would_run() -> None:
         UPSTREAM,
     )
     assert "DefaultPreemption" not in c.not_available
-    assert "VolumeBinding" not in c.not_available
-    assert "VolumeZone" in c.not_available
+    assert "DynamicResources" in c.not_available
+    c = parse_config(
+        doc(profiles=[{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}]), UPSTREAM
+    )
+    assert "DynamicResources" not in c.not_available
 
 
 @pytest.mark.parametrize(
@@ -638,7 +660,7 @@ def test_not_available_only_reported_when_it_would_run() -> None:
             "profiles[0].plugins.postFilter.enabled[0]",
         ),
         (
-            {"multiPoint": {"enabled": [{"name": "VolumeBinding", "weight": 2}]}},
+            {"multiPoint": {"enabled": [{"name": "DynamicResources", "weight": 2}]}},
             "profiles[0].plugins.multiPoint.enabled[0]",
         ),
     ],
@@ -666,7 +688,7 @@ def test_plugin_args_pass_through_without_type_meta() -> None:
                 {
                     "pluginConfig": [
                         {"name": "NodeResourcesFit", "args": args},
-                        {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 5}},  # not enabled: dropped
+                        {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 5}},  # dropped
                         {"name": "NodeAffinity"},  # no args: the factory's defaults apply
                     ]
                 }

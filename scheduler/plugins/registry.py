@@ -31,14 +31,14 @@ IN_TREE: dict[str, str] = {
     "PodTopologySpread": "scheduler.plugins.podtopologyspread:PodTopologySpread",
     "DefaultBinder": "scheduler.plugins.defaultbinder:DefaultBinder",
     "NodeDeclaredFeatures": "scheduler.plugins.nodedeclaredfeatures:NodeDeclaredFeatures",
+    "VolumeRestrictions": "scheduler.plugins.volumerestrictions:VolumeRestrictions",
+    "NodeVolumeLimits": "scheduler.plugins.nodevolumelimits:NodeVolumeLimits",
+    "VolumeBinding": "scheduler.plugins.volumebinding:VolumeBinding",
+    "VolumeZone": "scheduler.plugins.volumezone:VolumeZone",
 }
 
 # Upstream plugins of the default profile that this project does not implement yet.
 NOT_AVAILABLE: tuple[str, ...] = (
-    "VolumeRestrictions",
-    "NodeVolumeLimits",
-    "VolumeBinding",
-    "VolumeZone",
     "DynamicResources",
     "DefaultPreemption",
 )
