@@ -45,6 +45,7 @@ log = structlog.get_logger(__name__)
 DRAIN_TIMEOUT = 30.0
 ASSUMED_POD_TTL = 30.0  # an assumed pod whose binding finished but never shows up bound is dropped
 EXIT_CONFIG = 2
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 EXIT_LEASE_LOST = 1
 
 
@@ -151,11 +152,13 @@ class App:
 
     # -- cache sync --------------------------------------------------------------------------
     def _list_uids(self, kind: str) -> set[str]:
-        from kubernetes import client
-
-        core = client.CoreV1Api(self.api_client)
-        fn = core.list_pod_for_all_namespaces if kind == "Pod" else core.list_node
-        resp = fn(_preload_content=False, _request_timeout=60)
+        # Metadata only (PartialObjectMetadataList): the uids are all we need, and a full
+        # LIST of every pod, repeated while syncing, was a large share of peak memory.
+        resp = self.api_client.call_api(
+            "/api/v1/pods" if kind == "Pod" else "/api/v1/nodes", "GET",
+            header_params={"Accept": METADATA_ONLY}, auth_settings=["BearerToken"],
+            _return_http_data_only=True, _preload_content=False, _request_timeout=60,
+        )
         data = resp.read()
         resp.release_conn()
         items = json.loads(data).get("items") or []

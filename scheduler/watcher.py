@@ -127,6 +127,11 @@ class Watcher:
             self.seen[kind].add(uid)
         raw = dict(raw)
         raw.setdefault("kind", kind)
+        meta = raw.get("metadata")
+        if isinstance(meta, dict) and "managedFields" in meta:
+            # As kube-scheduler's pod informer transform (scheduler.go newPodInformer): nothing
+            # reads managedFields, and PodInfo/NodeInfo keep their raw body for their lifetime.
+            raw["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
         try:
             if kind == "Pod":
                 self.handlers.on_pod(etype, raw)
