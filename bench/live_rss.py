@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import json
 import os
 import pathlib
 import signal
@@ -60,12 +61,22 @@ def pod(i: int, unschedulable: bool) -> dict:
             "spec": spec}
 
 
+def handled(core: client.CoreV1Api, unschedulable: bool) -> int:
+    """Pods bound (or, unschedulable, marked PodScheduled=False), read as raw JSON (cheap)."""
+    resp = core.list_namespaced_pod(NAMESPACE, _preload_content=False, _request_timeout=120)
+    items = json.loads(resp.read())["items"]
+    if unschedulable:
+        return sum(1 for p in items if any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+                                           for c in (p.get("status") or {}).get("conditions") or ()))
+    return sum(1 for p in items if (p.get("spec") or {}).get("nodeName"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pods", type=int, default=10000)
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--unschedulable", action="store_true", help="pods that fit nowhere: they stay pending")
-    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args()
     kubeconfig = os.environ["KUBECONFIG"]
     api = harness.new_api_client(kubeconfig)
@@ -95,12 +106,7 @@ def main() -> int:
         while time.monotonic() < deadline:
             assert proc.poll() is None, f"scheduler exited; log in {work}/sched.log"
             peak_seen = max(peak_seen, vm_kib(proc.pid, "VmHWM"))
-            items = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, _request_timeout=120).items
-            if args.unschedulable:
-                done = sum(1 for p in items if any(c.type == "PodScheduled" and c.status == "False"
-                                                   for c in p.status.conditions or ()))
-            else:
-                done = sum(1 for p in items if p.spec.node_name)
+            done = handled(core, args.unschedulable)
             print(f"{time.monotonic() - t0:6.0f}s handled {done}/{args.pods} "
                   f"rss {vm_kib(proc.pid, 'VmRSS') / 1024:.0f} MiB peak {peak_seen / 1024:.0f} MiB", flush=True)
             if done >= args.pods:
