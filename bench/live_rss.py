@@ -128,8 +128,12 @@ def main() -> int:
         for n in nodes:
             with contextlib.suppress(ApiException):
                 core.delete_node(n)
-        with contextlib.suppress(ApiException):
-            core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
+        for _ in range(60):
+            with contextlib.suppress(ApiException):
+                core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0, _request_timeout=120)
+            if not core.list_namespaced_pod(NAMESPACE, limit=1).items:
+                break
+            time.sleep(5)
     return 0
 
 
