@@ -45,8 +45,8 @@ log = structlog.get_logger(__name__)
 DRAIN_TIMEOUT = 30.0
 ASSUMED_POD_TTL = 30.0  # an assumed pod whose binding finished but never shows up bound is dropped
 EXIT_CONFIG = 2
-METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 EXIT_LEASE_LOST = 1
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
 
 class StartupError(Exception):
