@@ -763,3 +763,50 @@ def can_i(
         )
     )
     return bool(client.AuthorizationV1Api(api).create_self_subject_access_review(body).status.allowed)
+
+
+# ---------------------------------------------------------------------------
+# The scheduler's HTTPS endpoint (self-signed certificate, delegated auth)
+# ---------------------------------------------------------------------------
+
+
+def https_get(port: int, path: str, token: str | None = None, timeout: float = 5.0) -> tuple[int, str]:
+    """GET https://127.0.0.1:<port><path> (certificate not verified: it is self-signed)."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request(f"https://127.0.0.1:{port}{path}")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def metrics_reader_token(api: client.ApiClient, namespace: str, name: str = "metrics-reader") -> str:
+    """A token for a ServiceAccount bound to ClusterRole pyscheduler-metrics-reader (manifests/)."""
+    core = client.CoreV1Api(api)
+    ensure_service_account(core, namespace, name)
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"pyscheduler-metrics-reader-{namespace}-{name}"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "pyscheduler-metrics-reader",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+    try:
+        client.RbacAuthorizationV1Api(api).create_cluster_role_binding(binding)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    return create_sa_token(core, namespace, name)

@@ -5,6 +5,10 @@ local control plane (etcd + kube-apiserver + KWOK on 127.0.0.1) with three fake 
 starts ``pyscheduler run`` (profile ``pyscheduler``), submits the example pods and prints where
 they land. Ctrl-C stops the scheduler and whatever this script started. ``--once`` exits after
 the pods are placed (used by the e2e suite to prove this very path).
+
+A cluster that is not the local plane (e2e/controlplane/up.sh) gets a namespace, pods and
+bindings only after a yes on the terminal; ``--yes`` or ``PYSCHED_RUN_YES=1`` answers it for
+scripts, and without a terminal to ask on the script refuses.
 """
 
 from __future__ import annotations
@@ -51,6 +55,49 @@ def current_kubeconfig() -> str | None:
     if path and os.path.exists(path.split(os.pathsep)[0]) and harness.api_reachable(path.split(os.pathsep)[0]):
         return path.split(os.pathsep)[0]
     return None
+
+
+def cluster_description(kubeconfig: str) -> str:
+    from kubernetes import config as kconfig
+
+    try:
+        _, current = kconfig.list_kube_config_contexts(config_file=kubeconfig)
+        name = (current or {}).get("name", "?")
+    except Exception:
+        name = "?"
+    server = harness.new_api_client(kubeconfig).configuration.host
+    return f"{server} (context {name}, kubeconfig {kubeconfig})"
+
+
+def confirm_foreign_cluster(kubeconfig: str, assume_yes: bool) -> bool:
+    """True when writing to this cluster is fine: the local plane, or a yes (flag, env or terminal)."""
+    if harness.up_sh_run_dir(kubeconfig) is not None:
+        return True
+    where = cluster_description(kubeconfig)
+    if assume_yes or harness.env_flag("PYSCHED_RUN_YES"):
+        say(f"writing to {where} (confirmed by --yes/PYSCHED_RUN_YES)")
+        return True
+    refusal = (
+        f"error: refusing to write to {where} without confirmation: it is not the local control plane; "
+        "pass --yes or set PYSCHED_RUN_YES=1"
+    )
+    if sys.stdin is None or sys.stdin.closed:
+        print(refusal, file=sys.stderr)
+        return False
+    say(f"this creates namespace {NAMESPACE}, {len(EXAMPLE_PODS)} pods and their bindings in {where}")
+    print("Write to this cluster? [y/N] ", end="", flush=True)
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, ValueError):
+        answer = ""
+    if not answer:  # end of input: nobody to ask
+        print(file=sys.stdout)
+        print(refusal, file=sys.stderr)
+        return False
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    say("not confirmed: nothing written")
+    return False
 
 
 def example_pod(name: str, cpu: str, memory: str) -> dict:
@@ -103,12 +150,15 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--once", action="store_true", help="exit once the example pods are placed")
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--yes", action="store_true", help="do not ask before writing to a cluster that is not local")
     args = ap.parse_args()
 
     plane: harness.ControlPlane | None = None
     kubeconfig = current_kubeconfig()
     if kubeconfig:
         say(f"using the cluster of {kubeconfig}")
+        if not confirm_foreign_cluster(kubeconfig, args.yes):
+            return 2
     else:
         say("no reachable cluster: starting the local control plane (first run builds it; cached afterwards)")
         plane = harness.start_local_control_plane()
@@ -138,10 +188,15 @@ def main() -> int:
             str(cfg),
             "--kubeconfig",
             kubeconfig,
-            "--port",
+            "--secure-port",
             "10259",
             "--bind-address",
             "127.0.0.1",
+            # /metrics checks tokens and permissions through this cluster, as kube-scheduler does.
+            "--authentication-kubeconfig",
+            kubeconfig,
+            "--authorization-kubeconfig",
+            kubeconfig,
         ],
         env=env,
     )
@@ -152,6 +207,7 @@ def main() -> int:
             rc = 0 if ok else 1
         else:
             say("the scheduler keeps running; create pods with schedulerName: pyscheduler. Ctrl-C stops.")
+            say("health: curl -k https://127.0.0.1:10259/healthz  (metrics need a token allowed to get /metrics)")
             sched.wait()
             rc = sched.returncode or 0
     except KeyboardInterrupt:

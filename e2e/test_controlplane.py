@@ -86,54 +86,102 @@ def test_manifests_server_side_dry_run(api_client: client.ApiClient, core_v1: cl
     assert example[0]["spec"]["schedulerName"] == "pyscheduler"
 
 
-# What the scheduler's ClusterRole/Role must (and must not) allow.
+WATCHED_CORE = ("pods", "nodes", "namespaces", "services", "replicationcontrollers")
+
+# Exactly the API calls scheduler/ makes (manifests/rbac.yaml lists who makes which), as
+# (apiGroup, resource, verb) over all namespaces...
+EXPECTED_CLUSTER_RULES = {
+    *[("", r, v) for r in WATCHED_CORE for v in ("list", "watch")],
+    *[("apps", r, v) for r in ("replicasets", "statefulsets") for v in ("list", "watch")],
+    ("", "pods/binding", "create"),
+    ("", "pods/status", "patch"),
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+    # system:auth-delegator: delegated authentication/authorization of /metrics.
+    ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
+}
+# ...plus, in namespace pyscheduler only, the leader-election Lease (name "" = any name).
+EXPECTED_LEASE_RULES = {
+    ("coordination.k8s.io", "leases", "create", ""),
+    ("coordination.k8s.io", "leases", "get", "pyscheduler"),
+    ("coordination.k8s.io", "leases", "update", "pyscheduler"),
+}
+
+# Spot checks through SubjectAccessReview (verb, resource, group[, subresource]).
 ALLOWED = [
-    *[
-        ("get", r, "")
-        for r in (
-            "pods",
-            "nodes",
-            "namespaces",
-            "services",
-            "replicationcontrollers",
-            "persistentvolumes",
-            "persistentvolumeclaims",
-        )
-    ],
-    *[(v, "pods", "") for v in ("list", "watch", "delete")],
-    ("watch", "nodes", ""),
+    *[(v, r, "") for r in WATCHED_CORE for v in ("list", "watch")],
     ("list", "replicasets", "apps"),
     ("watch", "statefulsets", "apps"),
-    *[("list", r, "storage.k8s.io") for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")],
-    ("watch", "poddisruptionbudgets", "policy"),
-    ("list", "priorityclasses", "scheduling.k8s.io"),
-    ("create", "events", ""),
-    ("patch", "events", ""),
     ("create", "events", "events.k8s.io"),
     ("patch", "events", "events.k8s.io"),
+    ("create", "tokenreviews", "authentication.k8s.io"),
+    ("create", "subjectaccessreviews", "authorization.k8s.io"),
 ]
 DENIED = [
-    ("list", "secrets", ""),
-    ("get", "configmaps", ""),
-    ("create", "pods", ""),
+    # Writes the code never makes.
+    ("delete", "pods", ""),
     ("update", "pods", ""),
+    ("patch", "pods", ""),
+    ("create", "pods", ""),
+    ("create", "events", ""),  # core-group events: the code writes events.k8s.io only
+    ("patch", "events", ""),
+    ("delete", "events", "events.k8s.io"),
     ("patch", "nodes", ""),
     ("delete", "nodes", ""),
     ("create", "deployments", "apps"),
-    ("delete", "events", ""),
+    # Reads the code never makes.
+    ("get", "pods", ""),
+    ("get", "nodes", ""),
+    ("list", "secrets", ""),
+    ("get", "configmaps", ""),
+    *[(v, r, "") for r in ("persistentvolumes", "persistentvolumeclaims") for v in ("get", "list", "watch")],
+    *[("list", r, "storage.k8s.io") for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")],
+    ("watch", "poddisruptionbudgets", "policy"),
+    ("list", "priorityclasses", "scheduling.k8s.io"),
 ]
+DENIED_SUBRESOURCES = [("update", "status"), ("get", "status"), ("create", "eviction")]
+
+
+def _rules(api: client.ApiClient, namespace: str) -> set[tuple[str, str, str, str]]:
+    """(group, resource, verb, resourceName) granted to *api*'s identity in *namespace*."""
+    review = client.AuthorizationV1Api(api).create_self_subject_rules_review(
+        client.V1SelfSubjectRulesReview(spec=client.V1SelfSubjectRulesReviewSpec(namespace=namespace))
+    )
+    out = set()
+    for r in review.status.resource_rules or []:
+        for g in r.api_groups or [""]:
+            for res in r.resources or []:
+                for v in r.verbs:
+                    for name in r.resource_names or [""]:
+                        out.add((g, res, v, name))
+    return out
 
 
 def test_scheduler_service_account_rbac(
-    api_client: client.ApiClient, scheduler_kubeconfig: str, in_cluster: bool
+    api_client: client.ApiClient, scheduler_kubeconfig: str, in_cluster: bool, tmp_path
 ) -> None:
     sa_api = harness.new_api_client(scheduler_kubeconfig)
+    # What every authenticated identity gets (system:basic-user...) is not ours to check.
+    nobody_kc = harness.write_sa_kubeconfig(api_client, harness.unique_name("rbac"), "nobody", tmp_path / "n.kc")
+    nobody_api = harness.new_api_client(nobody_kc)
     try:
+        # The exact set, from the API server's own evaluation of the bindings.
+        baseline = {ns: _rules(nobody_api, ns) for ns in ("default", "pyscheduler")}
+        cluster = {(g, r, v) for g, r, v, n in _rules(sa_api, "default") - baseline["default"] if not n}
+        assert cluster == EXPECTED_CLUSTER_RULES
+        in_ns = _rules(sa_api, "pyscheduler") - baseline["pyscheduler"]
+        leases = {x for x in in_ns if (x[0], x[1], x[2]) not in EXPECTED_CLUSTER_RULES}
+        assert leases == EXPECTED_LEASE_RULES
+
         wrong = [a for a in ALLOWED if not harness.can_i(sa_api, a[0], a[1], a[2], namespace="default")]
         wrong += [d for d in DENIED if harness.can_i(sa_api, d[0], d[1], d[2], namespace="default")]
-        for verb, sub in (("create", "binding"), ("patch", "status"), ("update", "status")):
+        for verb, sub in (("create", "binding"), ("patch", "status")):
             if not harness.can_i(sa_api, verb, "pods", namespace="default", subresource=sub):
                 wrong.append((verb, f"pods/{sub}", ""))
+        for verb, sub in DENIED_SUBRESOURCES:
+            if harness.can_i(sa_api, verb, "pods", namespace="default", subresource=sub):
+                wrong.append((verb, f"pods/{sub} (should be denied)", ""))
         lease = dict(resource="leases", group="coordination.k8s.io", namespace="pyscheduler")
         for verb in ("get", "update"):
             if not harness.can_i(sa_api, verb, name="pyscheduler", **lease):
@@ -142,8 +190,12 @@ def test_scheduler_service_account_rbac(
                 wrong.append((verb, "lease pyscheduler/other (should be denied)", ""))
         if not harness.can_i(sa_api, "create", **lease):
             wrong.append(("create", "leases in pyscheduler", ""))
+        if harness.can_i(sa_api, "delete", name="pyscheduler", **lease):
+            wrong.append(("delete", "lease pyscheduler/pyscheduler (should be denied)", ""))
         if harness.can_i(sa_api, "create", "leases", "coordination.k8s.io", namespace="default"):
             wrong.append(("create", "leases in default (should be denied)", ""))
+        if harness.can_i(sa_api, "get", name="kube-scheduler", **dict(lease, namespace="kube-system")):
+            wrong.append(("get", "lease kube-system/kube-scheduler (should be denied)", ""))
         assert not wrong, f"RBAC mismatches: {wrong}"
 
         # And for real: list nodes, create/update the leader-election Lease
@@ -164,6 +216,7 @@ def test_scheduler_service_account_rbac(
         coord.replace_namespaced_lease("pyscheduler", "pyscheduler", lease_obj)
     finally:
         sa_api.close()
+        nobody_api.close()
         if not in_cluster:
             with contextlib.suppress(ApiException):
                 client.CoordinationV1Api(api_client).delete_namespaced_lease("pyscheduler", "pyscheduler")

@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -69,6 +68,11 @@ class SchedulerProcess:
                 str(self.port),
                 "--bind-address",
                 "127.0.0.1",
+                # /metrics: tokens and permissions are checked through the API server.
+                "--authentication-kubeconfig",
+                kubeconfig,
+                "--authorization-kubeconfig",
+                kubeconfig,
             ],
             cwd=REPO,
             env=env,
@@ -76,12 +80,8 @@ class SchedulerProcess:
             stderr=subprocess.STDOUT,
         )
 
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        return harness.https_get(self.port, path, token=token, timeout=2)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         def ready() -> bool:
@@ -417,13 +417,13 @@ def lease_holder(api_client: client.ApiClient) -> str:
     return lease.spec.holder_identity or ""
 
 
-def test_health_and_metrics(scheduler, core_v1, node_factory, namespace, group):
+def test_health_and_metrics(scheduler, api_client, core_v1, node_factory, namespace, group):
     node_factory(1, labels=group)
     harness.create_pod(core_v1, namespace, "m", node_selector=group)
     wait_bound(core_v1, namespace, "m")
     assert scheduler.get("/healthz") == (200, "ok")
     assert scheduler.get("/readyz") == (200, "ok")
-    status, text = scheduler.get("/metrics")
+    status, text = scheduler.get("/metrics", token=harness.metrics_reader_token(api_client, namespace))
     assert status == 200
     assert 'scheduler_schedule_attempts_total{profile="pyscheduler",result="scheduled"}' in text
     for name in (

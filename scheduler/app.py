@@ -27,7 +27,7 @@ from scheduler import log as logconf
 from scheduler.algorithm import Algorithm
 from scheduler.binder import Binder, KubeCoreAPI, TokenBucket
 from scheduler.cache import Cache
-from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework, FrameworkError
@@ -35,12 +35,12 @@ from scheduler.metrics import Metrics
 from scheduler.plugins.registry import default_registry
 from scheduler.queue import SchedulingQueue
 from scheduler.scheduler import Scheduler
+from scheduler.serving import SecureServer, ServingError, build_server, options_from_args
 from scheduler.snapshot import Listers, Snapshot
 from scheduler.watcher import Credentials, Watcher
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_PORT = 10259
 DRAIN_TIMEOUT = 30.0
 ASSUMED_POD_TTL = 30.0  # an assumed pod whose binding finished but never shows up bound is dropped
 EXIT_CONFIG = 2
@@ -89,12 +89,11 @@ def load_kube(kubeconfig: str | None) -> tuple[Any, Credentials]:
 class App:
     def __init__(self, cfg: SchedulerConfig, frameworks: dict[str, Framework], handle_list: list[Handle],
                  snapshot: Snapshot, listers: Listers, metrics: Metrics, api_client: Any, creds: Credentials,
-                 port: int, bind_address: str) -> None:
+                 server: SecureServer | None) -> None:
         self.cfg = cfg
         self.metrics = metrics
         self.api_client = api_client
-        self.port = port
-        self.bind_address = bind_address
+        self.server = server
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="api")
         cc = cfg.client_connection
         self.binder = Binder(KubeCoreAPI(api_client), TokenBucket(cc.qps, cc.burst), executor=self.executor)
@@ -141,20 +140,15 @@ class App:
         body, ctype = self.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": ctype})
 
-    async def _start_http(self) -> web.AppRunner:
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/livez", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        app.router.add_get("/metrics", self._metrics)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.bind_address, self.port)
-        await site.start()
-        sockets = getattr(site._server, "sockets", None) or []
-        ports = [s.getsockname()[1] for s in sockets]
-        log.info("http_serving", address=self.bind_address, port=ports[0] if ports else self.port)
-        return runner
+    async def _start_http(self) -> None:
+        # HTTPS, authentication and authorization live in serving.py; these are the routes.
+        if self.server is not None:
+            await self.server.start({
+                "/healthz": self._healthz,
+                "/livez": self._healthz,
+                "/readyz": self._readyz,
+                "/metrics": self._metrics,
+            })
 
     # -- cache sync --------------------------------------------------------------------------
     async def wait_synced(self) -> None:
@@ -190,7 +184,7 @@ class App:
 
     async def run(self) -> int:
         self._install_signals()
-        runner = await self._start_http()
+        await self._start_http()
         watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         tasks: list[asyncio.Task[Any]] = []
         code = 0
@@ -256,7 +250,8 @@ class App:
                 await asyncio.wait_for(asyncio.gather(watcher_task, *tasks, return_exceptions=True), 10)
             except (TimeoutError, asyncio.CancelledError):
                 watcher_task.cancel()
-            await runner.cleanup()
+            if self.server is not None:
+                await self.server.stop()
             self.executor.shutdown(wait=False, cancel_futures=True)
             log.info("stopped", code=code)
 
@@ -282,7 +277,7 @@ def main(args: argparse.Namespace) -> int:
     cfg_name = args.config or "default configuration"
     # Everything that can be checked offline is checked before touching the cluster.
     try:
-        cfg = load_config(args.config)
+        cfg = load_run_config(args.config)
         metrics = Metrics()
         frameworks, handles, snapshot, listers = build(cfg, metrics)
     except (ConfigError, FrameworkError) as exc:
@@ -296,11 +291,15 @@ def main(args: argparse.Namespace) -> int:
     except StartupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    port = DEFAULT_PORT if args.port is None else args.port
-    bind_address = args.bind_address or "0.0.0.0"
+    try:
+        opts = options_from_args(args)
+        server = build_server(opts) if opts.secure_port else None
+    except ServingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
 
     async def amain() -> int:
-        app = App(cfg, frameworks, handles, snapshot, listers, metrics, api_client, creds, port, bind_address)
+        app = App(cfg, frameworks, handles, snapshot, listers, metrics, api_client, creds, server)
         return await app.run()
 
     try:

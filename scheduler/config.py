@@ -898,6 +898,30 @@ def error_line(where: str, exc: Exception) -> str:
     return msg if msg.startswith(where + ":") else f"{where}: {msg}"
 
 
+# `pyscheduler run` without --config. kube-scheduler's own defaults (profile "default-scheduler",
+# Lease kube-system/kube-scheduler) would make a second scheduler answer for every ordinary pod
+# and contend for the real scheduler's Lease; these names are pyscheduler's own (manifests/).
+RUN_DEFAULT_SCHEDULER_NAME = "pyscheduler"
+RUN_DEFAULT_LEASE_NAMESPACE = "pyscheduler"
+RUN_DEFAULT_LEASE_NAME = "pyscheduler"
+
+
+def load_run_config(path: str | None, registry: Mapping[str, type[Plugin]] | None = None) -> SchedulerConfig:
+    """``load_config`` for ``run``: a file as written, or without one pyscheduler's own names."""
+    if path is not None:
+        return load_config(path, registry)
+    doc = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "leaderElection": {
+            "resourceNamespace": RUN_DEFAULT_LEASE_NAMESPACE,
+            "resourceName": RUN_DEFAULT_LEASE_NAME,
+        },
+        "profiles": [{"schedulerName": RUN_DEFAULT_SCHEDULER_NAME}],
+    }
+    return parse_config(doc, registry)
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     if isinstance(exc, yaml.MarkedYAMLError):
         problem = exc.problem or exc.context or "syntax error"

@@ -182,6 +182,11 @@ class Watcher:
     def dispatch(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
         """Feed one event through the store (no-op filter, Replace bookkeeping) to the handlers."""
         self.received += 1
+        meta = raw.get("metadata")
+        if isinstance(meta, dict) and "managedFields" in meta:
+            # As kube-scheduler's informer transform: nothing reads managedFields, and the store,
+            # PodInfo and NodeInfo keep their raw body for the object's lifetime.
+            raw["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
         store = self.stores.get(kind)
         if store is not None:
             delivered = store.apply(etype, raw)
