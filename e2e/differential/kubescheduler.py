@@ -1,0 +1,150 @@
+"""The real kube-scheduler as the reference: its configuration and its process.
+
+One KubeSchedulerConfiguration file serves both sides: the binary reads it with ``--config``
+and ``python -m scheduler simulate`` reads it with ``--config``. The profile is the upstream
+default minus the plugins pyscheduler lacks (its ``NOT_AVAILABLE`` list, plus
+NodeDeclaredFeatures while pyscheduler has no such plugin), every node is scored
+(``percentageOfNodesToScore: 100``) and leader election is off.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
+from typing import Any
+
+import harness
+import yaml
+
+from scheduler.plugins import registry as plugin_registry
+
+# Upstream default-profile plugins in v1.36.3 (NodeDeclaredFeatures is in it: its gate is beta
+# and on by default) that this suite may have to disable on the binary.
+UPSTREAM_EXTRA = ("NodeDeclaredFeatures",)
+
+
+def binary_path() -> pathlib.Path:
+    """Where build.sh puts kube-scheduler (located through lib.sh, as up.sh does)."""
+    script = f'source "{harness.CONTROLPLANE_DIR}/lib.sh"; printf %s "$KUBE_SCHEDULER_BIN"'
+    out = subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.PIPE, text=True).stdout
+    return pathlib.Path(out)
+
+
+def kube_version() -> str:
+    script = f'source "{harness.CONTROLPLANE_DIR}/lib.sh"; printf %s "$KUBE_VERSION"'
+    return subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.PIPE, text=True).stdout
+
+
+def disabled_plugins(node_declared_features: bool | None = None) -> list[str]:
+    """Plugins to switch off on both sides: what pyscheduler reports as not available, and
+    NodeDeclaredFeatures unless pyscheduler has it (or *node_declared_features* forces it)."""
+    reg = plugin_registry.default_registry()
+    out = [n for n in plugin_registry.NOT_AVAILABLE if n not in reg]
+    for name in UPSTREAM_EXTRA:
+        enabled = name in reg if node_declared_features is None else node_declared_features
+        if not enabled:
+            out.append(name)
+    return out
+
+
+def config(scheduler_name: str, kubeconfig: str, disabled: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": kubeconfig, "qps": 200, "burst": 400},
+        "leaderElection": {"leaderElect": False},
+        "percentageOfNodesToScore": 100,
+        "profiles": [
+            {
+                "schedulerName": scheduler_name,
+                "plugins": {"multiPoint": {"disabled": [{"name": n} for n in disabled]}},
+            }
+        ],
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class KubeScheduler:
+    """kube-scheduler running with a config file; its stderr (klog text) goes to ``log_path``.
+
+    ``-v=2`` gives the per-pod results ("Successfully bound pod to node", "Unable to schedule
+    pod; no fit; waiting"); ``--vmodule=schedule_one=10`` adds "Plugin scored node for pod"
+    and "Calculated node's final score for pod" without the client's request dumps.
+    """
+
+    def __init__(self, binary: pathlib.Path, config_path: pathlib.Path, kubeconfig: str, log_path: pathlib.Path):
+        self.binary = binary
+        self.config_path = config_path
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        argv = [
+            str(self.binary),
+            f"--config={self.config_path}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            "-v=2",
+            "--vmodule=schedule_one=10",
+        ]
+        log = open(self.log_path, "wb")  # noqa: SIM115 - the child owns it
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+
+        def ready() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                tail = self.log_path.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"kube-scheduler exited with {self.proc.returncode}:\n{tail}")
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", context=ctx, timeout=2) as r:
+                    return bool(r.read() == b"ok")
+            except (urllib.error.URLError, OSError):
+                return False
+
+        harness.wait_for(ready, timeout=timeout, interval=0.1, desc="kube-scheduler /readyz")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+def write_config(path: pathlib.Path, cfg: dict[str, Any]) -> pathlib.Path:
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    os.chmod(path, 0o600)
+    return path
+
+
+def wait_log(path: pathlib.Path, needle: str, timeout: float = 30.0) -> str:
+    """The log text once it contains *needle* (the line that ends one attempt)."""
+
+    def has() -> str:
+        text = path.read_text(errors="replace")
+        return text if needle in text else ""
+
+    return harness.wait_for(has, timeout=timeout, interval=0.05, desc=f"kube-scheduler log line {needle!r}")
