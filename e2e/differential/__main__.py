@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="pyscheduler-differential-"))
     binary = kubescheduler.binary_path()
     if not binary.exists():
-        print(f"missing {binary}: run e2e/controlplane/build.sh kube-scheduler", file=sys.stderr)
-        return 2
+        subprocess.run([str(harness.CONTROLPLANE_DIR / "build.sh"), "kube-scheduler"], check=True)
     cp = harness.ensure_control_plane()
     if not cp.kwok:
         print("the cluster's nodes are not kwok-managed; refusing to create fake nodes there", file=sys.stderr)
