@@ -94,9 +94,10 @@ class SchedulerConfig:
 
 
 # ---------------------------------------------------------------------------------------------
-# Default plugins (default_plugins.go getDefaultPlugins, feature gates at their defaults of the
-# current release: DynamicResourceAllocation is GA/on, so DynamicResources sits just before
-# DefaultPreemption; alpha-gated plugins are off).
+# Default plugins (default_plugins.go getDefaultPlugins, feature gates at their v1.36 defaults:
+# NodeDeclaredFeatures is beta/on, so it is appended last; DynamicResourceAllocation is GA/on,
+# so DynamicResources (weight 2) sits just before DefaultPreemption; alpha-gated plugins
+# (GangScheduling, TopologyAwareWorkloadScheduling) are off).
 
 _DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
@@ -113,11 +114,12 @@ _DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("DynamicResources", 0),
+    ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
+    ("NodeDeclaredFeatures", 0),
 )
 
 # Upstream extension points of the default plugins this project lacks; used only to decide
@@ -127,7 +129,7 @@ _UPSTREAM_POINTS: dict[str, tuple[str, ...]] = {
     "NodeVolumeLimits": ("preFilter", "filter"),
     "VolumeBinding": ("preFilter", "filter", "reserve", "preScore", "score", "preBind"),
     "VolumeZone": ("preFilter", "filter"),
-    "DynamicResources": ("preEnqueue", "preFilter", "filter", "postFilter", "reserve", "preBind"),
+    "DynamicResources": ("preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"),
     "DefaultPreemption": ("preEnqueue", "postFilter"),
 }
 

@@ -579,6 +579,7 @@ class NodeInfo:
 
     __slots__ = (
         "allocatable",
+        "declared_features",
         "generation",
         "image_sizes",
         "index",
@@ -614,6 +615,7 @@ class NodeInfo:
             self.unschedulable = False
             self.allocatable = Resource()
             self.image_sizes: dict[str, int] = {}
+            self.declared_features: tuple[str, ...] = ()
             return
         self.set_node(raw)
 
@@ -637,6 +639,9 @@ class NodeInfo:
             for n in img.get("names") or []:
                 sizes[str(n)] = size
         self.image_sizes = sizes
+        # status.declaredFeatures as published (the API keeps it sorted and unique); the
+        # NodeDeclaredFeatures plugin maps it onto its feature registry.
+        self.declared_features = tuple(str(f) for f in status.get("declaredFeatures") or ())
 
     @property
     def node_present(self) -> bool:
@@ -688,6 +693,7 @@ class NodeInfo:
         c.unschedulable = self.unschedulable
         c.allocatable = self.allocatable
         c.image_sizes = self.image_sizes
+        c.declared_features = self.declared_features
         c.pods = list(self.pods)
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)

@@ -64,6 +64,8 @@ def node_update_action(old: NodeInfo, new: NodeInfo) -> ActionType:
         a |= ActionType.UPDATE_NODE_CONDITION
     if (o_raw.get("metadata") or {}).get("annotations") != (n_raw.get("metadata") or {}).get("annotations"):
         a |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.declared_features != new.declared_features:
+        a |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return a
 
 

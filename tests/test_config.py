@@ -71,6 +71,7 @@ UPSTREAM = {
     ),
     "ImageLocality": _stub("ImageLocality", fw.ScorePlugin),
     "DefaultBinder": _stub("DefaultBinder", fw.BindPlugin),
+    "NodeDeclaredFeatures": _stub("NodeDeclaredFeatures", fw.PreFilterPlugin, fw.FilterPlugin),
 }
 
 # The plugins of framework_test.go: testPlugin implements every point but PreEnqueue;
@@ -127,8 +128,9 @@ def bare(plugins: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_default_plugins_match_upstream_v1_list() -> None:
-    # default_plugins_test.go TestApplyFeatureGates "Feature gate DynamicResourceAllocation enabled"
-    # (current release list: EBS/GCEPD/AzureDisk limits removed, DRA on by default since v1.34).
+    # v1.36.3 default_plugins_test.go TestApplyFeatureGates "Feature gate DynamicResourceAllocation
+    # enabled" / "Feature gate NodeDeclaredFeatures enabled" (both gates on by default in v1.36:
+    # DynamicResources with weight 2, NodeDeclaredFeatures appended after DefaultBinder).
     assert default_plugins() == [
         ("SchedulingGates", 0),
         ("PrioritySort", 0),
@@ -144,11 +146,12 @@ def test_default_plugins_match_upstream_v1_list() -> None:
         ("VolumeZone", 0),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
-        ("DynamicResources", 0),
+        ("DynamicResources", 2),
         ("DefaultPreemption", 0),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", 0),
+        ("NodeDeclaredFeatures", 0),
     ]
 
 
@@ -166,6 +169,7 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeDeclaredFeatures",
     ]
     assert names(p, "filter") == [
         "NodeUnschedulable",
@@ -176,6 +180,7 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeDeclaredFeatures",
     ]
     assert names(p, "postFilter") == []
     assert names(p, "preScore") == [

@@ -39,9 +39,10 @@ def test_example_cluster_json_contract() -> None:
     assert n1["NodeResourcesFit"] == {"score": 75, "final": 75}
     # TaintToleration: raw 0 untolerated PreferNoSchedule taints, reversed normalisation -> 100, weight 3
     assert n1["TaintToleration"] == {"score": 0, "final": 300}
-    # balanced_allocation.go: cpu 0.25 and memory 0.25 -> std 0 -> 100
-    assert n1["NodeResourcesBalancedAllocation"] == {"score": 100, "final": 100}
-    assert web["scores"]["n1"]["total"] == 475
+    # balanced_allocation.go: empty node balance 100, with the pod cpu 0.25 / memory 0.25 -> 100;
+    # the score is the change: 50 + (50 + 100 - 100) / 2 = 75
+    assert n1["NodeResourcesBalancedAllocation"] == {"score": 75, "final": 75}
+    assert web["scores"]["n1"]["total"] == 450
     # n3 runs a 3-cpu pod: cpu (4000-3500)*100/4000 = 12, memory (8192-1224)Mi*100/8192Mi = 85 -> (12+85)/2 = 48
     assert web["scores"]["n3"]["plugins"]["NodeResourcesFit"]["score"] == 48
     assert "message" not in web
@@ -130,7 +131,7 @@ def test_text_output_has_a_table() -> None:
     assert run(str(EXAMPLE), None, 1, "text", stream=buf) == 0
     text = buf.getvalue()
     assert "default/web -> n1   (evaluated 3, feasible 2)" in text
-    assert "NodeResourcesFit" in text and "475" in text
+    assert "NodeResourcesFit" in text and "450" in text
     assert "default/big: unschedulable" in text
 
 

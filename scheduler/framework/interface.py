@@ -73,12 +73,15 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_TOLERATION = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    # Appended rather than placed as upstream orders it, so the other values stay put.
+    UPDATE_NODE_DECLARED_FEATURE = 4096
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
         | UPDATE_NODE_TAINT
         | UPDATE_NODE_CONDITION
         | UPDATE_NODE_ANNOTATION
+        | UPDATE_NODE_DECLARED_FEATURE
         | UPDATE_POD_LABEL
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATION

@@ -30,6 +30,7 @@ IN_TREE: dict[str, str] = {
     "InterPodAffinity": "scheduler.plugins.interpodaffinity:InterPodAffinity",
     "PodTopologySpread": "scheduler.plugins.podtopologyspread:PodTopologySpread",
     "DefaultBinder": "scheduler.plugins.defaultbinder:DefaultBinder",
+    "NodeDeclaredFeatures": "scheduler.plugins.nodedeclaredfeatures:NodeDeclaredFeatures",
 }
 
 # Upstream plugins of the default profile that this project does not implement yet.

@@ -77,6 +77,7 @@ def run(args: dict[str, Any] | None, pod: dict, snap: Snapshot, pre_score: bool 
     return per_node
 
 
+# Expected values are the v1.36.3 table: 50 + (50 + with_pod - without_pod) / 2.
 CASES = [
     (
         "nothing scheduled, resources requested, differently sized nodes",
@@ -85,7 +86,7 @@ CASES = [
         [],
         DEFAULT,
         True,
-        [87, 100],
+        [68, 75],
     ),
     (
         "resources requested, pods scheduled with resources",
@@ -94,7 +95,7 @@ CASES = [
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         True,
-        [82, 95],
+        [73, 74],
     ),
     (
         "resources requested, pods scheduled with resources, differently sized nodes",
@@ -103,7 +104,16 @@ CASES = [
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         True,
-        [82, 80],
+        [73, 70],
+    ),
+    (
+        "resources requested, pods scheduled with resources, nodes to reach min/max score",
+        spec_pod([{"memory": "2000"}, {"memory": "3000"}]),
+        [make_test_node("node1", 3000, 5000), make_test_node("node2", 3000, 5000)],
+        [spec_pod(CPU_ONLY, "node1")],
+        DEFAULT,
+        True,
+        [100, 50],
     ),
     (
         "requested resources at node capacity",
@@ -112,25 +122,25 @@ CASES = [
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         True,
-        [50, 75],
+        [62, 62],
     ),
     (
-        "include scalar resource on a node for balanced resource allocation",
-        spec_pod([{"memory": "0", GPU: "1"}]),
+        "scalar resource is included in the score computation if pod requests the scalar resource",
+        spec_pod([{"cpu": "0", "memory": "0", GPU: "1"}]),
         [make_test_node("node1", 3500, 40000, {GPU: 8}), make_test_node("node2", 3500, 40000, {GPU: 8})],
-        [spec_pod(CPU_AND_MEMORY, "node2"), spec_pod(CPU_MEM_GPU, "node1")],
+        [spec_pod(CPU_MEM_GPU, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         WITH_GPU,
         True,
-        [70, 65],
+        [75, 76],
     ),
     (
-        "node without the scalar resource should skip the scalar resource",
+        "scalar resource is not included in the score computation if pod doesn't request the scalar resource",
         spec_pod(CPU_AND_MEMORY),
         [make_test_node("node1", 3500, 40000, {GPU: 8}), make_test_node("node2", 3500, 40000)],
         [],
         WITH_GPU,
         True,
-        [63, 63],
+        [56, 56],
     ),
     (
         "resources requested, pods scheduled with resources if PreScore not called",
@@ -139,7 +149,7 @@ CASES = [
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         False,
-        [82, 95],
+        [73, 74],
     ),
 ]
 
@@ -172,11 +182,21 @@ def test_best_effort_pod_skips_prescore() -> None:
 
 
 def test_float_truncation_matches_go() -> None:
-    # int64((1 - std) * 100) truncates: std = |1/3 - 0|/2 -> (1 - 0.1666..)*100 = 83.33.. -> 83.
-    assert balanced_resource_score([1, 0], [3, 5], [1, 1]) == 83
-    # No resource with allocatable: std 0 -> 100 (upstream scores 100, not 0).
-    assert balanced_resource_score([], [], []) == 100
-    assert balanced_resource_score_batch([], [], [], [], 3).tolist() == [100, 100, 100]
+    # int64((1 - std) * 100) truncates: std = |1/3 - 0|/2 -> (1 - 0.1666..)*100 = 83.33.. -> 83;
+    # the empty node balances at 100, so 50 + (50 + 83 - 100) / 2 = 50 + 33 / 2 = 66.
+    assert balanced_resource_score([1, 0], [0, 0], [3, 5], [1, 1]) == 66
+    # Both at 83 (allocated == requested): no change scores 50 + 50 / 2 = 75.
+    assert balanced_resource_score([1, 0], [1, 0], [3, 5], [1, 1]) == 75
+    # Node alone at 1/6 -> 91, with the pod at 1/3 -> 83: 50 + (50 + 83 - 91) / 2 = 71.
+    assert balanced_resource_score([2, 0], [1, 0], [6, 5], [1, 1]) == 71
+    # No resource with allocatable: both balances are 100 -> 75.
+    assert balanced_resource_score([], [], [], []) == 75
+    assert balanced_resource_score_batch([], [], [], [], [], 3).tolist() == [75, 75, 75]
+    # Batch form on the same vectors.
+    one = [np.array([1]), np.array([0])]
+    zero = [np.array([0]), np.array([0])]
+    alloc = [np.array([3]), np.array([5])]
+    assert balanced_resource_score_batch(one, zero, alloc, [None, None], [1, 1], 1).tolist() == [66]
 
 
 @pytest.mark.parametrize(

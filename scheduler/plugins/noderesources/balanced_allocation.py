@@ -1,8 +1,9 @@
 """NodeResourcesBalancedAllocation (upstream noderesources/balanced_allocation.go).
 
-Favours nodes whose resource fractions (requested / allocatable, capped at 1, using *actual*
-requests of the node's pods plus the incoming pod) are close to each other:
-``int64((1 - std) * 100)`` with float64 math done in the same order as Go.
+A node's balance is ``int64((1 - std) * 100)`` over its resource fractions (requested /
+allocatable, capped at 1, *actual* requests, no non-zero defaults), float64 math in Go's order.
+v1.36 scores the change the incoming pod makes: the balance with the pod against the balance
+of the node alone (see ``balanced_resource_score``).
 """
 
 from __future__ import annotations
@@ -57,11 +58,11 @@ class BalancedAllocationArgs:
         return BalancedAllocationArgs(resources)
 
 
-def balanced_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
-    """balancedResourceScorer over the resources with non-zero allocatable."""
+def _balance(values: list[int], allocatable: list[int]) -> int:
+    """balancedResourceScore: int64((1 - std) * 100) over fractions capped at 1."""
     fractions: list[float] = []
     total = 0.0
-    for r, a in zip(requested, allocatable):
+    for r, a in zip(values, allocatable):
         f = float(r) / float(a)
         if f > 1:
             f = 1.0
@@ -80,16 +81,33 @@ def balanced_resource_score(requested: list[int], allocatable: list[int], weight
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
-def balanced_resource_score_batch(
-    requested: list[np.ndarray],
-    allocatable: list[np.ndarray],
-    present: list[np.ndarray | None],
-    weights: list[int],
-    m: int,
+def _go_div(a: int, b: int) -> int:
+    """Go int64 division: truncates toward zero."""
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+def balanced_resource_score(
+    requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]
+) -> int:
+    """balancedResourceScorer: how much the pod improves the node's balance.
+
+    Both balances lie in [50, 100], so their difference is in [-50, 50]; upstream maps it back
+    to [50, 100] as 50 + (50 + with - without) / 2 (int64 division), so "no change" is ~75.
+    """
+    with_pod = _balance(requested, allocatable)
+    without_pod = _balance(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    return half + _go_div(half + with_pod - without_pod, 2)
+
+
+def _balance_batch(
+    values: list[np.ndarray], allocatable: list[np.ndarray], present: list[np.ndarray | None], m: int
 ) -> np.ndarray:
-    k = len(requested)
+    """_balance over columns; a node's fraction list holds only its present resources."""
+    k = len(values)
     fracs: list[np.ndarray] = []
-    for r, a, p in zip(requested, allocatable, present):
+    for r, a, p in zip(values, allocatable, present):
         # int64 / int64 in numpy is float64(r) / float64(a), as in Go.
         f = r / (a if p is None else np.where(p, a, 1))
         np.minimum(f, 1.0, out=f)
@@ -128,6 +146,22 @@ def balanced_resource_score_batch(
             acc = acc + np.where(p[many], d * d, 0.0)
         std[many] = np.sqrt(acc / nf)
     return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def balanced_resource_score_batch(
+    requested: list[np.ndarray],
+    allocated: list[np.ndarray],
+    allocatable: list[np.ndarray],
+    present: list[np.ndarray | None],
+    weights: list[int],
+    m: int,
+) -> np.ndarray:
+    delta = _balance_batch(requested, allocatable, present, m) - _balance_batch(allocated, allocatable, present, m)
+    half = MAX_NODE_SCORE // 2
+    x = half + delta
+    # Go's truncating division; x is never negative in practice but keep the semantics exact.
+    q = np.abs(x) // 2
+    return half + np.where(x >= 0, q, -q)
 
 
 class _PreScoreState:

@@ -255,17 +255,21 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     def __init__(self, args: FitArgs | None = None) -> None:
         self.args = args or FitArgs()
         a = self.args
+        # v1.36.3 NewFit sets the PodLevelResources flag on Fit itself, but the embedded scorer
+        # built by getScorer keeps its own flag unset, so scoring sizes the incoming pod from its
+        # containers + overhead and ignores spec.resources (the filter does use it). The binary
+        # behaves so; pod_level=False reproduces it.
         if a.strategy == LEAST_ALLOCATED:
             self.scorer = ResourceAllocationScorer(
-                a.resources, least_resource_score, least_resource_score_batch, False
+                a.resources, least_resource_score, least_resource_score_batch, False, pod_level=False
             )
         elif a.strategy == MOST_ALLOCATED:
             self.scorer = ResourceAllocationScorer(
-                a.resources, most_resource_score, most_resource_score_batch, False
+                a.resources, most_resource_score, most_resource_score_batch, False, pod_level=False
             )
         elif a.strategy == REQUESTED_TO_CAPACITY_RATIO:
             rtcr = RequestedToCapacityRatioScorer(a.shape or ())
-            self.scorer = ResourceAllocationScorer(a.resources, rtcr.score, rtcr.score_batch, False)
+            self.scorer = ResourceAllocationScorer(a.resources, rtcr.score, rtcr.score_batch, False, pod_level=False)
         else:
             raise ValueError(f"scoring strategy {a.strategy} is not supported")
 

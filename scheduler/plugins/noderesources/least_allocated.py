@@ -22,12 +22,16 @@ def least_requested_score(requested: int, capacity: int) -> int:
     return (capacity - requested) * MAX_NODE_SCORE // capacity
 
 
-def least_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
+def least_resource_score(
+    requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]
+) -> int:
+    # Upstream passes the node-only amounts too; only BalancedAllocation reads them.
     return weighted_mean_score(least_requested_score, requested, allocatable, weights)
 
 
 def least_resource_score_batch(
     requested: list[np.ndarray],
+    allocated: list[np.ndarray],
     allocatable: list[np.ndarray],
     present: list[np.ndarray | None],
     weights: list[int],

@@ -24,12 +24,16 @@ def most_requested_score(requested: int, capacity: int) -> int:
     return requested * MAX_NODE_SCORE // capacity
 
 
-def most_resource_score(requested: list[int], allocatable: list[int], weights: list[int]) -> int:
+def most_resource_score(
+    requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]
+) -> int:
+    # Upstream passes the node-only amounts too; only BalancedAllocation reads them.
     return weighted_mean_score(most_requested_score, requested, allocatable, weights)
 
 
 def most_resource_score_batch(
     requested: list[np.ndarray],
+    allocated: list[np.ndarray],
     allocatable: list[np.ndarray],
     present: list[np.ndarray | None],
     weights: list[int],

@@ -65,7 +65,7 @@ class RequestedToCapacityRatioScorer:
             return broken_linear(self.shape, MAX_UTILIZATION)
         return broken_linear(self.shape, requested * MAX_UTILIZATION // capacity)
 
-    def score(self, requested: list[int], allocatable: list[int], weights: list[int]) -> int:
+    def score(self, requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]) -> int:
         node_score = 0
         weight_sum = 0
         for r, a, w in zip(requested, allocatable, weights):
@@ -80,6 +80,7 @@ class RequestedToCapacityRatioScorer:
     def score_batch(
         self,
         requested: list[np.ndarray],
+        allocated: list[np.ndarray],
         allocatable: list[np.ndarray],
         present: list[np.ndarray | None],
         weights: list[int],

@@ -18,7 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.objects import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, PodInfo
+from scheduler.objects import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    NodeInfo,
+    PodInfo,
+    Resource,
+    _add_into,
+    _aggregate_requests,
+    _container_requests,
+    _pod_level_supported,
+    _quantity,
+)
 
 if TYPE_CHECKING:
     from scheduler.snapshot import NodeColumns
@@ -124,18 +138,54 @@ def parse_resources(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
 # The scorer
 
 
-# scorer(requested, allocatable) over the resources whose allocatable is non-zero; the lists
-# keep configured order, entries with allocatable 0 are dropped as upstream skips them.
-ScoreFn = Callable[[list[int], list[int], list[int]], int]
-# Vectorised form: (requested[k][m], allocatable[k][m], present[k][m] or None when allocatable is
-# non-zero on every node, weights[k], m) -> int64[m].
+# scorer(requested, allocated, allocatable, weights) over the resources whose allocatable is
+# non-zero; "requested" includes the incoming pod, "allocated" is the node alone. The lists keep
+# configured order; entries with allocatable 0 are dropped, as every upstream scorer skips them.
+ScoreFn = Callable[[list[int], list[int], list[int], list[int]], int]
+# Vectorised form: (requested[k][m], allocated[k][m], allocatable[k][m], present[k][m] or None
+# when allocatable is non-zero on every node, weights[k], m) -> int64[m].
 BatchScoreFn = Callable[
-    [list[np.ndarray], list[np.ndarray], list[np.ndarray | None], list[int], int], np.ndarray
+    [list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray | None], list[int], int], np.ndarray
 ]
 
 
+def has_pod_level_requests(pod: PodInfo) -> bool:
+    """resourcehelper.IsPodLevelRequestsSet: spec.resources.requests names cpu, memory or hugepages."""
+    spec = pod.raw.get("spec") or {}
+    reqs = (spec.get("resources") or {}).get("requests") or {}
+    return any(_pod_level_supported(str(k)) for k in reqs)
+
+
+def container_level_requests(pod: PodInfo) -> tuple[Resource, int, int]:
+    """The pod's requests from its containers and overhead only, ignoring spec.resources:
+    (requests, non-zero cpu, non-zero memory), as resourcehelper.PodRequests with
+    SkipPodLevelResources."""
+    spec = pod.raw.get("spec") or {}
+    creqs = [_container_requests(c) for c in spec.get("containers") or []]
+    ireqs = [(_container_requests(c), c.get("restartPolicy") == "Always") for c in spec.get("initContainers") or []]
+    overhead = {str(k): _quantity(str(k), v) for k, v in (spec.get("overhead") or {}).items()}
+    reqs = _aggregate_requests(creqs, ireqs, None)
+    _add_into(reqs, overhead)
+    non0 = _aggregate_requests(creqs, ireqs, {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
+    _add_into(non0, overhead)
+    out = Resource()
+    for k, v in reqs.items():
+        out.set(k, v)
+    out.allowed_pod_number = 0
+    return out, non0.get(CPU, 0), non0.get(MEMORY, 0)
+
+
 class ResourceAllocationScorer:
-    __slots__ = ("batch_fn", "kinds", "names", "resources", "score_fn", "use_requested", "weights")
+    __slots__ = (
+        "batch_fn",
+        "kinds",
+        "names",
+        "pod_level",
+        "resources",
+        "score_fn",
+        "use_requested",
+        "weights",
+    )
 
     def __init__(
         self,
@@ -143,6 +193,7 @@ class ResourceAllocationScorer:
         score_fn: ScoreFn,
         batch_fn: BatchScoreFn,
         use_requested: bool,
+        pod_level: bool = True,
     ) -> None:
         self.resources = tuple(resources)
         self.names = tuple(r.name for r in resources)
@@ -151,22 +202,28 @@ class ResourceAllocationScorer:
         self.score_fn = score_fn
         self.batch_fn = batch_fn
         self.use_requested = use_requested
+        # Whether the incoming pod's spec.resources counts (the scorer's own PodLevelResources
+        # flag; see Fit for why it is off there). Nodes always count pod-level requests.
+        self.pod_level = pod_level
 
     # -- pod side ------------------------------------------------------------------------------
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         """calculatePodResourceRequestList: one request per configured resource."""
+        requests, non0_cpu, non0_mem = pod.requests, pod.non0_cpu, pod.non0_mem
+        if not self.pod_level and has_pod_level_requests(pod):
+            requests, non0_cpu, non0_mem = container_level_requests(pod)
         out = []
         for name, kind in zip(self.names, self.kinds):
             if kind == KIND_CPU:
-                out.append(pod.requests.milli_cpu if self.use_requested else pod.non0_cpu)
+                out.append(requests.milli_cpu if self.use_requested else non0_cpu)
             elif kind == KIND_MEMORY:
-                out.append(pod.requests.memory if self.use_requested else pod.non0_mem)
+                out.append(requests.memory if self.use_requested else non0_mem)
             elif kind == KIND_EPHEMERAL:
-                out.append(pod.requests.ephemeral_storage)
+                out.append(requests.ephemeral_storage)
             elif kind == KIND_SCALAR:
-                out.append(pod.requests.scalar.get(name, 0))
+                out.append(requests.scalar.get(name, 0))
             else:
-                out.append(pod.requests.get(name))
+                out.append(requests.get(name))
         return tuple(out)
 
     @staticmethod
@@ -175,7 +232,7 @@ class ResourceAllocationScorer:
 
     # -- per node (reference) ------------------------------------------------------------------
     def _alloc_req(self, node: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
-        """calculateResourceAllocatableRequest for resource i."""
+        """calculateResourceAllocatableRequest for resource i: (allocatable, node's allocated)."""
         kind = self.kinds[i]
         if kind == KIND_OTHER or (kind == KIND_SCALAR and pod_request == 0):
             # An extended resource the pod does not ask for is left out of the score; a name that
@@ -183,34 +240,35 @@ class ResourceAllocationScorer:
             return 0, 0
         alloc = node.allocatable
         if kind == KIND_CPU:
-            used = node.requested.milli_cpu if self.use_requested else node.non0_cpu
-            return alloc.milli_cpu, used + pod_request
+            return alloc.milli_cpu, node.requested.milli_cpu if self.use_requested else node.non0_cpu
         if kind == KIND_MEMORY:
-            used = node.requested.memory if self.use_requested else node.non0_mem
-            return alloc.memory, used + pod_request
+            return alloc.memory, node.requested.memory if self.use_requested else node.non0_mem
         if kind == KIND_EPHEMERAL:
-            return alloc.ephemeral_storage, node.requested.ephemeral_storage + pod_request
+            return alloc.ephemeral_storage, node.requested.ephemeral_storage
         name = self.names[i]
         if name in alloc.scalar:
-            return alloc.scalar[name], node.requested.scalar.get(name, 0) + pod_request
+            return alloc.scalar[name], node.requested.scalar.get(name, 0)
         return 0, 0
 
     def score_node(self, node: NodeInfo, pod_requests: Sequence[int]) -> int:
         requested: list[int] = []
+        allocated: list[int] = []
         allocatable: list[int] = []
         weights: list[int] = []
         for i in range(len(self.names)):
-            a, r = self._alloc_req(node, i, pod_requests[i])
+            a, used = self._alloc_req(node, i, pod_requests[i])
             if a == 0:
                 continue
             allocatable.append(a)
-            requested.append(r)
+            allocated.append(used)
+            requested.append(used + pod_requests[i])
             weights.append(self.weights[i])
-        return self.score_fn(requested, allocatable, weights)
+        return self.score_fn(requested, allocated, allocatable, weights)
 
     # -- batch ---------------------------------------------------------------------------------
     def score_columns(self, cols: NodeColumns, idx: np.ndarray, pod_requests: Sequence[int]) -> np.ndarray:
         reqs: list[np.ndarray] = []
+        useds: list[np.ndarray] = []
         allocs: list[np.ndarray] = []
         present: list[np.ndarray | None] = []
         weights: list[int] = []
@@ -218,13 +276,13 @@ class ResourceAllocationScorer:
             pr = pod_requests[i]
             if kind == KIND_CPU:
                 a = cols.alloc_cpu.take(idx)
-                r = (cols.req_cpu if self.use_requested else cols.non0_cpu).take(idx) + pr
+                used = (cols.req_cpu if self.use_requested else cols.non0_cpu).take(idx)
             elif kind == KIND_MEMORY:
                 a = cols.alloc_mem.take(idx)
-                r = (cols.req_mem if self.use_requested else cols.non0_mem).take(idx) + pr
+                used = (cols.req_mem if self.use_requested else cols.non0_mem).take(idx)
             elif kind == KIND_EPHEMERAL:
                 a = cols.alloc_eph.take(idx)
-                r = cols.req_eph.take(idx) + pr
+                used = cols.req_eph.take(idx)
             elif kind == KIND_SCALAR:
                 if pr == 0:
                     continue
@@ -232,7 +290,7 @@ class ResourceAllocationScorer:
                 if col is None:
                     continue  # no node has it: allocatable 0 everywhere, skipped
                 a = col.take(idx)
-                r = cols.scalar_req[self.names[i]].take(idx) + pr
+                used = cols.scalar_req[self.names[i]].take(idx)
             else:
                 continue
             # None marks "allocatable non-zero on every node", the common case, so the
@@ -240,10 +298,11 @@ class ResourceAllocationScorer:
             nz = a != 0
             p = None if nz.all() else nz
             allocs.append(a)
-            reqs.append(r)
+            useds.append(used)
+            reqs.append(used + pr)
             present.append(p)
             weights.append(self.weights[i])
-        return self.batch_fn(reqs, allocs, present, weights, len(idx))
+        return self.batch_fn(reqs, useds, allocs, present, weights, len(idx))
 
 
 def weighted_mean_score(
