@@ -225,15 +225,15 @@ class _Gen:
                 req["cpu"] = _milli(r.choice((50, 100, 250, 500, 1000, 1500)) * (3 if big else 1))
             if r.random() < 0.85:
                 req["memory"] = _mi(r.choice((64, 128, 512, 1024, 2048)) * (3 if big else 1))
-            if r.random() < 0.1:
-                req["ephemeral-storage"] = r.choice(("1Gi", "20Gi"))
+            if r.random() < 0.06:
+                req["ephemeral-storage"] = r.choice(("1Gi", "1Gi", "20Gi"))
                 feats.add("ephemeral-storage")
             if req:
                 res["requests"] = req
             if req and r.random() < 0.25:
                 res["limits"] = dict(req)
-        if r.random() < 0.12:
-            n = str(r.randint(1, 3))
+        if r.random() < 0.07:
+            n = str(r.randint(1, 2))
             res.setdefault("requests", {})[GPU] = n
             res.setdefault("limits", {})[GPU] = n
             feats.add("extended-resource")
@@ -300,7 +300,7 @@ class _Gen:
             if r.random() >= 0.5:
                 continue
             part: Obj = {}
-            if r.random() < (0.3 if bound else 0.5):
+            if r.random() < (0.3 if bound else 0.35):
                 part["requiredDuringSchedulingIgnoredDuringExecution"] = [self._affinity_term(feats, labels)]
                 feats.add(f"{kind}-required")
             if r.random() < 0.6:
@@ -325,7 +325,7 @@ class _Gen:
                 "labelSelector": self._selector(allow_empty=False) or {"matchLabels": {"app": "web"}},
             }
             feats.add(f"spread-{c['whenUnsatisfiable']}")
-            if c["whenUnsatisfiable"] == "DoNotSchedule" and r.random() < 0.3:
+            if c["whenUnsatisfiable"] == "DoNotSchedule" and r.random() < 0.5:
                 c["minDomains"] = r.randint(1, 5)
                 feats.add("spread-minDomains")
             if r.random() < 0.3:
