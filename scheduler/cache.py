@@ -10,10 +10,19 @@ from dataclasses import dataclass
 
 import structlog
 
-from scheduler.objects import NodeInfo, PodInfo, Raw
+from scheduler.objects import NodeInfo, PodInfo, Raw, node_image_entries
 from scheduler.snapshot import Snapshot, zone_key
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class _ImageState:
+    """One image name across the cluster (upstream cache imageStates entry): the size the
+    first node reporting it gave, and the nodes reporting it now."""
+
+    size: int
+    nodes: set[str]
 
 
 @dataclass(slots=True)
@@ -35,18 +44,55 @@ class Cache:
         self._node_changed: set[str] = set()  # node names whose Node object changed
         self._list_changed = True
         self.assumed_ttl = assumed_ttl  # 0 = never expire (upstream default since v1.x)
+        self.image_states: dict[str, _ImageState] = {}
+
+    # -- images ------------------------------------------------------------------------------
+    def _add_node_images(self, name: str, raw: Raw) -> None:
+        for image, size in node_image_entries(raw):
+            st = self.image_states.get(image)
+            if st is None:
+                # The first report fixes the size while any node still has the image.
+                self.image_states[image] = _ImageState(size, {name})
+            else:
+                st.nodes.add(name)
+
+    def _remove_node_images(self, name: str, raw: Raw | None) -> None:
+        for image, _ in node_image_entries(raw):
+            st = self.image_states.get(image)
+            if st is not None:
+                st.nodes.discard(name)
+                if not st.nodes:
+                    del self.image_states[image]
+
+    def _summarise_images(self, ni: NodeInfo) -> None:
+        """The node's image summary as of now (upstream ImageStateSummary.Snapshot, taken when
+        the node is cloned into the snapshot); nodes not re-cloned keep their older counts."""
+        states = self.image_states
+        new = {}
+        for image in ni.image_sizes:
+            st = states.get(image)
+            if st is not None:
+                new[image] = (st.size, len(st.nodes))
+        # Keep the old object when nothing changed so the snapshot can tell cheaply.
+        if new != ni.image_states:
+            ni.image_states = new
 
     # -- nodes -------------------------------------------------------------------------------
     def add_node(self, raw: Raw) -> NodeInfo:
         name = str((raw.get("metadata") or {}).get("name", ""))
         ni = self.nodes.get(name)
+        # Upstream re-clones a node into the snapshot whenever its Node object changes.
+        self._dirty.add(name)
         if ni is None:
             ni = NodeInfo(raw)
             self.nodes[name] = ni
+            self._add_node_images(name, raw)
             self._tree_add(ni)
         else:
             old_zone = zone_key(ni.labels)
             was_present = ni.node_present
+            self._remove_node_images(name, ni.raw)
+            self._add_node_images(name, raw)
             ni.set_node(raw)
             ni.generation += 1
             if not was_present:
@@ -66,6 +112,7 @@ class Cache:
         if ni is None or not ni.node_present:
             return
         self._tree_remove(name, zone_key(ni.labels))
+        self._remove_node_images(name, ni.raw)
         if ni.pods:
             # Pods still reference the node; keep an imaginary NodeInfo until they go (upstream).
             ni.raw = None
@@ -202,7 +249,12 @@ class Cache:
     # -- snapshot ----------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot) -> None:
         if self._list_changed:
-            ordered = [self.nodes[n].clone() for n in self.node_names_in_tree_order()]
+            ordered = []
+            for n in self.node_names_in_tree_order():
+                info = self.nodes[n]
+                if info.image_states is None or n in self._dirty:
+                    self._summarise_images(info)
+                ordered.append(info.clone())
             snap.set_nodes(ordered)
             self._list_changed = False
         else:
@@ -210,6 +262,7 @@ class Cache:
                 ni = self.nodes.get(name)
                 if ni is None or not ni.node_present or name not in snap.node_map:
                     continue
+                self._summarise_images(ni)
                 snap.replace_node(ni.clone(), name in self._node_changed)
         self._dirty.clear()
         self._node_changed.clear()

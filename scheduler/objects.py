@@ -574,6 +574,17 @@ class ImageState:
     num_nodes: int = 0
 
 
+def node_image_entries(raw: Raw | None) -> list[tuple[str, int]]:
+    """(name, sizeBytes) for every name of every status.images entry, in status order."""
+    if raw is None:
+        return []
+    out: list[tuple[str, int]] = []
+    for img in (raw.get("status") or {}).get("images") or []:
+        size = int(img.get("sizeBytes") or 0)
+        out.extend((str(n), size) for n in img.get("names") or [])
+    return out
+
+
 class NodeInfo:
     """A node plus the aggregate of the pods on it (upstream framework.NodeInfo)."""
 
@@ -582,6 +593,7 @@ class NodeInfo:
         "declared_features",
         "generation",
         "image_sizes",
+        "image_states",
         "index",
         "labels",
         "name",
@@ -608,6 +620,10 @@ class NodeInfo:
         self.used_ports: dict[tuple[str, int], set[str]] = {}
         self.generation = 0
         self.index = -1  # position in the snapshot's node list
+        # ImageLocality's view, image name -> (size, number of nodes holding it), as the
+        # scheduler cache summarised it when this node was last snapshotted; None until then
+        # (a Snapshot built without a cache fills it the way upstream NewSnapshot does).
+        self.image_states: dict[str, tuple[int, int]] | None = None
         if raw is None:
             self.name = name
             self.labels: dict[str, str] = {}
@@ -633,12 +649,8 @@ class NodeInfo:
         if alloc is None:
             alloc = status.get("capacity")
         self.allocatable = Resource.from_list(alloc)
-        sizes: dict[str, int] = {}
-        for img in status.get("images") or []:
-            size = int(img.get("sizeBytes") or 0)
-            for n in img.get("names") or []:
-                sizes[str(n)] = size
-        self.image_sizes = sizes
+        # The node's own report, a later entry winning for a repeated name.
+        self.image_sizes = dict(node_image_entries(raw))
         # status.declaredFeatures as published (the API keeps it sorted and unique); the
         # NodeDeclaredFeatures plugin maps it onto its feature registry.
         self.declared_features = tuple(str(f) for f in status.get("declaredFeatures") or ())
@@ -694,6 +706,7 @@ class NodeInfo:
         c.allocatable = self.allocatable
         c.image_sizes = self.image_sizes
         c.declared_features = self.declared_features
+        c.image_states = self.image_states
         c.pods = list(self.pods)
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)

@@ -137,8 +137,8 @@ class Snapshot:
         self.node_map: dict[str, NodeInfo] = {}
         self.columns = NodeColumns(0)
         self.generation = 0
-        # Image name -> number of nodes that have it (ImageLocality's spread factor).
-        self.image_num_nodes: dict[str, int] = {}
+        # Bumped whenever some node's image_states changes (ImageLocality's batch index).
+        self.image_epoch = 0
         self.have_pods_with_affinity: list[NodeInfo] = []
         self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
         self._affinity_dirty = True
@@ -175,10 +175,16 @@ class Snapshot:
         self.node_map[ni.name] = ni
         if node_changed:
             self.columns.set_node(ni.index, ni)
-            if ni.image_sizes != old.image_sizes:
-                self._rebuild_images()
         else:
             self.columns.set_usage(ni.index, ni)
+        if ni.image_states is None:
+            # Not from a cache: count over the current list, like _rebuild_images.
+            ni.image_states = {
+                name: (size, sum(1 for n in self.node_infos if name in n.image_sizes))
+                for name, size in ni.image_sizes.items()
+            }
+        if ni.image_states is not old.image_states and ni.image_states != old.image_states:
+            self.image_epoch += 1
         if old.pods_with_affinity or ni.pods_with_affinity:
             self._affinity_dirty = True
         self.change_seq += 1
@@ -187,11 +193,18 @@ class Snapshot:
             self.label_seq[ni.index] = self.change_seq
 
     def _rebuild_images(self) -> None:
-        counts: dict[str, int] = {}
+        """Nodes that did not come through a cache get upstream NewSnapshot's image states:
+        each node's own sizes, counted over the nodes of this list."""
+        self.image_epoch += 1
+        missing = [ni for ni in self.node_infos if ni.image_states is None]
+        if not missing:
+            return
+        holders: dict[str, set[str]] = {}
         for ni in self.node_infos:
             for name in ni.image_sizes:
-                counts[name] = counts.get(name, 0) + 1
-        self.image_num_nodes = counts
+                holders.setdefault(name, set()).add(ni.name)
+        for ni in missing:
+            ni.image_states = {name: (size, len(holders[name])) for name, size in ni.image_sizes.items()}
 
     def _refresh_affinity_lists(self) -> None:
         if self._affinity_dirty:

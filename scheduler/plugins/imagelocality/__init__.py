@@ -1,9 +1,13 @@
 """ImageLocality (upstream plugins/imagelocality/image_locality.go).
 
-Favours nodes that already hold the pod's container images (init containers included). Each
-image present on the node adds its size scaled by the share of nodes holding it (to avoid
-piling pods onto the few nodes that have a big image); the sum is clamped to
-[23 MiB, 1000 MiB x number of containers] and mapped linearly onto 0..100.
+Favours nodes that already hold the pod's images: init containers, containers and image
+volumes (spec.volumes[].image.reference). Each image present on the node adds its size scaled
+by the share of nodes holding it (to avoid piling pods onto the few nodes that have a big
+image); the sum is clamped to [23 MiB, 1000 MiB x number of containers] and mapped linearly
+onto 0..100.
+
+Size and node count come from the node's ``image_states`` (the scheduler cache's summary: one
+size per image name, from the node that reported it first), not from the node's own report.
 """
 
 from __future__ import annotations
@@ -51,46 +55,57 @@ def scaled_image_score(size: int, num_nodes: int, total_nodes: int) -> int:
 
 
 def pod_images(pod: PodInfo) -> list[str]:
-    return [normalized_image_name(i) for i in (*pod.init_images, *pod.images)]
+    """Normalised names in upstream's order; a repeated image counts every time."""
+    out = [normalized_image_name(i) for i in (*pod.init_images, *pod.images)]
+    for v in pod.volumes:
+        image = v.get("image")
+        if isinstance(image, Mapping):
+            out.append(normalized_image_name(str(image.get("reference") or "")))
+    return out
 
 
-def sum_image_scores(
-    node: NodeInfo, images: list[str], image_num_nodes: Mapping[str, int], total: int
-) -> int:
+def num_containers(pod: PodInfo) -> int:
+    # Image volumes add to the sum but not to the threshold.
+    return len(pod.init_images) + len(pod.images)
+
+
+def sum_image_scores(node: NodeInfo, images: list[str], total: int) -> int:
     s = 0
-    sizes = node.image_sizes
+    states = node.image_states or {}
     for img in images:
-        size = sizes.get(img)
-        if size is not None:
-            s += scaled_image_score(size, image_num_nodes.get(img, 0), total)
+        st = states.get(img)
+        if st is not None:
+            s += scaled_image_score(st[0], st[1], total)
     return s
 
 
 class _ImageIndex:
-    """Per snapshot image set: for each image, the node positions holding it and its sizes.
+    """Per snapshot image set: for each image, the node positions holding it and their scaled
+    scores. Valid while the snapshot's ``image_epoch`` and node count stay the same."""
 
-    Keyed on the snapshot's ``image_num_nodes`` dict, which the snapshot replaces whenever any
-    node's image list changes (and on every node-list rebuild).
-    """
+    __slots__ = ("entries", "epoch", "n", "snapshot")
 
-    __slots__ = ("counts", "entries", "n")
-
-    def __init__(self, counts: Mapping[str, int], n: int) -> None:
-        self.counts = counts
-        self.n = n
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.epoch = snapshot.image_epoch
+        self.n = len(snapshot.node_infos)
         self.entries: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    def get(self, snapshot: Snapshot, image: str) -> tuple[np.ndarray, np.ndarray]:
+    def valid_for(self, snapshot: Snapshot) -> bool:
+        return self.snapshot is snapshot and self.epoch == snapshot.image_epoch and self.n == len(snapshot.node_infos)
+
+    def get(self, image: str) -> tuple[np.ndarray, np.ndarray]:
         e = self.entries.get(image)
         if e is None:
             pos: list[int] = []
-            sizes: list[int] = []
-            for i, ni in enumerate(snapshot.node_infos):
-                size = ni.image_sizes.get(image)
-                if size is not None:
+            scores: list[int] = []
+            total = self.n
+            for i, ni in enumerate(self.snapshot.node_infos):
+                st = (ni.image_states or {}).get(image)
+                if st is not None:
                     pos.append(i)
-                    sizes.append(size)
-            e = (np.array(pos, dtype=np.intp), np.array(sizes, dtype=np.int64))
+                    scores.append(scaled_image_score(st[0], st[1], total))
+            e = (np.array(pos, dtype=np.intp), np.array(scores, dtype=np.int64))
             self.entries[image] = e
         return e
 
@@ -113,29 +128,27 @@ class ImageLocality(ScorePlugin):
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         snap = self._snapshot()
-        images = pod_images(pod)
-        total = len(snap.node_infos)
-        s = sum_image_scores(node, images, snap.image_num_nodes, total)
-        return calculate_priority(s, len(pod.init_images) + len(pod.images))
+        s = sum_image_scores(node, pod_images(pod), len(snap.node_infos))
+        return calculate_priority(s, num_containers(pod))
 
     def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.intp)
-        counts = snapshot.image_num_nodes
-        images = [img for img in pod_images(pod) if img in counts]
-        if not images:
+        index = self._index
+        if index is None or not index.valid_for(snapshot):
+            index = self._index = _ImageIndex(snapshot)
+        sums = np.zeros(index.n, dtype=np.int64)
+        any_image = False
+        for img in pod_images(pod):
+            pos, scores = index.get(img)
+            if len(pos):
+                any_image = True
+                sums[pos] += scores  # positions within one image are distinct
+        if not any_image:
             # None of the pod's images is on any node: every sum is 0, below the minimum -> 0.
             return np.zeros(len(idx), dtype=np.int64)
-        total = len(snapshot.node_infos)
-        index = self._index
-        if index is None or index.counts is not counts or index.n != total:
-            index = self._index = _ImageIndex(counts, total)
-        sums = np.zeros(total, dtype=np.int64)
-        for img in images:
-            pos, sizes = index.get(snapshot, img)
-            spread = float(counts[img]) / float(total)
-            # int64(float64(size) * spread): truncation toward zero, all values positive.
-            sums[pos] += (sizes.astype(np.float64) * spread).astype(np.int64)
         s = sums.take(idx)
-        max_threshold = MAX_CONTAINER_THRESHOLD * (len(pod.init_images) + len(pod.images))
-        np.clip(s, MIN_THRESHOLD, max_threshold, out=s)
+        max_threshold = MAX_CONTAINER_THRESHOLD * num_containers(pod)
+        # Clamp in upstream's order (not np.clip): with no containers max < min, and upstream
+        # then lets a sum at or above the minimum through to the max branch.
+        s = np.where(s < MIN_THRESHOLD, MIN_THRESHOLD, np.where(s > max_threshold, max_threshold, s))
         return MAX_NODE_SCORE * (s - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
