@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--simulate-subprocess", action="store_true", help="run each simulate as its own process")
     args = p.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the binary is stopped and the seed's objects removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     seeds = parse_seeds(args.seeds)
     ndf = {"auto": None, "on": True, "off": False}[args.node_declared_features]
     workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="pyscheduler-differential-"))

@@ -26,6 +26,8 @@ HOST_KEY = "kubernetes.io/hostname"
 TOPOLOGY_KEYS = (ZONE_KEY, HOST_KEY, RACK_KEY)
 GPU = "example.com/gpu"
 RUNTIME_CLASS = "pyscheduler-differential"
+# On every generated node and namespace, so a later run can sweep what a killed one left.
+MARK = "pyscheduler.io/differential"
 RUNTIME_OVERHEAD = {"cpu": "250m", "memory": "120Mi"}
 
 # name -> (names the node reports, nominal size in bytes); pods use the first spelling below.
@@ -106,7 +108,7 @@ class _Gen:
                 {
                     "apiVersion": "v1",
                     "kind": "Namespace",
-                    "metadata": {"name": f"{self.sc.prefix}-{suffix}", "labels": labels},
+                    "metadata": {"name": f"{self.sc.prefix}-{suffix}", "labels": {**labels, MARK: "true"}},
                 }
             )
 
@@ -146,7 +148,7 @@ class _Gen:
         count = r.randint(4, 8)
         for i in range(count):
             name = f"{self.sc.prefix}-n{i}"
-            labels: dict[str, str] = {}
+            labels: dict[str, str] = {MARK: "true"}
             if r.random() < 0.7:
                 labels["example.com/disk"] = r.choice(("ssd", "hdd"))
             if r.random() < 0.8:

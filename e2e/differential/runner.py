@@ -157,6 +157,29 @@ def _delete_pod_now(core: client.CoreV1Api, namespace: str, name: str) -> None:
     )
 
 
+def sweep_leftovers(api: client.ApiClient) -> None:
+    """Remove what an interrupted run left behind (marked nodes, pods of marked namespaces):
+    otherwise its pods would sit in every later cluster file and in the binary's cache."""
+    core = client.CoreV1Api(api)
+    sel = f"{generator.MARK}=true"
+    namespaces = {n["metadata"]["name"] for n in _raw(core.list_namespace, label_selector=sel)["items"]}
+    for pod in _raw(core.list_pod_for_all_namespaces)["items"]:
+        meta = pod["metadata"]
+        if meta["namespace"] in namespaces:
+            with contextlib.suppress(ApiException):
+                core.delete_namespaced_pod(meta["name"], meta["namespace"], grace_period_seconds=0)
+    for node in _raw(core.list_node, label_selector=sel)["items"]:
+        with contextlib.suppress(ApiException):
+            core.delete_node(node["metadata"]["name"])
+    harness.wait_for(
+        lambda: (
+            not any(p["metadata"]["namespace"] in namespaces for p in _raw(core.list_pod_for_all_namespaces)["items"])
+        ),
+        timeout=60,
+        desc="leftover pods gone",
+    )
+
+
 def cleanup(api: client.ApiClient, sc: generator.Scenario) -> None:
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
@@ -212,6 +235,7 @@ def run_seed(
     tally = Tally()
     ks: kubescheduler.KubeScheduler | None = None
     try:
+        sweep_leftovers(api)
         _ensure_runtime_class(api)
         for obj in [*sc.namespaces, *sc.owners, *sc.nodes]:
             _create(api, obj)
