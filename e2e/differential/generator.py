@@ -224,9 +224,9 @@ class _Gen:
         if r.random() < 0.85:
             req: dict[str, str] = {}
             if r.random() < 0.9:
-                req["cpu"] = _milli(r.choice((50, 100, 250, 500, 1000, 1500)) * (3 if big else 1))
+                req["cpu"] = _milli(r.choice((50, 100, 200, 250, 500, 1000)) * (3 if big else 1))
             if r.random() < 0.85:
-                req["memory"] = _mi(r.choice((64, 128, 512, 1024, 2048)) * (3 if big else 1))
+                req["memory"] = _mi(r.choice((64, 128, 256, 512, 1024)) * (3 if big else 1))
             if r.random() < 0.06:
                 req["ephemeral-storage"] = r.choice(("1Gi", "1Gi", "20Gi"))
                 feats.add("ephemeral-storage")
@@ -378,7 +378,7 @@ class _Gen:
         name = f"p{self.pod_seq}" if bound_to is None else f"b{self.pod_seq}"
         feats: set[str] = set()
         labels = self._labels()
-        containers = [self._container(f"c{i}", feats) for i in range(r.randint(1, 3))]
+        containers = [self._container(f"c{i}", feats) for i in range(r.choice((1, 1, 2, 3)))]
         spec: Obj = {"containers": containers, "terminationGracePeriodSeconds": 0}
         if bound_to is None:
             spec["schedulerName"] = self.sc.scheduler_name

@@ -89,6 +89,10 @@ class KubeScheduler:
         self.log_path = log_path
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        # Loopback to a self-signed serving cert.
+        self._ctx = ssl.create_default_context()
+        self._ctx.check_hostname = False
+        self._ctx.verify_mode = ssl.CERT_NONE
 
     def start(self, timeout: float = 60.0) -> None:
         argv = [
@@ -105,9 +109,7 @@ class KubeScheduler:
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         log.close()
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
+        ctx = self._ctx
 
         def ready() -> bool:
             if self.proc is not None and self.proc.poll() is not None:
@@ -120,6 +122,19 @@ class KubeScheduler:
                 return False
 
         harness.wait_for(ready, timeout=timeout, interval=0.1, desc="kube-scheduler /readyz")
+
+    def cache_sizes(self) -> dict[str, int]:
+        """scheduler_cache_size by type (nodes, pods, assumed_pods); the binary refreshes it
+        every second."""
+        with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/metrics", context=self._ctx, timeout=5) as r:
+            text = r.read().decode()
+        out: dict[str, int] = {}
+        for line in text.splitlines():
+            if line.startswith("scheduler_cache_size{"):
+                labels, _, value = line.rpartition(" ")
+                kind = labels.split('type="', 1)[1].split('"', 1)[0]
+                out[kind] = int(float(value))
+        return out
 
     def stop(self) -> None:
         if self.proc is None:

@@ -4,8 +4,10 @@ binary saw.
 
 Why the order of things matters:
 
-* The whole base state (nodes, namespaces, owners, bound pods) exists before the binary starts,
-  so its informers have all of it when it schedules the first pod (it waits for cache sync).
+* Namespaces and owners exist before the binary starts; nodes are created after it runs, in
+  name order (see run_seed: the first node to report an image fixes its size), then the bound
+  pods; the first pending pod waits until the binary's cache (scheduler_cache_size) holds
+  every node and bound pod.
 * Before each pending pod the cluster is listed (every node, pod, namespace and owner in the
   API server, not only this seed's), then the pod is created; the stored object returned by the
   create call (admission applied: RuntimeClass overhead, matchLabelKeys merged into selectors)
@@ -204,6 +206,23 @@ def cleanup(api: client.ApiClient, sc: generator.Scenario) -> None:
         )
 
 
+def _wait_cache_synced(api: client.ApiClient, ks: kubescheduler.KubeScheduler) -> None:
+    """Until the binary's cache holds every node and every assigned pod the API server has."""
+    core = client.CoreV1Api(api)
+
+    def synced() -> bool:
+        nodes = len(_raw(core.list_node)["items"])
+        pods = sum(
+            1
+            for p in _raw(core.list_pod_for_all_namespaces)["items"]
+            if p["spec"].get("nodeName") and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+        )
+        sizes = ks.cache_sizes()
+        return sizes.get("nodes") == nodes and sizes.get("pods") == pods
+
+    harness.wait_for(synced, timeout=30, interval=0.2, desc="kube-scheduler cache to hold every node and bound pod")
+
+
 def run_seed(
     api: client.ApiClient,
     kubeconfig: str,
@@ -237,16 +256,23 @@ def run_seed(
     try:
         sweep_leftovers(api)
         _ensure_runtime_class(api)
-        for obj in [*sc.namespaces, *sc.owners, *sc.nodes]:
+        for obj in [*sc.namespaces, *sc.owners]:
+            _create(api, obj)
+        ks = kubescheduler.KubeScheduler(
+            kubescheduler.binary_path(), config_file, kubeconfig, workdir / "kube-scheduler.log"
+        )
+        ks.start()
+        # Nodes only after the binary runs, one by one: its initial LIST hands it the nodes in
+        # map order, and the first node to report an image name fixes that image's size for
+        # ImageLocality. Watch events arrive in creation order, which is also the order of the
+        # names and so of every cluster file.
+        for obj in sc.nodes:
             _create(api, obj)
         for name in sc.node_names:
             harness.wait_for_node_ready(core, name, timeout=60)
         for pod in sc.bound_pods:
             _create(api, pod)
-        ks = kubescheduler.KubeScheduler(
-            kubescheduler.binary_path(), config_file, kubeconfig, workdir / "kube-scheduler.log"
-        )
-        ks.start()
+        _wait_cache_synced(api, ks)
         reader = LogReader(ks.log_path)
         for i, pod in enumerate(sc.pending_pods):
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
