@@ -31,6 +31,8 @@ FINAL = "Calculated node's final score for pod"
 BOUND = "Successfully bound pod to node"
 NO_FIT = "Unable to schedule pod; no fit; waiting"
 ATTEMPT = "Attempting to schedule pod"
+# Not a fit error: the binary retries; the attempt still ends here (its err is the message).
+ERROR = "Error scheduling pod; retrying"
 
 
 def _go_string(s: str, i: int) -> tuple[str, int]:
@@ -155,6 +157,10 @@ class LogReader:
             a.node = kv.get("node")
             a.evaluated = _int(kv.get("evaluatedNodes"))
             a.feasible = _int(kv.get("feasibleNodes"))
+            self._open.pop(pod, None)
+        elif msg == ERROR:
+            a = self._current(pod)
+            a.error = "error: " + kv.get("err", "")
             self._open.pop(pod, None)
         elif msg == NO_FIT:
             a = self._current(pod)
