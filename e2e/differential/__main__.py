@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="NodeDeclaredFeatures in both profiles: auto = when pyscheduler has the plugin",
     )
+    p.add_argument("--vary-args", action="store_true", help="non-default plugin args and weights per seed (both sides)")
     p.add_argument("--simulate-subprocess", action="store_true", help="run each simulate as its own process")
     args = p.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the binary is stopped and the seed's objects removed.
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 node_declared_features=ndf,
                 pending=args.pending,
                 subprocess_cli=args.simulate_subprocess,
+                vary_args=args.vary_args,
             )
             total.merge(res.tally)
             features.update(res.features)

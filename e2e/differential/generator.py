@@ -143,11 +143,41 @@ class _Gen:
                     }
                 )
 
+        for i, ns in enumerate(self.sc.namespace_names):
+            # Rarer selector owners that default spreading also reads.
+            if r.random() < 0.2:
+                sel = {"tier": r.choice(POD_LABELS["tier"])}
+                template = {"metadata": {"labels": sel}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+                if r.random() < 0.5:
+                    self.sc.owners.append(
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "StatefulSet",
+                            "metadata": {"name": f"ss{i}", "namespace": ns},
+                            "spec": {
+                                "replicas": 0,
+                                "serviceName": "none",
+                                "selector": {"matchLabels": sel},
+                                "template": template,
+                            },
+                        }
+                    )
+                else:
+                    self.sc.owners.append(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ReplicationController",
+                            "metadata": {"name": f"rc{i}", "namespace": ns},
+                            "spec": {"replicas": 0, "selector": sel, "template": template},
+                        }
+                    )
+
     def nodes(self) -> None:
         r = self.r
-        count = r.randint(4, 8)
+        count = r.randint(4, 8) if r.random() < 0.8 else r.randint(9, 12)
         for i in range(count):
-            name = f"{self.sc.prefix}-n{i}"
+            # Zero-padded: name order is creation order (see runner.run_seed).
+            name = f"{self.sc.prefix}-n{i:02d}"
             labels: dict[str, str] = {MARK: "true"}
             if r.random() < 0.7:
                 labels["example.com/disk"] = r.choice(("ssd", "hdd"))
@@ -472,7 +502,7 @@ def _selects(owner: Obj, namespace: str, labels: dict[str, str]) -> bool:
     if owner["metadata"]["namespace"] != namespace:
         return False
     sel = owner["spec"]["selector"]
-    sel = sel.get("matchLabels", sel) if owner["kind"] == "ReplicaSet" else sel
+    sel = sel.get("matchLabels", sel) if owner["kind"] in ("ReplicaSet", "StatefulSet") else sel
     return all(labels.get(k) == v for k, v in sel.items())
 
 

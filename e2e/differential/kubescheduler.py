@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import random
 import socket
 import ssl
 import subprocess
@@ -52,8 +53,11 @@ def disabled_plugins(node_declared_features: bool | None = None) -> list[str]:
     return out
 
 
-def config(scheduler_name: str, kubeconfig: str, disabled: list[str]) -> dict[str, Any]:
-    return {
+def config(
+    scheduler_name: str, kubeconfig: str, disabled: list[str], varied: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The configuration file both sides read; *varied* is a :func:`varied_profile`."""
+    cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": kubeconfig, "qps": 200, "burst": 400},
@@ -66,6 +70,12 @@ def config(scheduler_name: str, kubeconfig: str, disabled: list[str]) -> dict[st
             }
         ],
     }
+    if varied:
+        prof = cfg["profiles"][0]
+        prof["pluginConfig"] = varied["pluginConfig"]
+        if varied["weights"]:
+            prof["plugins"]["multiPoint"]["enabled"] = [{"name": k, "weight": v} for k, v in varied["weights"].items()]
+    return cfg
 
 
 def _free_port() -> int:
@@ -163,3 +173,92 @@ def wait_log(path: pathlib.Path, needle: str, timeout: float = 30.0) -> str:
         return text if needle in text else ""
 
     return harness.wait_for(has, timeout=timeout, interval=0.05, desc=f"kube-scheduler log line {needle!r}")
+
+
+def varied_profile(seed: int) -> dict[str, Any]:
+    """Non-default plugin arguments and weights for one seed (``--vary-args``): the same code
+    paths with other numbers, valid for the binary's v1 validation."""
+    r = random.Random(seed * 7919 + 17)
+    resources = [{"name": "cpu", "weight": r.randint(1, 5)}, {"name": "memory", "weight": r.randint(1, 5)}]
+    if r.random() < 0.4:
+        resources.append({"name": "example.com/gpu", "weight": r.randint(1, 5)})
+    if r.random() < 0.3:
+        resources.append({"name": "ephemeral-storage", "weight": r.randint(1, 5)})
+    strategy: dict[str, Any] = {"type": r.choice(("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"))}
+    strategy["resources"] = resources
+    if strategy["type"] == "RequestedToCapacityRatio":
+        shape = [{"utilization": 0, "score": r.choice((0, 10))}, {"utilization": 100, "score": r.choice((0, 10))}]
+        if r.random() < 0.5:
+            shape.insert(1, {"utilization": r.randint(20, 80), "score": r.randint(0, 10)})
+        strategy["requestedToCapacityRatio"] = {"shape": shape}
+    balanced = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+    if r.random() < 0.4:
+        balanced.append({"name": "example.com/gpu", "weight": 1})
+    plugin_config: list[dict[str, Any]] = [
+        {"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}},
+        {"name": "NodeResourcesBalancedAllocation", "args": {"resources": balanced}},
+        {
+            "name": "InterPodAffinity",
+            "args": {
+                "hardPodAffinityWeight": r.choice((0, 1, 5, 100)),
+                "ignorePreferredTermsOfExistingPods": r.random() < 0.3,
+            },
+        },
+    ]
+    if r.random() < 0.5:
+        constraints = [
+            {
+                "maxSkew": r.randint(1, 3),
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+            }
+        ]
+        if r.random() < 0.5:
+            constraints.append(
+                {
+                    "maxSkew": r.randint(1, 2),
+                    "topologyKey": "example.com/rack",
+                    "whenUnsatisfiable": r.choice(("ScheduleAnyway", "DoNotSchedule")),
+                }
+            )
+        plugin_config.append(
+            {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": constraints}}
+        )
+    if r.random() < 0.4:
+        plugin_config.append(
+            {
+                "name": "NodeAffinity",
+                "args": {
+                    "addedAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": r.randint(1, 100),
+                                "preference": {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "example.com/disk",
+                                            "operator": "In",
+                                            "values": [r.choice(("ssd", "hdd"))],
+                                        }
+                                    ]
+                                },
+                            }
+                        ]
+                    }
+                },
+            }
+        )
+    weights = {
+        name: r.randint(1, 5)
+        for name in (
+            "TaintToleration",
+            "NodeAffinity",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "NodeResourcesBalancedAllocation",
+            "ImageLocality",
+        )
+        if r.random() < 0.5
+    }
+    return {"pluginConfig": plugin_config, "weights": weights}

@@ -118,6 +118,10 @@ def _create(api: client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
             resp = core.create_namespaced_service(ns, obj, _preload_content=False)
         elif kind == "ReplicaSet":
             resp = client.AppsV1Api(api).create_namespaced_replica_set(ns, obj, _preload_content=False)
+        elif kind == "StatefulSet":
+            resp = client.AppsV1Api(api).create_namespaced_stateful_set(ns, obj, _preload_content=False)
+        elif kind == "ReplicationController":
+            resp = core.create_namespaced_replication_controller(ns, obj, _preload_content=False)
         elif kind == "RuntimeClass":
             resp = client.NodeV1Api(api).create_runtime_class(obj, _preload_content=False)
         else:
@@ -190,10 +194,15 @@ def cleanup(api: client.ApiClient, sc: generator.Scenario) -> None:
             core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
     for o in sc.owners:
         with contextlib.suppress(ApiException):
+            name, ns = o["metadata"]["name"], o["metadata"]["namespace"]
             if o["kind"] == "Service":
-                core.delete_namespaced_service(o["metadata"]["name"], o["metadata"]["namespace"])
+                core.delete_namespaced_service(name, ns)
+            elif o["kind"] == "ReplicaSet":
+                apps.delete_namespaced_replica_set(name, ns)
+            elif o["kind"] == "StatefulSet":
+                apps.delete_namespaced_stateful_set(name, ns)
             else:
-                apps.delete_namespaced_replica_set(o["metadata"]["name"], o["metadata"]["namespace"])
+                core.delete_namespaced_replication_controller(name, ns)
     for n in sc.node_names:
         with contextlib.suppress(ApiException):
             core.delete_node(n)
@@ -233,22 +242,25 @@ def run_seed(
     pending: int | None = None,
     subprocess_cli: bool = False,
     ours_weights: dict[str, int] | None = None,
+    vary_args: bool = False,
     log: Callable[[str], None] = print,
 ) -> SeedResult:
     """One seed end to end. *ours_weights* gives simulate other score weights than the binary
-    (only to prove that the comparison notices)."""
+    (only to prove that the comparison notices). *vary_args* gives both sides non-default plugin
+    arguments and weights drawn from the seed."""
     core = client.CoreV1Api(api)
     workdir.mkdir(parents=True, exist_ok=True)
     sc = generator.generate(seed, f"df{run_id}s{seed}", SCHEDULER_NAME, pending=pending)
     disabled = kubescheduler.disabled_plugins(node_declared_features)
-    cfg = kubescheduler.config(SCHEDULER_NAME, kubeconfig, disabled)
+    varied = kubescheduler.varied_profile(seed) if vary_args else None
+    cfg = kubescheduler.config(SCHEDULER_NAME, kubeconfig, disabled, varied)
     config_file = workdir / "config.yaml"
     config_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     ours_config = config_file
     if ours_weights:
-        cfg["profiles"][0]["plugins"]["multiPoint"]["enabled"] = [
-            {"name": k, "weight": v} for k, v in ours_weights.items()
-        ]
+        enabled = {e["name"]: e["weight"] for e in cfg["profiles"][0]["plugins"]["multiPoint"].get("enabled", [])}
+        enabled.update(ours_weights)
+        cfg["profiles"][0]["plugins"]["multiPoint"]["enabled"] = [{"name": k, "weight": v} for k, v in enabled.items()]
         ours_config = workdir / "config-simulate.yaml"
         ours_config.write_text(yaml.safe_dump(cfg, sort_keys=False))
     tally = Tally()
