@@ -36,9 +36,11 @@ bench: install
 
 ## differential: random clusters and pods through the real kube-scheduler v1.36.3 and through
 ## `simulate`, every decision compared; prints decision counts and agreement per check
+## (DIFFERENTIAL_FLAGS=--vary-args: non-default plugin args and weights on both sides)
 SEEDS ?= 1-30
+DIFFERENTIAL_FLAGS ?=
 differential: install
-	PYTHONPATH=e2e $(PYTHON) -m differential --seeds $(SEEDS)
+	PYTHONPATH=e2e $(PYTHON) -m differential --seeds $(SEEDS) $(DIFFERENTIAL_FLAGS)
 
 ## run: the scheduler in the foreground against the current cluster, or a local control plane
 run: install

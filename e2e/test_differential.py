@@ -43,6 +43,17 @@ def test_same_decisions_as_kube_scheduler(
 
 
 @pytest.mark.usefixtures("kwok")
+def test_same_decisions_with_varied_plugin_args(
+    kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
+) -> None:
+    """Non-default scoring strategy, resources, hardPodAffinityWeight, default constraints,
+    addedAffinity and weights, the same file on both sides."""
+    res = run_seed(api_client, kubeconfig, 4, tmp_path, harness.unique_name("v")[-4:], pending=PENDING, vary_args=True)
+    assert res.tally.decisions == PENDING
+    assert not res.tally.mismatches, "\n".join(str(m) for m in res.tally.mismatches[:40])
+
+
+@pytest.mark.usefixtures("kwok")
 def test_suite_catches_a_wrong_weight(
     kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
 ) -> None:
