@@ -3,7 +3,7 @@
 Checks (each counted per decision where it applies):
 
 ``outcome``   both scheduled the pod, or both found it unschedulable
-``feasible``  the same set of feasible nodes (and the binary's feasibleNodes count)
+``feasible``  the same set of feasible nodes (and the binary's evaluated/feasible counts)
 ``scores``    every plugin's weighted score on every feasible node
 ``totals``    every node's total score
 ``chosen``    the binary's node is one of simulate's top-scored nodes
@@ -126,12 +126,15 @@ def compare(seed: int, d: Decision, rec: dict[str, Any]) -> Tally:
     check("outcome", bool(theirs_node) == bool(ours_node), kube_scheduler=theirs_node, pyscheduler=ours_node)
 
     tf, of = _theirs_feasible(d), _ours_feasible(rec)
-    same_count = a.feasible is None or a.feasible == rec.get("feasible")
+    # The binary's counts (logged only when it binds) must match too.
+    theirs_counts = (a.evaluated, a.feasible)
+    ours_counts = (rec.get("evaluated"), rec.get("feasible"))
+    same_counts = a.feasible is None or theirs_counts == ours_counts
     check(
         "feasible",
-        tf == of and same_count,
-        kube_scheduler=sorted(tf) if tf != of else a.feasible,
-        pyscheduler=sorted(of) if tf != of else rec.get("feasible"),
+        tf == of and same_counts,
+        kube_scheduler=sorted(tf) if tf != of else f"evaluated/feasible {theirs_counts}",
+        pyscheduler=sorted(of) if tf != of else f"evaluated/feasible {ours_counts}",
         node=",".join(sorted(tf ^ of)),
     )
 
