@@ -757,6 +757,7 @@ _ENFORCED = {
             QueueingHint.QUEUE_SKIP,
         ),  # skip-labels-changes-on-node-from-suitable-to-unsuitable
         (None, {}, {"foo": "bar"}, QueueingHint.QUEUE),  # queue-on-labels-change-makes-pod-schedulable
+        (None, {"foo": "bar"}, {"foo": "bar"}, QueueingHint.QUEUE_SKIP),  # skip-unrelated-change-that-keeps-...
         (_ENFORCED, None, {}, QueueingHint.QUEUE_SKIP),  # skip-queue-on-add-scheduler-enforced-node-affinity
         (
             _ENFORCED,
@@ -772,6 +773,7 @@ _ENFORCED = {
         "skip-unrelated-changes-on-labels",
         "skip-suitable-to-unsuitable",
         "queue-on-labels-change-makes-pod-schedulable",
+        "skip-unrelated-change-that-keeps-pod-schedulable",
         "skip-queue-on-add-enforced",
         "queue-on-add-enforced",
     ],

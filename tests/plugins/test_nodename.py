@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.interface import ActionType, ClusterEvent
 from scheduler.framework.status import Code
 from scheduler.objects import NodeInfo, PodInfo
 from scheduler.plugins.nodename import ERR_REASON, NodeName
@@ -49,9 +49,9 @@ def test_batch_matches_per_node(target: str) -> None:
     assert pl.filter_batch(CycleState(), pod, snap, idx).tolist() == want
 
 
-def test_node_add_hint() -> None:
-    hint = NodeName().events_to_register()[0].hint
-    assert hint is not None
-    pod = PodInfo(make_pod("p", node_name="foo"))
-    assert hint(pod, None, NodeInfo(make_node("foo"))) == QueueingHint.QUEUE
-    assert hint(pod, None, NodeInfo(make_node("bar"))) == QueueingHint.QUEUE_SKIP
+def test_node_add_registered_without_hint() -> None:
+    """node_name.go EventsToRegister (queueing hints on): Node/Add and no QueueingHintFn, so
+    every added node retries the pod."""
+    (ev,) = NodeName().events_to_register()
+    assert ev.event == ClusterEvent("Node", ActionType.ADD)
+    assert ev.hint is None

@@ -11,7 +11,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import SKIP, Code
 from scheduler.objects import NodeInfo, PodInfo
-from scheduler.plugins.nodeports import ERR_REASON, NodePorts
+from scheduler.plugins.nodeports import ERR_REASON, NodePorts, fits_ports
 from scheduler.snapshot import Snapshot
 from tests.builders import make_node, make_pod
 
@@ -173,3 +173,53 @@ def test_pod_deleted_hint(old: dict, want: QueueingHint) -> None:
     pod = PodInfo(make_pod("p", host_ports=[8080]))
     assert ev.hint(pod, PodInfo(old), None) == want
     assert ev.hint(pod, old, None) == want  # raw dicts are accepted too
+
+
+def _init_port_pod(sidecar: bool) -> PodInfo:
+    c: dict = {"name": "init", "ports": [{"containerPort": 8001, "hostPort": 8001, "protocol": "TCP"}]}
+    if sidecar:
+        c["restartPolicy"] = "Always"
+    return PodInfo(make_pod("p", init_containers=[c]))
+
+
+def test_non_sidecar_init_container_using_host_port() -> None:
+    """TestNodePorts "non-sidecar initContainer using hostPort": PreFilter skips."""
+    assert NodePorts().pre_filter(CycleState(), _init_port_pod(False), []) == SKIP
+
+
+def test_tcp_host_port_conflict_from_sidecar_init_container() -> None:
+    """TestNodePorts "TCP hostPort conflict from sidecar initContainer"."""
+    pl = NodePorts()
+    pod = _init_port_pod(True)
+    node = node_with(pod_with("TCP/0.0.0.0/8001", name="m1", node="m1"))
+    state = CycleState()
+    assert pl.pre_filter(state, pod, [node]) is None
+    st = pl.filter(state, pod, node)
+    assert st is not None and st.code == Code.UNSCHEDULABLE and st.reasons == (ERR_REASON,)
+
+
+@pytest.mark.parametrize(
+    ("desc", "want", "existing", "fits"),
+    [
+        ("non-conflicting ports", ["TCP/127.0.0.1/80"], ["TCP/127.0.0.1/9090"], True),
+        (
+            "multiple non-conflicting ports",
+            ["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
+            ["TCP/127.0.0.1/9090", "TCP/127.0.0.1/9191", "TCP/127.0.1.1/8080"],
+            True,
+        ),
+        ("same ports on different protocols", ["TCP/127.0.0.1/80"], ["UDP/127.0.0.1/80"], True),
+        ("conflicting ports", ["TCP/127.0.0.1/80"], ["TCP/127.0.0.1/80"], False),
+        (
+            "multiple ports, some conflicting",
+            ["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
+            ["TCP/127.0.0.1/9090", "TCP/127.0.1.1/90", "TCP/127.0.1.1/8080"],
+            False,
+        ),
+    ],
+)
+def test_fits(desc: str, want: list[str], existing: list[str], fits: bool) -> None:
+    """node_ports_test.go TestFits."""
+    pod = PodInfo(pod_with(*want))
+    node = node_with(pod_with(*existing, name="e", node="m1"))
+    assert fits_ports(pod.host_ports, node.used_ports) is fits

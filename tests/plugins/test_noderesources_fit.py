@@ -111,6 +111,14 @@ ENOUGH_CASES = [
         ("Insufficient memory",),
     ),
     (
+        "too many resources fails due to highest init container memory",
+        pod(res(1, 1), inits=(res(1, 3), res(1, 2))),
+        res(9, 19),
+        None,
+        U,
+        ("Insufficient memory",),
+    ),
+    (
         "init container fits because it's the max, not sum, of containers and init containers",
         pod(res(1, 1), inits=(res(1, 1),)),
         res(9, 19),
@@ -165,6 +173,14 @@ ENOUGH_CASES = [
         (f"Insufficient {EXT_A}",),
     ),
     (
+        "extended resource allocatable enforced for init container",
+        pod(res(), inits=(with_(res(1, 1), scalar(EXT_A, 1)),)),
+        with_(res(), scalar(EXT_A, 5)),
+        None,
+        U,
+        (f"Insufficient {EXT_A}",),
+    ),
+    (
         "extended resource allocatable enforced for multiple containers",
         pod(with_(res(1, 1), scalar(EXT_A, 3)), with_(res(1, 1), scalar(EXT_A, 3))),
         with_(res(), scalar(EXT_A, 2)),
@@ -197,6 +213,14 @@ ENOUGH_CASES = [
         (f"Insufficient {EXT_B}",),
     ),
     (
+        "extended resource allocatable enforced for unknown resource for init container",
+        pod(res(), inits=(with_(res(1, 1), scalar(EXT_B, 1)),)),
+        res(),
+        None,
+        UU,
+        (f"Insufficient {EXT_B}",),
+    ),
+    (
         "kubernetes.io resource capacity enforced",
         pod(with_(res(1, 1), scalar(K8S_IO_A, 10))),
         res(),
@@ -215,6 +239,14 @@ ENOUGH_CASES = [
     (
         "hugepages resource capacity enforced",
         pod(with_(res(1, 1), scalar(HUGE_A, 10))),
+        with_(res(), scalar(HUGE_A, 0)),
+        None,
+        UU,
+        (f"Insufficient {HUGE_A}",),
+    ),
+    (
+        "hugepages resource capacity enforced for init container",
+        pod(res(), inits=(with_(res(1, 1), scalar(HUGE_A, 10)),)),
         with_(res(), scalar(HUGE_A, 0)),
         None,
         UU,
@@ -269,6 +301,23 @@ ENOUGH_CASES = [
         (),
     ),
     (
+        # The existing pod over-commits cpu and memory; a zero request skips those checks.
+        "skip checking resource request with quantity zero",
+        pod(with_(res(), scalar(EXT_A, 1))),
+        with_(res(20, 30), scalar(EXT_A, 1)),
+        None,
+        None,
+        (),
+    ),
+    (
+        "both pod-level and container-level resources fit",
+        pod(res(1, 1), pod_resources={"requests": {"cpu": "1m", "memory": "2"}}),
+        res(5, 5),
+        None,
+        None,
+        (),
+    ),
+    (
         "pod-level cpu resource not fit",
         pod(res(1, 1), pod_resources={"requests": {"cpu": "7m", "memory": "2"}}),
         res(5, 5),
@@ -285,6 +334,25 @@ ENOUGH_CASES = [
         ("Insufficient memory",),
     ),
     (
+        "pod-level hugepages resource fit",
+        PodInfo(make_pod(containers=[], pod_resources={"requests": {"cpu": "3m", "memory": "2", HUGE_A: "5"}})),
+        None,
+        None,
+        None,
+        (),
+    ),
+    (
+        "both pod-level and container-level hugepages resource fit",
+        pod(
+            with_(res(1, 1), scalar(HUGE_A, 3)),
+            pod_resources={"requests": {"cpu": "3m", "memory": "2", HUGE_A: "5"}},
+        ),
+        None,
+        None,
+        None,
+        (),
+    ),
+    (
         "pod-level hugepages resource not fit",
         PodInfo(
             make_pod(
@@ -296,6 +364,14 @@ ENOUGH_CASES = [
         None,
         UU,
         (f"Insufficient {HUGE_A}",),
+    ),
+    (
+        "one pod-level cpu resource fits and all init and non-init containers resources fit",
+        pod(res(1, 1), inits=(res(1, 1),), pod_resources={"requests": {"cpu": "3m", "memory": "2"}}),
+        res(5, 19),
+        None,
+        U,
+        ("Insufficient memory",),
     ),
 ]
 
@@ -396,10 +472,36 @@ def sidecar_pod(req_m: int, sidecar_m: int) -> PodInfo:
     ("name", "p", "sidecars_enabled", "want_prefilter", "want_filter"),
     [
         (
+            "allow pod without restartable init containers if sidecar containers is disabled",
+            PodInfo(make_pod(containers=[{"name": "regular"}])),
+            False,
+            None,
+            None,
+        ),
+        (
             "not allow pod with restartable init containers if sidecar containers is disabled",
             sidecar_pod(0, 0),
             False,
             Status(UU, "Pod has a restartable init container and the SidecarContainers feature is disabled"),
+            None,
+        ),
+        (
+            "allow pod without restartable init containers if sidecar containers is enabled",
+            PodInfo(make_pod(containers=[{"name": "regular"}])),
+            True,
+            None,
+            None,
+        ),
+        (
+            "allow pod with restartable init containers if sidecar containers is enabled",
+            PodInfo(
+                make_pod(
+                    containers=[{"name": "regular"}],
+                    init_containers=[{"name": "restartable-init", "restartPolicy": "Always"}],
+                )
+            ),
+            True,
+            None,
             None,
         ),
         (

@@ -186,6 +186,17 @@ LEAST_CASES = [
         EXT_SET,
         [50, 60],
     ),
+    (
+        "if the node doesn't have a resource",
+        st_pod({"cpu": "3000", "memory": "4000"}),
+        [
+            st_node("node1", {"cpu": "6000", "memory": "10000"}),
+            st_node("node2", {"cpu": "6000", "memory": "10000", EXT: "4"}),
+        ],
+        [],
+        [{"name": EXT, "weight": 2}, {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+        [55, 55],
+    ),
 ]
 
 
@@ -394,7 +405,7 @@ BINPACK_NODES = [
         ("nothing scheduled, nothing requested", st_pod(), [], [0, 0]),
         ("resources requested, pods scheduled with less resources", st_pod({FOO: "2"}), [], [2, 5]),
         (
-            "resources requested, pods scheduled with resources, on node with existing pod running",
+            "resources requested, pods scheduled with resources, on node with existing pod running ",
             st_pod({FOO: "2"}),
             [st_pod({FOO: "2"}, node="node2")],
             [2, 10],
@@ -449,14 +460,21 @@ def test_fit_score(name: str, pod: dict, plugin: Fit, want: list[int], pre_score
     assert scores(plugin, pod, build(N4_6, FIT_SCORE_EXISTING), pre_score=pre_score) == want
 
 
-def test_fit_score_most_allocated_with_sidecar() -> None:
-    """fit_test.go TestFitScore 'test case for ScoringStrategy MostAllocated with sidecar container'."""
+@pytest.mark.parametrize(
+    ("name", "strategy", "want"),
+    [
+        ("test case for ScoringStrategy MostAllocated with sidecar container", "MostAllocated", [67, 45]),
+        ("test case for ScoringStrategy LeastAllocated with sidecar container", "LeastAllocated", [32, 55]),
+    ],
+)
+def test_fit_score_with_sidecar(name: str, strategy: str, want: list[int]) -> None:
+    """fit_test.go TestFitScore '... with sidecar container'."""
     existing = [
         st_pod({"cpu": "1000", "memory": "2000"}, node="node1", sidecar={"cpu": "1000", "memory": "2000"}),
         st_pod({"cpu": "1000", "memory": "2000"}, node="node2"),
     ]
     snap = build(N4_10, existing)
-    assert scores(fit("MostAllocated", DEFAULT), st_pod({"cpu": "1000", "memory": "2000"}), snap) == [67, 45]
+    assert scores(fit(strategy, DEFAULT), st_pod({"cpu": "1000", "memory": "2000"}), snap) == want
 
 
 # ---------------------------------------------------------------------------------------------
@@ -557,3 +575,33 @@ def test_score_batch_equals_score(seed: int, strategy: str, shape: list[tuple[in
             seen.update(want)
     if shape is None or len(shape) > 1:  # a one-point shape is constant by design
         assert len(seen) > 5  # the random cases must not all collapse to one score
+
+
+BAR_X = "intel.com/bar"
+MULTI_NODES = [
+    make_test_node("node1", 4000, 10000 * 1024 * 1024, {FOO: 8, BAR_X: 4}),
+    make_test_node("node2", 4000, 10000 * 1024 * 1024, {FOO: 4, BAR_X: 8}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "existing", "want"),
+    [
+        ("nothing scheduled, nothing requested", st_pod(), [], [0, 0]),
+        ("resources requested, pods scheduled with less resources", st_pod({FOO: "2", BAR_X: "2"}), [], [4, 3]),
+        (
+            "resources requested, pods scheduled with resources, on node with existing pod running ",
+            st_pod({FOO: "2", BAR_X: "2"}),
+            [st_pod({FOO: "4", BAR_X: "2"}, node="node2")],
+            [4, 7],
+        ),
+        ("resources requested, pods scheduled with more resources", st_pod({FOO: "4", BAR_X: "2"}), [], [5, 5]),
+    ],
+)
+def test_resource_bin_packing_multiple_extended(name: str, pod: dict, existing: list, want: list[int]) -> None:
+    """requested_to_capacity_ratio_test.go TestResourceBinPackingMultipleExtended (weights foo 3,
+    bar 5; shape 0->0, 100->1)."""
+    plugin = fit(
+        "RequestedToCapacityRatio", [{"name": FOO, "weight": 3}, {"name": BAR_X, "weight": 5}], [(0, 0), (100, 1)]
+    )
+    assert scores(plugin, pod, build(MULTI_NODES, existing)) == want

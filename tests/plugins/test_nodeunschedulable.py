@@ -82,3 +82,63 @@ def test_node_change_hint() -> None:
     assert hint(pod, cordoned, free) == QueueingHint.QUEUE
     assert hint(pod, free, free) == QueueingHint.QUEUE_SKIP
     assert hint(pod, free, cordoned) == QueueingHint.QUEUE_SKIP
+
+
+def _node(unschedulable: bool, taints: list | None = None) -> NodeInfo:
+    return NodeInfo(make_node("n", unschedulable=unschedulable, taints=taints))
+
+
+NOT_READY = [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "want"),
+    [
+        ("skip-queue-on-unschedulable-node-added", None, _node(True), QueueingHint.QUEUE_SKIP),
+        ("queue-on-schedulable-node-added", None, _node(False), QueueingHint.QUEUE),
+        ("skip-unrelated-change-unschedulable-true", _node(True), _node(True, NOT_READY), QueueingHint.QUEUE_SKIP),
+        ("skip-unrelated-change-unschedulable-false", _node(False), _node(False, NOT_READY), QueueingHint.QUEUE_SKIP),
+        ("queue-on-unschedulable-field-change", _node(True), _node(False), QueueingHint.QUEUE),
+    ],
+)
+def test_is_schedulable_after_node_change(name: str, old: NodeInfo | None, new: NodeInfo, want: QueueingHint) -> None:
+    """node_unschedulable_test.go TestIsSchedulableAfterNodeChange (the wrong-object cases are
+    Go type assertions with no counterpart here)."""
+    hint = NodeUnschedulable().events_to_register()[0].hint
+    assert hint is not None
+    assert hint(PodInfo(make_pod("p")), old, new) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "new_uid", "tolerations", "want"),
+    [
+        (
+            "skip-different-pod-update",
+            "different-uid",
+            [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}],
+            QueueingHint.QUEUE_SKIP,
+        ),
+        (
+            "queue-when-the-unsched-pod-gets-toleration",
+            "uid",
+            [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}],
+            QueueingHint.QUEUE,
+        ),
+        (
+            "skip-when-the-unsched-pod-gets-unrelated-toleration",
+            "uid",
+            [{"key": "unrelated-key", "operator": "Exists"}],
+            QueueingHint.QUEUE_SKIP,
+        ),
+    ],
+)
+def test_is_schedulable_after_pod_toleration_change(
+    name: str, new_uid: str, tolerations: list, want: QueueingHint
+) -> None:
+    """node_unschedulable_test.go TestIsSchedulableAfterPodTolerationChange."""
+    hint = NodeUnschedulable().events_to_register()[1].hint
+    assert hint is not None
+    pod = PodInfo(make_pod("p", uid="uid"))
+    old = PodInfo(make_pod("p", uid=new_uid))
+    new = PodInfo(make_pod("p", uid=new_uid, tolerations=tolerations))
+    assert hint(pod, old, new) == want

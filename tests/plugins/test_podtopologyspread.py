@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import Code, Status
 from scheduler.objects import NodeInfo, PodInfo, find_untolerated_taint
 from scheduler.plugins.podtopologyspread import PodTopologySpread
@@ -322,11 +323,301 @@ SCORE = [
 ]
 
 
+BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+
+
+def hnode(name: str, **labels: str) -> dict[str, Any]:
+    """st.MakeNode().Name(name).Label(...): only the given labels (make_node adds a hostname)."""
+    n = make_node(name, labels=labels)
+    if HN not in labels:
+        del n["metadata"]["labels"][HN]
+    return n
+
+
+def hzn(name: str, zone: str) -> dict[str, Any]:
+    return hnode(name, **{"zone": zone, HN: name})
+
+
+P4_2_1_3 = [
+    *[fpod(f"p-a{i}", "node-a") for i in range(1, 5)],
+    fpod("p-b1", "node-b"),
+    fpod("p-b2", "node-b"),
+    fpod("p-x1", "node-x"),
+    *[fpod(f"p-y{i}", "node-y") for i in range(1, 4)],
+]
+# TestPodTopologySpreadScore's "X/Y/Z" spreads on nodes labelled "node"
+NODE_ABC = [
+    hnode("node-a", node="node-a", foo=""),
+    hnode("node-b", node="node-b", foo=""),
+    hnode("node-c", node="node-c"),
+]
+P2_1_1 = [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-c1", "node-c")]
+IGNORE_AFFINITY = spread(1, NODE, "ScheduleAnyway", nodeAffinityPolicy="Ignore")
+FOO_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": [""]}]}]
+        }
+    }
+}
+TAINTED_ABC = [
+    hnode("node-a", node="node-a"),
+    hnode("node-b", node="node-b"),
+    {
+        **hnode("node-c", node="node-c"),
+        "spec": {"taints": [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]},
+    },
+]
+ZONE_NODE_4 = [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-c", "zone2"), hzn("node-d", "zone2")]
+
+# More of scoring_test.go TestPodTopologySpreadScore (v1.36.3), gates at their defaults.
+SCORE += [
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode(n, **{HN: n}) for n in ("node-a", "node-b", "node-x", "node-y")],
+        P4_2_1_3,
+        ["node-a", "node-b", "node-x"],
+        [33, 83, 100],
+        id="one constraint on node, 3 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode("node-a", **{HN: "node-a"}), hnode("node-b", n="node-b"), hnode("node-x", **{HN: "node-x"}),
+         hnode("node-y", **{HN: "node-y"})],
+        P4_2_1_3,
+        ["node-a", "node-b", "node-x"],
+        [16, 0, 100],
+        id="one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, ZONE, "ScheduleAnyway")]),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        P4_2_1_3,
+        ["node-a", "node-b", "node-x"],
+        [75, 75, 100],
+        id="one constraint on zone, 3 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, ZONE, "ScheduleAnyway"), SOFT_NODE]),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-a2", "node-a"),
+            fpod("p-b1", "node-b"),
+            fpod("p-x1", "node-x"),
+            fpod("p-x2", "node-x"),
+            *[fpod(f"p-y{i}", "node-y") for i in range(1, 5)],
+        ],
+        ["node-a", "node-x"],
+        [100, 63],
+        id="two Constraints on zone and node, 2 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, ZONE, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hnode("node-a", zone="zone1"), hnode("node-b", zone="zone1"), hnode("node-x", zone="zone2"),
+         hnode("node-y", zone="zone2")],
+        [
+            fpod("p-a1", "node-a", {"foo": "", "bar": ""}),
+            fpod("p-a2", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-y"),
+            fpod("p-y2", "node-y", {"foo": "", "bar": ""}),
+            fpod("p-y3", "node-y"),
+        ],
+        ["node-a", "node-x"],
+        [85, 100],
+        id="two Constraints on zone, 2 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, HN, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-y"),
+            fpod("p-y2", "node-y", {"bar": ""}),
+        ],
+        ["node-a", "node-b", "node-x", "node-y"],
+        [60, 20, 100, 60],
+        id="two Constraints on zone and node, with different labelSelectors",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, HN, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [fpod("p-b1", "node-b", {"bar": ""}), fpod("p-x1", "node-x"), fpod("p-y1", "node-y", {"foo": "", "bar": ""})],
+        ["node-a", "node-b", "node-x", "node-y"],
+        [100, 60, 40, 0],
+        id="two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[spread(1, ZONE, "ScheduleAnyway"), spread(1, HN, "ScheduleAnyway", sel=BAR)],
+        ),
+        [hzn("node-a", "zone1"), hzn("node-b", "zone1"), hzn("node-x", "zone2"), hzn("node-y", "zone2")],
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-y"),
+            fpod("p-y2", "node-y", {"bar": ""}),
+        ],
+        ["node-a", "node-b", "node-x"],
+        [50, 25, 100],
+        id="two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode("node-a", **{HN: "node-a"}), hnode("node-b", **{HN: "node-b"})],
+        [
+            fpod("p-a1", "node-a", namespace="ns1"),
+            fpod("p-a2", "node-a"),
+            fpod("p-b1", "node-b"),
+            fpod("p-b2", "node-b"),
+        ],
+        ["node-a", "node-b"],
+        [100, 33],
+        id="existing pods in a different namespace do not count",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[SOFT_NODE]),
+        [hnode("node-a", **{HN: "node-a"}), hnode("node-b", **{HN: "node-b"})],
+        [fpod("p-a", "node-a", deleting=True), fpod("p-b", "node-b")],
+        ["node-a", "node-b"],
+        [100, 0],
+        id="terminating Pods should be excluded",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(2, NODE, "ScheduleAnyway", minDomains=10)]),
+        [hnode("node-a", node="node-a"), hnode("node-b", node="node-b"), hnode("node-c", node="node-c")],
+        [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-b2", "node-b"),
+         fpod("p-c1", "node-c")],
+        ["node-a", "node-b", "node-c"],
+        [75, 75, 100],
+        id="minDomains has no effect when ScheduleAnyway",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[spread(1, NODE, "ScheduleAnyway")]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [0, 33, 100],
+        id="NodeAffinityPolicy honoed with labelSelectors",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[IGNORE_AFFINITY]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [66, 100, 100],
+        id="NodeAffinityPolicy ignored with labelSelectors",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, affinity=FOO_AFFINITY, spread=[spread(1, NODE, "ScheduleAnyway")]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [0, 33, 100],
+        id="NodeAffinityPolicy honoed with nodeAffinity",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, affinity=FOO_AFFINITY, spread=[IGNORE_AFFINITY]),
+        NODE_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [66, 100, 100],
+        id="NodeAffinityPolicy ignored with nodeAffinity",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, NODE, "ScheduleAnyway", nodeTaintsPolicy="Honor")]),
+        TAINTED_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [0, 33, 100],
+        id="NodeTaintsPolicy honored",
+    ),
+    pytest.param(
+        make_pod("p", labels={"foo": ""}, spread=[spread(1, NODE, "ScheduleAnyway")]),
+        TAINTED_ABC,
+        P2_1_1,
+        ["node-a", "node-b", "node-c"],
+        [66, 100, 100],
+        id="NodeTaintsPolicy ignored",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": ""},
+            spread=[
+                {**spread(1, ZONE, "ScheduleAnyway", matchLabelKeys=["foo"]), "labelSelector": {}},
+                {**spread(1, HN, "ScheduleAnyway", matchLabelKeys=["bar"]), "labelSelector": {}},
+            ],
+        ),
+        ZONE_NODE_4,
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": ""}),
+            fpod("p-y1", "node-c"),
+            fpod("p-y2", "node-c", {"bar": ""}),
+        ],
+        ["node-a", "node-b", "node-c", "node-d"],
+        [60, 20, 60, 100],
+        id="matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
+    ),
+    pytest.param(
+        make_pod(
+            "p",
+            labels={"foo": "", "bar": "", "baz": ""},
+            spread=[
+                spread(1, ZONE, "ScheduleAnyway"),
+                spread(1, HN, "ScheduleAnyway", sel=BAR, matchLabelKeys=["baz"]),
+            ],
+        ),
+        ZONE_NODE_4,
+        [
+            fpod("p-a1", "node-a"),
+            fpod("p-b1", "node-b", {"foo": "", "bar": "", "baz": ""}),
+            fpod("p-c1", "node-c"),
+            fpod("p-c2", "node-c", {"bar": ""}),
+            fpod("p-d3", "node-c", {"bar": "", "baz": ""}),
+        ],
+        ["node-a", "node-b", "node-c", "node-d"],
+        [60, 20, 60, 100],
+        id="matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
+    ),
+]
+
+
 @pytest.mark.parametrize(("pod", "nodes", "pods", "filtered", "want"), SCORE)
 def test_score(
     pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], filtered: list[str], want: list[int]
 ) -> None:
     assert run_score(pod, nodes, pods, filtered) == want
+
+
+def test_score_system_defaulting_service() -> None:
+    """TestPodTopologySpreadScore "system defaulting, nodes don't have zone, pods match service":
+    the same scores as one hostname constraint (the zone default finds no zone labels)."""
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s", "namespace": "default"},
+        "spec": {"selector": {"foo": ""}},
+    }
+    got = run_score(make_pod("p", labels={"foo": ""}), ABCD, P4321, ["node-a", "node-b", "node-c", "node-d"], {}, [svc])
+    assert got == [44, 66, 77, 100]
 
 
 def test_score_hand_computed() -> None:
@@ -654,3 +945,332 @@ def test_add_remove_pod_matches_recompute() -> None:
         pl.add_pod(st, pod, victim, node)
         assert [pl.filter(st, pod, ni) for ni in h.snapshot.node_infos] == ref_filter(pl, pod)
     assert checked > 0
+
+
+# --- filtering_test.go TestSingleConstraint / TestMultipleConstraints, transcribed (v1.36.3) --
+S, U, UU = "S", "U", "UU"
+UNSCHED_TAINT = [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]
+
+
+def zn(name: str, zone: str | None = None, taints: bool = False, **labels: str) -> dict[str, Any]:
+    """st.MakeNode() with labels zone (if given) and node=name, plus extras; no hostname label."""
+    lbl: dict[str, str] = {}
+    if zone is not None:
+        lbl["zone"] = zone
+    lbl["node"] = name
+    lbl.update(labels)
+    n = hnode(name, **lbl)
+    if taints:
+        n["spec"] = {"taints": UNSCHED_TAINT}
+    return n
+
+
+ZONE4 = [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2"), zn("node-y", "zone2")]
+FOO_NODES4 = [zn("node-a", foo=""), zn("node-b", foo=""), zn("node-x", foo=""), zn("node-y")]
+P_2103 = [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"),
+          fpod("p-y1", "node-y"), fpod("p-y2", "node-y"), fpod("p-y3", "node-y")]
+P_AB_Y = [fpod("p-b1", "node-a"), fpod("p-b2", "node-b"), fpod("p-y1", "node-y")]
+NODE_AFF = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "node", "operator": "In", "values": ["node-a", "node-y"]}]}]}}}
+NODE_NOT_B = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "node", "operator": "NotIn", "values": ["node-b"]}]}]}}}
+
+
+def sp(max_skew: int, key: str, sel: dict[str, Any] | None = FOO, **kw: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", **kw}
+    if sel is not None:
+        c["labelSelector"] = sel
+    return c
+
+
+def ppod(labels: dict[str, str], *constraints: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    return make_pod("p", labels=labels, spread=list(constraints), **kw)
+
+
+FOO_L = {"foo": ""}
+FOO_BAR_L = {"foo": "", "bar": ""}
+UPSTREAM_FILTER = [
+    ("no existing pods", ppod(FOO_L, sp(1, ZONE)), ZONE4, [], [S, S, S, S]),
+    ("no existing pods, incoming pod doesn't match itself", ppod(FOO_L, sp(1, ZONE, BAR)), ZONE4, [], [S, S, S, S]),
+    ("existing pods in a different namespace do not count", ppod(FOO_L, sp(1, ZONE)), ZONE4,
+     [fpod("p-a1", "node-a", namespace="ns1"), fpod("p-b1", "node-a", namespace="ns2"), fpod("p-x1", "node-x"),
+      fpod("p-y1", "node-y")], [S, S, U, U]),
+    ("existing pods do not match null selector", ppod(FOO_L, sp(1, ZONE, None)), ZONE4,
+     [fpod("p-x1", "node-x"), fpod("p-y1", "node-y")], [S, S, S, S]),
+    ("pods spread across zones as 3/3, all nodes fit", ppod(FOO_L, sp(1, ZONE)), ZONE4, P_2103, [S, S, S, S]),
+    ("pods spread across zones as 1/2 due to absence of label 'zone' on node-b", ppod(FOO_L, sp(1, ZONE)),
+     [zn("node-a", "zone1"), zn("node-b", zon="zone1"), zn("node-x", "zone2"), zn("node-y", "zone2")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-x1", "node-x"), fpod("p-y1", "node-y")],
+     [S, UU, U, U]),
+    ("pod cannot be scheduled as all nodes don't have label 'rack'", ppod(FOO_L, sp(1, "rack")),
+     [zn("node-a", "zone1"), zn("node-x", "zone2")], [], [UU, UU]),
+    ("pods spread across nodes as 2/1/0/3, only node-x fits", ppod(FOO_L, sp(1, NODE)), ZONE4, P_2103, [U, U, S, U]),
+    ("pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit", ppod(FOO_L, sp(2, NODE)), ZONE4,
+     P_2103, [U, S, S, U]),
+    ("pods spread across nodes as 2/1/0/3, but pod doesn't match itself", ppod({"bar": ""}, sp(1, NODE)), ZONE4,
+     P_2103, [U, S, S, U]),
+    ("incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
+     ppod(FOO_L, sp(1, NODE), affinity=NODE_AFF), ZONE4, P_2103, [S, S, S, U]),
+    ("terminating Pods should be excluded", ppod(FOO_L, sp(1, NODE)), [zn("node-a"), zn("node-b")],
+     [fpod("p-a", "node-a", deleting=True), fpod("p-b", "node-b")], [S, U]),
+    ("incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
+     ppod(FOO_L, sp(1, ZONE), affinity=NODE_NOT_B), ZONE4,
+     [fpod("p-b1", "node-b"), fpod("p-b2", "node-b"), fpod("p-y1", "node-y")], [S, S, U, U]),
+    ("pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, then the third node "
+     "fits", ppod(FOO_L, sp(2, NODE, minDomains=4)), [zn("node-a"), zn("node-b"), zn("node-c")],
+     [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-b2", "node-b"),
+      fpod("p-c1", "node-c")], [U, U, S]),
+    ("pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, then the all nodes "
+     "fit", ppod(FOO_L, sp(2, NODE, minDomains=2)), [zn("node-a"), zn("node-b"), zn("node-c")],
+     [fpod("p-a1", "node-a"), fpod("p-a2", "node-a"), fpod("p-b1", "node-b"), fpod("p-b2", "node-b"),
+      fpod("p-c1", "node-c")], [S, S, S]),
+    ("pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the third and fourth "
+     "nodes fit", ppod(FOO_L, sp(2, ZONE, minDomains=3)), ZONE4, P_AB_Y, [U, U, S, S]),
+    ("pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, then the all nodes fit",
+     ppod(FOO_L, sp(2, ZONE, minDomains=1)), ZONE4, P_AB_Y, [S, S, S, S]),
+    ("NodeAffinityPolicy honored with labelSelectors", ppod(FOO_L, sp(1, NODE), node_selector=FOO_L), FOO_NODES4,
+     P_AB_Y, [U, U, S, S]),
+    ("NodeAffinityPolicy ignored with labelSelectors",
+     ppod(FOO_L, sp(1, NODE, nodeAffinityPolicy="Ignore"), node_selector=FOO_L), FOO_NODES4, P_AB_Y, [U, U, S, U]),
+    ("NodeAffinityPolicy honored with nodeAffinity", ppod(FOO_L, sp(1, NODE), affinity=FOO_AFFINITY), FOO_NODES4,
+     P_AB_Y, [U, U, S, S]),
+    ("NodeAffinityPolicy ignored with labelSelectors (nodeAffinity)",
+     ppod(FOO_L, sp(1, NODE, nodeAffinityPolicy="Ignore"), affinity=FOO_AFFINITY), FOO_NODES4, P_AB_Y,
+     [U, U, S, U]),
+    ("NodeTaintsPolicy honored", ppod(FOO_L, sp(1, NODE, nodeTaintsPolicy="Honor")),
+     [zn("node-a", foo=""), zn("node-b", foo=""), zn("node-x", foo=""), zn("node-y", taints=True)], P_AB_Y,
+     [U, U, S, S]),
+    ("NodeTaintsPolicy ignored", ppod(FOO_L, sp(1, NODE)),
+     [zn("node-a", foo=""), zn("node-b", foo=""), zn("node-x", foo=""), zn("node-y", taints=True)], P_AB_Y,
+     [U, U, S, U]),
+    # TestMultipleConstraints
+    ("two Constraints on zone and node, spreads = [3/3, 2/1/0/3]", ppod(FOO_L, sp(1, ZONE), sp(1, NODE)), ZONE4,
+     P_2103, [U, U, S, U]),
+    ("two Constraints on zone and node, spreads = [3/4, 2/1/0/4]", ppod(FOO_L, sp(1, ZONE), sp(1, NODE)), ZONE4,
+     [*P_2103, fpod("p-y4", "node-y")], [U, U, U, U]),
+    ("Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+     ppod(FOO_BAR_L, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-y1", "node-y", {"bar": ""})], [U, U, S, U]),
+    ("Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+     ppod(FOO_BAR_L, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-x1", "node-x", {"bar": ""}), fpod("p-y1", "node-y", {"bar": ""})],
+     [U, U, U, U]),
+    ("Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+     ppod(FOO_BAR_L, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-a2", "node-a", FOO_BAR_L), fpod("p-y1", "node-y"),
+      fpod("p-y2", "node-y", FOO_BAR_L), fpod("p-y3", "node-y")], [U, S, U, U]),
+    ("Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
+     ppod({"bar": ""}, sp(1, ZONE), sp(1, NODE, BAR)), ZONE4,
+     [fpod("p-a1", "node-a"), fpod("p-x1", "node-x", {"bar": ""}), fpod("p-y1", "node-y", {"bar": ""})],
+     [S, S, U, U]),
+    ("two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
+     ppod(FOO_L, sp(1, ZONE), sp(1, NODE)),
+     [zn("node-a", "zone1"), zn("node-b", "zone1"), hnode("node-x", zone="zone2"), zn("node-y", "zone2")],
+     [fpod("p-a1", "node-a"), fpod("p-y3", "node-y")], [U, S, UU, U]),
+    ("two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+     ppod(FOO_L, sp(1, ZONE), sp(1, NODE, nodeAffinityPolicy="Ignore"), node_selector=FOO_L),
+     [zn("node-a", "zone1", foo=""), zn("node-b", "zone1", foo=""), zn("node-x", "zone2", foo="")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, U, S]),
+    ("two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
+     ppod(FOO_L, sp(1, ZONE, nodeTaintsPolicy="Honor"), sp(1, NODE)),
+     [zn("node-a", "zone1", foo=""), zn("node-b", "zone1", foo=""), zn("node-x", "zone2", foo=""),
+      zn("node-y", "zone2", taints=True)],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, U, S, U]),
+    ("two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
+     ppod(FOO_L, sp(1, ZONE), sp(1, NODE), node_selector=FOO_L),
+     [zn("node-a", "zone1", foo=""), zn("node-x", "zone2", foo=""), zn("node-y", "zone2", taints=True, foo="")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, S, U]),
+    ("two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
+     ppod(FOO_L, sp(1, ZONE, nodeTaintsPolicy="Honor"), sp(1, NODE, nodeAffinityPolicy="Ignore"),
+          node_selector=FOO_L),
+     [zn("node-a", "zone1", foo=""), zn("node-x", "zone2", foo=""), zn("node-y", "zone2", taints=True, foo="")],
+     [fpod("p-a1", "node-a"), fpod("p-b1", "node-b"), fpod("p-y1", "node-y")], [U, S, U]),
+    ("two Constraints on zone, spreads = [3/3, 2/1]", ppod(FOO_BAR_L, sp(1, ZONE, BAR), sp(1, ZONE)), ZONE4,
+     [fpod("p-a1", "node-a", FOO_BAR_L), fpod("p-a2", "node-a"), fpod("p-b1", "node-b", FOO_BAR_L),
+      fpod("p-y1", "node-y"), fpod("p-y2", "node-y", FOO_BAR_L), fpod("p-y3", "node-y")], [U, U, S, S]),
+    ("two Constraints on zone, spreads = [3/4, 2/1]", ppod(FOO_BAR_L, sp(1, ZONE, BAR), sp(1, ZONE)), ZONE4,
+     [fpod("p-a1", "node-a", FOO_BAR_L), fpod("p-a2", "node-a"), fpod("p-b1", "node-b", FOO_BAR_L),
+      fpod("p-y1", "node-y"), fpod("p-y2", "node-y", FOO_BAR_L), fpod("p-y3", "node-y"), fpod("p-y4", "node-y")],
+     [U, U, U, U]),
+]
+_CODES = {S: None, U: Code.UNSCHEDULABLE, UU: Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "pods", "want"), [c[1:] for c in UPSTREAM_FILTER], ids=[c[0] for c in UPSTREAM_FILTER]
+)
+def test_constraints_upstream(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], want: list[str]
+) -> None:
+    """filtering_test.go TestSingleConstraint and TestMultipleConstraints (status codes, in node
+    order; gates at their v1.36.3 defaults)."""
+    got = run_filter(pod, nodes, pods)
+    codes = [None if st is None else st.code for st in got.values()]
+    assert codes == [_CODES[w] for w in want]
+
+
+# --- plugin_test.go Test_isSchedulableAfterNodeChange / Test_isSchedulableAfterPodChange --------
+def _hint_plugin() -> PodTopologySpread:
+    return PodTopologySpread.new({"defaultingType": "List"}, build_handle([]))
+
+
+def _n(**labels: str) -> NodeInfo:
+    return NodeInfo(hnode("node-a", **labels))
+
+
+def _tn(key: str, **labels: str) -> NodeInfo:
+    n = hnode("node-a", **labels)
+    n["spec"] = {"taints": [{"key": key, "value": "bbb", "effect": "NoSchedule"}]}
+    return NodeInfo(n)
+
+
+ZONE_POD = make_pod("p", spread=[sp(1, ZONE)])
+ZONE_NODE_POD = make_pod("p", spread=[sp(1, ZONE), sp(1, NODE)])
+H = QueueingHint
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "old", "new", "want"),
+    [
+        ("node updates label which matches topologyKey", ZONE_POD, _n(zone="zone1"), _n(zone="zone2"), H.QUEUE),
+        ("node that doesn't match topologySpreadConstraints updates non-related label", ZONE_POD, _n(foo="bar1"),
+         _n(foo="bar2"), H.QUEUE_SKIP),
+        ("node that match topologySpreadConstraints adds non-related label", ZONE_NODE_POD,
+         _n(zone="zone1", node="node1", foo="bar"), _n(zone="zone1", node="node1"), H.QUEUE_SKIP),
+        ("create node with non-related labels", ZONE_POD, None, _n(foo="bar"), H.QUEUE_SKIP),
+        ("create node with related labels", ZONE_POD, None, _n(zone="zone1"), H.QUEUE),
+        ("delete node with non-related labels", ZONE_POD, _n(foo="bar"), None, H.QUEUE_SKIP),
+        ("delete node with related labels", ZONE_POD, _n(zone="zone1"), None, H.QUEUE),
+        ("add node with related labels that only match one of topologySpreadConstraints", ZONE_NODE_POD, None,
+         _n(zone="zone1"), H.QUEUE_SKIP),
+        ("add node with related labels that match all topologySpreadConstraints", ZONE_NODE_POD, None,
+         _n(zone="zone1", node="node1"), H.QUEUE),
+        ("update node with related labels that only match one of topologySpreadConstraints", ZONE_NODE_POD,
+         _n(zone="zone1"), _n(zone="zone1"), H.QUEUE_SKIP),
+        ("update node with related labels that match all topologySpreadConstraints", ZONE_NODE_POD,
+         _n(zone="zone1", node="node1"), _n(zone="zone1", node="node2"), H.QUEUE),
+        ("update node with different taints that match all topologySpreadConstraints", ZONE_NODE_POD,
+         _tn("aaa", zone="zone1", node="node1"), _tn("ccc", zone="zone1", node="node1"), H.QUEUE),
+        ("update node with different taints that only match one of topologySpreadConstraints", ZONE_NODE_POD,
+         _tn("aaa", node="node1"), _tn("ccc", node="node1"), H.QUEUE_SKIP),
+    ],
+)
+def test_is_schedulable_after_node_change(
+    name: str, pod: dict[str, Any], old: NodeInfo | None, new: NodeInfo | None, want: QueueingHint
+) -> None:
+    """plugin_test.go Test_isSchedulableAfterNodeChange."""
+    ev = _hint_plugin().events_to_register()[1]
+    assert ev.hint is not None
+    assert ev.hint(PodInfo(pod), old, new) == want
+
+
+def _p(uid: str, labels: dict[str, str] | None = None, node: str = "", nominated: str = "", ns: str = "default",
+       tolerations: list[dict[str, str]] | None = None) -> PodInfo:
+    raw = make_pod(uid, ns, uid=uid, labels=labels, node_name=node, tolerations=tolerations)
+    if nominated:
+        raw["status"] = {"nominatedNodeName": nominated}
+    return PodInfo(raw)
+
+
+FOO_POD = make_pod("p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE)])
+FOO_BAR_POD = make_pod("p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE), sp(1, NODE, BAR)])
+HONOR_POD = make_pod(
+    "p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE, nodeTaintsPolicy="Honor"), sp(1, NODE, BAR)]
+)
+IGNORE_POD = make_pod(
+    "p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE, nodeTaintsPolicy="Ignore"), sp(1, NODE, BAR)]
+)
+UNSCHED_TOL = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]
+F = "fake-node"
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "old", "new", "want"),
+    [
+        ("add pod with labels match topologySpreadConstraints selector", FOO_POD, None, _p("p2", FOO_L, F), H.QUEUE),
+        ("add un-scheduled pod", FOO_POD, None, _p("p2", FOO_L), H.QUEUE_SKIP),
+        ("update un-scheduled pod", FOO_POD, _p("p2", {"bar": ""}), _p("p2", FOO_L), H.QUEUE_SKIP),
+        ("delete un-scheduled pod", FOO_POD, _p("p2", FOO_L), None, H.QUEUE_SKIP),
+        ("add pod with different namespace", FOO_POD, None, _p("p2", FOO_L, F, ns="fake-namespace"), H.QUEUE_SKIP),
+        ("add pod with labels don't match topologySpreadConstraints selector", FOO_POD, None,
+         _p("p2", {"bar": ""}, F), H.QUEUE_SKIP),
+        ("delete pod with labels that match topologySpreadConstraints selector", FOO_POD, _p("p2", FOO_L, F), None,
+         H.QUEUE),
+        ("delete nominated pod with labels that don't match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", {"bar": ""}, nominated=F), None, H.QUEUE_SKIP),
+        ("delete nominated pod with labels that match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", FOO_L, nominated=F), None, H.QUEUE),
+        ("delete pod with labels that don't match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", {"bar": ""}, F), None, H.QUEUE_SKIP),
+        ("update pod's non-related label", FOO_POD, _p("p2", {"foo": "", "bar": "bar1"}, F),
+         _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE_SKIP),
+        ("add pod's label that matches topologySpreadConstraints selector", FOO_POD, _p("p2", None, F),
+         _p("p2", FOO_L, F), H.QUEUE),
+        ("delete pod label that matches topologySpreadConstraints selector", FOO_POD, _p("p2", FOO_L, F),
+         _p("p2", None, F), H.QUEUE),
+        ("change pod's label that matches topologySpreadConstraints selector", FOO_POD, _p("p2", {"foo": "foo1"}, F),
+         _p("p2", {"foo": "foo2"}, F), H.QUEUE_SKIP),
+        ("change pod's label that doesn't match topologySpreadConstraints selector", FOO_POD,
+         _p("p2", {"foo": "", "bar": "bar1"}, F), _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE_SKIP),
+        ("add pod's label that matches topologySpreadConstraints selector with multi topologySpreadConstraints",
+         FOO_BAR_POD, _p("p2", FOO_L, F), _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE),
+        ("change pod's label that doesn't match topologySpreadConstraints selector with multi "
+         "topologySpreadConstraints", FOO_BAR_POD, _p("p2", FOO_L, F), _p("p2", {"foo": "", "baz": ""}, F),
+         H.QUEUE_SKIP),
+        ("change pod's label that match topologySpreadConstraints selector with multi topologySpreadConstraints",
+         FOO_BAR_POD, _p("p2", {"foo": "", "bar": ""}, F), _p("p2", {"foo": "", "bar": "bar2"}, F), H.QUEUE_SKIP),
+        ("the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new "
+         "toleration", HONOR_POD, _p("p", FOO_L), _p("p", FOO_L, tolerations=UNSCHED_TOL), H.QUEUE),
+        ("the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a new "
+         "toleration", IGNORE_POD, _p("p", FOO_L), _p("p", FOO_L, tolerations=UNSCHED_TOL), H.QUEUE_SKIP),
+        ("the unschedulable Pod has topologySpreadConstraint and has got a new label matching the selector of the "
+         "constraint", IGNORE_POD, _p("p"), _p("p", FOO_L), H.QUEUE),
+        ("the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label", IGNORE_POD,
+         _p("p"), _p("p", {"unrelated": ""}), H.QUEUE_SKIP),
+    ],
+)
+def test_is_schedulable_after_pod_change(
+    name: str, pod: dict[str, Any], old: PodInfo | None, new: PodInfo | None, want: QueueingHint
+) -> None:
+    """plugin_test.go Test_isSchedulableAfterPodChange."""
+    ev = _hint_plugin().events_to_register()[0]
+    assert ev.hint is not None
+    assert ev.hint(PodInfo(pod), old, new) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "nodes", "args", "owners"),
+    [
+        (
+            "the pod doesn't have soft topology spread Constraints",
+            make_pod("p"),
+            [hnode("node-a", **{HN: "node-a"}), hnode("node-b", **{HN: "node-b"})],
+            {"defaultingType": "List"},
+            [],
+        ),
+        (
+            "default constraints and a replicaset that doesn't match",
+            make_pod("p", labels={"foo": "bar", "baz": "sup"}, owner=("ReplicaSet", "rs2")),
+            [hnode("node-a", planet="mars")],
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 2, "topologyKey": "planet", "whenUnsatisfiable": "ScheduleAnyway"}],
+            },
+            [
+                {
+                    "kind": "ReplicaSet",
+                    "metadata": {"name": "rs1", "namespace": "default"},
+                    "spec": {"selector": {"matchExpressions": [{"key": "tar", "operator": "Exists"}]}},
+                }
+            ],
+        ),
+    ],
+)
+def test_pre_score_skip(
+    name: str, pod: dict[str, Any], nodes: list[dict[str, Any]], args: dict[str, Any], owners: list[dict[str, Any]]
+) -> None:
+    """scoring_test.go TestPreScoreSkip."""
+    h = build_handle(nodes, owners=owners)
+    pl = PodTopologySpread.new(args, h)
+    r = pl.pre_score(CycleState(), PodInfo(pod), h.snapshot.node_infos)
+    assert isinstance(r, Status) and r.code == Code.SKIP

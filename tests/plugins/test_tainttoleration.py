@@ -85,6 +85,32 @@ FILTER_CASES: list[tuple[str, list[dict[str, str]] | None, list[dict[str, str]],
         [taint("dedicated", "user1", "PreferNoSchedule")],
         False,
     ),
+    # TestTaintTolerationFilterWithFeatureGate, gate off (TaintTolerationComparisonOperators is
+    # alpha and off by default in v1.36.3): Gt/Lt tolerations tolerate nothing.
+    (
+        "Pod with Gt toleration cannot be scheduled when feature gate is disabled",
+        [tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [taint("node.kubernetes.io/sla", "950", "NoSchedule")],
+        True,
+    ),
+    (
+        "Pod with Lt toleration cannot be scheduled when feature gate is disabled",
+        [tol("node.kubernetes.io/sla", "Lt", "950", "NoSchedule")],
+        [taint("node.kubernetes.io/sla", "800", "NoSchedule")],
+        True,
+    ),
+    (
+        "Pod with mixed tolerations (Equal and Gt) when feature gate is disabled - only Equal is honored",
+        [tol("dedicated", "Equal", "user1", "NoSchedule"), tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [taint("dedicated", "user1", "NoSchedule")],
+        False,
+    ),
+    (
+        "Pod with mixed tolerations, Gt toleration needed but filtered out when feature gate is disabled",
+        [tol("dedicated", "Equal", "user1", "NoSchedule"), tol("node.kubernetes.io/sla", "Gt", "750", "NoSchedule")],
+        [taint("dedicated", "user1", "NoSchedule"), taint("node.kubernetes.io/sla", "950", "NoSchedule")],
+        True,
+    ),
     # Not upstream cases: NoExecute counts as a hard taint; untolerated NoExecute after a tolerated NoSchedule.
     ("no-execute is hard", None, [taint("k", "v", "NoExecute")], True),
     (
@@ -158,6 +184,17 @@ SCORE_CASES: list[tuple[str, list[dict[str, str]] | None, list[list[dict[str, st
         None,
         [[], [taint("cpu-type", "arm64", "PreferNoSchedule")]],
         [100, 0],
+    ),
+    # "Numeric Gt operator: pod with Gt toleration prefers nodes with matching SLA taint" with the
+    # gate at its v1.36.3 default (off): the Gt toleration tolerates neither taint -> 1 and 1 -> 0, 0.
+    (
+        "Numeric Gt operator: pod with Gt toleration prefers nodes with matching SLA taint (gate off)",
+        [tol("node.kubernetes.io/sla", "Gt", "950", "PreferNoSchedule")],
+        [
+            [taint("node.kubernetes.io/sla", "800", "PreferNoSchedule")],
+            [taint("node.kubernetes.io/sla", "999", "PreferNoSchedule")],
+        ],
+        [0, 0],
     ),
 ]
 
@@ -242,3 +279,43 @@ def test_node_change_hint() -> None:
     assert pod_ev.hint(pod, pod, pod) == QueueingHint.QUEUE
     other = PodInfo(make_pod("other"))
     assert pod_ev.hint(pod, other, other) == QueueingHint.QUEUE_SKIP
+
+
+def _tnode(*values: str) -> NodeInfo:
+    return NodeInfo(make_node("nodeA", taints=[taint("dedicated", v, "NoSchedule") for v in values]))
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "want"),
+    [
+        ("skip-queue-on-untoleratedtaint-node-added", None, _tnode("user1"), QueueingHint.QUEUE_SKIP),
+        ("queue-on-toleratedtaint-node-added", None, _tnode("user2"), QueueingHint.QUEUE),
+        ("skip-unrelated-change", _tnode("user1"), _tnode("user1", "user3"), QueueingHint.QUEUE_SKIP),
+        ("queue-on-taint-change", _tnode("user1"), _tnode("user2"), QueueingHint.QUEUE),
+    ],
+)
+def test_is_schedulable_after_node_change(name: str, old: NodeInfo | None, new: NodeInfo, want: QueueingHint) -> None:
+    """taint_toleration_test.go TestIsSchedulableAfterNodeChange (wrong-object cases are Go type
+    assertions with no counterpart here)."""
+    node_ev = TaintToleration().events_to_register()[0]
+    assert node_ev.hint is not None
+    pod = PodInfo(make_pod("pod1", tolerations=[tol("dedicated", "Equal", "user2", "NoSchedule")]))
+    assert node_ev.hint(pod, old, new) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "other", "want"),
+    [
+        ("skip-updates-other-pod", True, QueueingHint.QUEUE_SKIP),
+        ("queue-on-toleration-added", False, QueueingHint.QUEUE),
+    ],
+)
+def test_is_schedulable_after_pod_toleration_change(name: str, other: bool, want: QueueingHint) -> None:
+    """taint_toleration_test.go Test_isSchedulableAfterPodTolerationChange."""
+    pod_ev = TaintToleration().events_to_register()[1]
+    assert pod_ev.hint is not None
+    pod = PodInfo(make_pod("pod-1", "ns-1", uid="uid0"))
+    name2, uid2 = ("pod-2", "uid1") if other else ("pod-1", "uid0")
+    old = PodInfo(make_pod(name2, "ns-1", uid=uid2))
+    new = PodInfo(make_pod(name2, "ns-1", uid=uid2, tolerations=[{"key": "foo", "effect": "NoSchedule"}]))
+    assert pod_ev.hint(pod, old, new) == want

@@ -33,6 +33,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status
 from scheduler.labels import LabelSelector
 from scheduler.objects import AffinityTerm, NodeInfo, PodInfo
+from scheduler.plugins.interpodaffinity import hints
 from scheduler.plugins.topologyindex import (
     PREF_AFFINITY,
     PREF_ANTI,
@@ -215,14 +216,14 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return cls(parse_args(args), handle)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        # With queueing hints on (the default) upstream does not register UpdateNodeTaint here.
         return [
             ClusterEventWithHint(
-                ClusterEvent("Pod", ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE)
+                ClusterEvent("Pod", ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                hints.after_pod_change,
             ),
             ClusterEventWithHint(
-                ClusterEvent(
-                    "Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
-                )
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL), hints.after_node_change
             ),
         ]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,11 +13,9 @@ from scheduler.framework.interface import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
-    QueueingHint,
 )
 from scheduler.framework.status import Status, unresolvable
 from scheduler.objects import NodeInfo, PodInfo
-from scheduler.plugins.helper import as_node
 
 if TYPE_CHECKING:
     from scheduler.snapshot import Snapshot
@@ -49,11 +47,5 @@ class NodeName(FilterPlugin, EnqueueExtensions):
         return np.asarray(idx) == target.index
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD), self._after_node_add)]
-
-    @staticmethod
-    def _after_node_add(pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
-        node = as_node(new_obj)
-        if node is not None and fits(pod, node):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        # No hint, as upstream: every node addition retries the pod (through backoff).
+        return [ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD))]

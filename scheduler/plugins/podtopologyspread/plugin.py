@@ -24,10 +24,12 @@ from scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
 )
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError
 from scheduler.objects import LABEL_HOSTNAME, NodeInfo, PodInfo
+from scheduler.plugins.podtopologyspread import hints
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
@@ -216,9 +218,15 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
         )
         return [
-            ClusterEventWithHint(ClusterEvent("Pod", pod_actions)),
-            ClusterEventWithHint(ClusterEvent("Node", node_actions)),
+            ClusterEventWithHint(ClusterEvent("Pod", pod_actions), self._after_pod_change),
+            ClusterEventWithHint(ClusterEvent("Node", node_actions), self._after_node_change),
         ]
+
+    def _after_pod_change(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        return hints.after_pod_change(self.constraints(pod, DO_NOT_SCHEDULE), pod, old_obj, new_obj)
+
+    def _after_node_change(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        return hints.after_node_change(self.constraints(pod, DO_NOT_SCHEDULE), pod, old_obj, new_obj)
 
     def constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
         return pod_constraints(pod, action, self.default_constraints, self.handle.listers)
