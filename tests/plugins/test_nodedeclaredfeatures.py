@@ -555,3 +555,32 @@ def test_simulate_reports_the_upstream_reason(tmp_path: Path) -> None:
     assert restarter["filtered"] == {"n2": {"plugin": "NodeDeclaredFeatures", "reasons": [ERR_REASON]}}
     assert userns["node"] is None
     assert userns["message"] == "0/2 nodes are available: 2 node(s) didn't match Pod's required features."
+
+
+async def test_requeued_only_when_declared_features_change() -> None:
+    # Checked against kube-scheduler v1.36.3 on the local control plane: a pod rejected only
+    # by this plugin stays unschedulable on unrelated node updates and is retried as soon as
+    # status.declaredFeatures changes (UpdateNodeDeclaredFeature).
+    from scheduler.queue import ACTIVE, UNSCHEDULABLE
+    from tests.test_scheduler_loop import Harness
+
+    h = Harness()
+    n1 = make_node("n1")
+    h.sched.on_node(None, n1)
+    h.sched.on_pod("ADDED", make_pod("restarter", containers=[restart_all_container()]))
+    await h.step()
+    assert [e["note"] for e in h.events("FailedScheduling")] == [
+        "0/1 nodes are available: 1 node(s) didn't match Pod's required features."
+    ]
+    uid = "uid-default-restarter"
+    assert h.queue.where(uid) == UNSCHEDULABLE
+    labelled = make_node("n1", labels={"x": "y"})
+    h.sched.on_node("MODIFIED", labelled)
+    assert h.queue.where(uid) == UNSCHEDULABLE
+    h.clock.step(2)
+    declared = make_node("n1", labels={"x": "y"})
+    declared["status"]["declaredFeatures"] = ["RestartAllContainersOnContainerExits"]
+    h.sched.on_node("MODIFIED", declared)
+    assert h.queue.where(uid) == ACTIVE
+    await h.step()
+    assert h.bound() == {"restarter": "n1"}
