@@ -189,5 +189,6 @@ def test_generator_is_seeded_and_covers_the_plugins() -> None:
         "default-spreading",
         "image-volume",
         "existing-pod-affinity",
+        "node-declared-features",
     ):
         assert f in feats, f

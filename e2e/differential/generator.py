@@ -28,6 +28,9 @@ GPU = "example.com/gpu"
 RUNTIME_CLASS = "pyscheduler-differential"
 # On every generated node and namespace, so a later run can sweep what a killed one left.
 MARK = "pyscheduler.io/differential"
+# The one node-declared feature a pod can require at scheduling time with v1.36.3's default
+# gates: a container restart rule with action RestartAllContainers.
+RESTART_ALL = "RestartAllContainersOnContainerExits"
 RUNTIME_OVERHEAD = {"cpu": "250m", "memory": "120Mi"}
 
 # name -> (names the node reports, nominal size in bytes); pods use the first spelling below.
@@ -95,6 +98,8 @@ def _mi(v: int) -> str:
 class _Gen:
     def __init__(self, seed: int, prefix: str, scheduler_name: str) -> None:
         self.r = random.Random(seed)
+        # Separate stream for NodeDeclaredFeatures, so adding it left every other draw alone.
+        self.r_ndf = random.Random(seed * 104729 + 3)
         self.sc = Scenario(seed=seed, prefix=prefix, scheduler_name=scheduler_name)
         self.pod_seq = 0
 
@@ -224,6 +229,8 @@ class _Gen:
                     images.append({"names": spell, "sizeBytes": size})
             if images:
                 node["status"]["images"] = images
+            if self.r_ndf.random() < 0.5:
+                node["status"]["declaredFeatures"] = [RESTART_ALL]
             self.sc.nodes.append(node)
 
     # -- pods --------------------------------------------------------------------------------
@@ -454,6 +461,12 @@ class _Gen:
             spec["volumes"] = [{"name": "imgvol", "image": {"reference": ref, "pullPolicy": "IfNotPresent"}}]
             containers[0]["volumeMounts"] = [{"name": "imgvol", "mountPath": "/data"}]
             feats.add("image-volume")
+        if bound_to is None and self.r_ndf.random() < 0.1:
+            containers[-1]["restartPolicy"] = "Never"
+            containers[-1]["restartPolicyRules"] = [
+                {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+            ]
+            feats.add("node-declared-features")
         if bound_to is None:
             if r.random() < 0.3:
                 key = r.choice(("example.com/disk", ZONE_KEY, "example.com/gpu-node"))
