@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_STAMP := .venv-stamp
 
-.PHONY: install test test-unit e2e lint typecheck bench run controlplane-build controlplane-up controlplane-down e2e-kind clean
+.PHONY: install test test-unit e2e lint typecheck bench run differential controlplane-build controlplane-up controlplane-down e2e-kind clean
 
 install: $(PIP_STAMP)
 
@@ -33,6 +33,14 @@ typecheck: install
 ## bench: offline scheduler_perf shapes through `simulate --output placements`
 bench: install
 	$(PYTHON) bench/run.py
+
+## differential: random clusters and pods through the real kube-scheduler v1.36.3 and through
+## `simulate`, every decision compared; prints decision counts and agreement per check
+## (DIFFERENTIAL_FLAGS=--vary-args: non-default plugin args and weights on both sides)
+SEEDS ?= 1-30
+DIFFERENTIAL_FLAGS ?=
+differential: install
+	PYTHONPATH=e2e $(PYTHON) -m differential --seeds $(SEEDS) $(DIFFERENTIAL_FLAGS)
 
 ## run: the scheduler in the foreground against the current cluster, or a local control plane
 run: install
