@@ -13,12 +13,14 @@ NotFound, VolumeZone's ErrReasonConflict.
 from __future__ import annotations
 
 import contextlib
+import pathlib
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import harness
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 from test_scheduler import SchedulerProcess, wait_bound, wait_failed_scheduling
@@ -205,3 +207,60 @@ def test_prebind_writes_claim_ref_and_waits_for_binding(
     )
     mark_bound(core_v1, namespace, "wait", pv)
     assert wait_bound(core_v1, namespace, "p", timeout=30) == nodes[0]
+
+
+TIMEOUT_SCHEDULER = "pyscheduler-bind-timeout"
+
+
+@pytest.fixture
+def short_bind_timeout(scheduler_config_path: str, scheduler_kubeconfig: str,
+                       tmp_path: pathlib.Path) -> Iterator[SchedulerProcess]:
+    """A second process with its own profile name (no overlap with the module's scheduler, so
+    no leader election) and bindTimeoutSeconds 2."""
+    cfg = yaml.safe_load(pathlib.Path(scheduler_config_path).read_text())
+    cfg["leaderElection"] = {"leaderElect": False}
+    cfg["profiles"] = [{
+        "schedulerName": TIMEOUT_SCHEDULER,
+        "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 2}}],
+    }]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    p = SchedulerProcess(str(path), scheduler_kubeconfig, tmp_path, "bind-timeout")
+    try:
+        p.wait_ready()
+        yield p
+    finally:
+        p.stop()
+
+
+def test_prebind_timeout_requeues_then_binds(
+    short_bind_timeout, api_client, core_v1, node_factory, namespace, cluster_objects
+):
+    # Nobody binds the claim within bindTimeoutSeconds: PreBind fails ("binding volumes: context
+    # deadline exceeded", as BindPodVolumes' poll reports it), Unreserve, the pod is requeued;
+    # once the claim is bound its update brings the pod back and it is placed.
+    nodes = group_nodes(node_factory, namespace, count=2)
+    sc = harness.unique_name("wffc")
+    cluster_objects("StorageClass", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
+        "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer",
+    })
+    pv = harness.unique_name("pv-slow")
+    cluster_objects("PersistentVolume", local_pv(pv, nodes[1], storage_class=sc))
+    core_v1.patch_persistent_volume_status(pv, {"status": {"phase": "Available"}})
+    core_v1.create_namespaced_persistent_volume_claim(namespace, claim("slow", namespace, storage_class=sc))
+    pod = claim_pod("p", namespace, "slow")
+    pod["spec"]["schedulerName"] = TIMEOUT_SCHEDULER
+    core_v1.create_namespaced_pod(namespace, pod)
+
+    ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "p")
+    assert cond.reason == "SchedulerError"
+    assert cond.message == 'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+    assert ev.reporting_controller == TIMEOUT_SCHEDULER
+    assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
+
+    core_v1.patch_namespaced_persistent_volume_claim(
+        "slow", namespace, {"metadata": {"annotations": {BIND_COMPLETED: "yes"}}, "spec": {"volumeName": pv}}
+    )
+    mark_bound(core_v1, namespace, "slow", pv)
+    assert wait_bound(core_v1, namespace, "p", timeout=60) == nodes[1]
