@@ -217,3 +217,30 @@ async def test_prebind_times_out_unreserves_and_requeues() -> None:
     seen = plugin.binder.cache.get_pv("pv-1")
     assert seen is h.sched.listers.storage.pvs["pv-1"]
     assert seen.claim_ref is not None and seen.claim_ref[:2] == ("default", "c1")
+
+
+def test_app_wires_the_watched_store_and_the_volume_api() -> None:
+    # The store the watcher's handler feeds is the one every volume plugin reads, and PreBind
+    # gets the app's API client (a live PreBind without one fails every pod with claims).
+    from kubernetes import client
+
+    from scheduler.app import App, build
+    from scheduler.config import load_config
+    from scheduler.metrics import Metrics
+
+    cfg = load_config(None)
+    metrics = Metrics()
+    fws, handles, snap, listers = build(cfg, metrics)
+    app = App(cfg, fws, handles, snap, listers, metrics, client.ApiClient(client.Configuration()),
+              Credentials(server="https://unused"), None)
+    try:
+        store = app.scheduler.listers.storage
+        plugins = fws["default-scheduler"].plugins
+        for name in ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "VolumeRestrictions"):
+            assert plugins[name].store is store, name  # type: ignore[attr-defined]
+        vb = plugins["VolumeBinding"]
+        assert isinstance(vb, VolumeBinding)
+        assert vb.api is app.volume_api
+        assert set(STORAGE) <= set(app.watcher.kinds)
+    finally:
+        app.executor.shutdown(wait=False)
