@@ -86,13 +86,20 @@ def test_manifests_server_side_dry_run(api_client: client.ApiClient, core_v1: cl
     assert example[0]["spec"]["schedulerName"] == "pyscheduler"
 
 
-WATCHED_CORE = ("pods", "nodes", "namespaces", "services", "replicationcontrollers")
+WATCHED_CORE = (
+    "pods", "nodes", "namespaces", "services", "replicationcontrollers", "persistentvolumes", "persistentvolumeclaims",
+)
+WATCHED_STORAGE = ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments")
 
 # Exactly the API calls scheduler/ makes (manifests/rbac.yaml lists who makes which), as
 # (apiGroup, resource, verb) over all namespaces...
 EXPECTED_CLUSTER_RULES = {
     *[("", r, v) for r in WATCHED_CORE for v in ("list", "watch")],
     *[("apps", r, v) for r in ("replicasets", "statefulsets") for v in ("list", "watch")],
+    *[("storage.k8s.io", r, v) for r in WATCHED_STORAGE for v in ("list", "watch")],
+    # VolumeBinding PreBind (scheduler/volumeapi.py).
+    ("", "persistentvolumes", "update"),
+    ("", "persistentvolumeclaims", "update"),
     ("", "pods/binding", "create"),
     ("", "pods/status", "patch"),
     ("events.k8s.io", "events", "create"),
@@ -113,6 +120,9 @@ ALLOWED = [
     *[(v, r, "") for r in WATCHED_CORE for v in ("list", "watch")],
     ("list", "replicasets", "apps"),
     ("watch", "statefulsets", "apps"),
+    *[("list", r, "storage.k8s.io") for r in WATCHED_STORAGE],
+    ("update", "persistentvolumes", ""),
+    ("update", "persistentvolumeclaims", ""),
     ("create", "events", "events.k8s.io"),
     ("patch", "events", "events.k8s.io"),
     ("create", "tokenreviews", "authentication.k8s.io"),
@@ -135,8 +145,9 @@ DENIED = [
     ("get", "nodes", ""),
     ("list", "secrets", ""),
     ("get", "configmaps", ""),
-    *[(v, r, "") for r in ("persistentvolumes", "persistentvolumeclaims") for v in ("get", "list", "watch")],
-    *[("list", r, "storage.k8s.io") for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")],
+    *[(v, r, "") for r in ("persistentvolumes", "persistentvolumeclaims") for v in ("get", "patch", "delete")],
+    ("get", "storageclasses", "storage.k8s.io"),
+    ("update", "csinodes", "storage.k8s.io"),
     ("watch", "poddisruptionbudgets", "policy"),
     ("list", "priorityclasses", "scheduling.k8s.io"),
 ]

@@ -37,6 +37,7 @@ from scheduler.queue import SchedulingQueue
 from scheduler.scheduler import Scheduler
 from scheduler.serving import SecureServer, ServingError, build_server, options_from_args
 from scheduler.snapshot import Listers, Snapshot
+from scheduler.volumeapi import KubeVolumeAPI
 from scheduler.watcher import Credentials, Watcher
 
 log = structlog.get_logger(__name__)
@@ -97,8 +98,11 @@ class App:
         self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="api")
         cc = cfg.client_connection
         self.binder = Binder(KubeCoreAPI(api_client), TokenBucket(cc.qps, cc.burst), executor=self.executor)
+        # VolumeBinding's PreBind writes; the shared rate limit and executor, as one clientset.
+        self.volume_api = KubeVolumeAPI(api_client, self.binder.limiter, self.executor)
         for h in handle_list:
             h.client = self.binder
+            h.volume_api = self.volume_api
         self.cache = Cache(assumed_ttl=ASSUMED_POD_TTL)
         self.queue = SchedulingQueue(
             frameworks,

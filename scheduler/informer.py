@@ -92,6 +92,21 @@ def selector_fingerprint(raw: Raw) -> Any:
     return ((raw.get("spec") or {}).get("selector"), _meta(raw).get("labels"))
 
 
+def storage_fingerprint(raw: Raw) -> Any:
+    """StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment: everything but
+    status and bookkeeping metadata. Status churn (VolumeAttachment attach state) is not read."""
+    meta = _meta(raw)
+    body = {k: v for k, v in raw.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+    return (meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), body)
+
+
+# PVs and PVCs are delivered on every resourceVersion change: VolumeBinding's assume cache and
+# PreBind's writes (an Update carries the stored resourceVersion) need the newest version, or
+# the write conflicts.
+UNFILTERED_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim"})
+STORAGE_FILTERED_KINDS = frozenset({"StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "VolumeAttachment"})
+
+
 def tombstone(raw: Raw, kind: str) -> dict[str, Any]:
     """The little of an object a delete handler reads (identity and labels), so the store does
     not keep whole bodies alive."""
@@ -192,4 +207,8 @@ def store_for(kind: str) -> Store:
         return Store(kind, key_by_name, node_fingerprint)
     if kind == "Namespace":
         return Store(kind, key_by_name, labels_fingerprint)
+    if kind in UNFILTERED_KINDS:
+        return Store(kind, key_by_name)
+    if kind in STORAGE_FILTERED_KINDS:
+        return Store(kind, key_by_name, storage_fingerprint)
     return Store(kind, key_by_name, selector_fingerprint)

@@ -318,6 +318,18 @@ class SchedulingQueue:
                     return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
+    def registered_actions(self, resource: str) -> ActionType:
+        """The actions on ``resource`` some profile's plugin registered (upstream unionedGVKs):
+        kube-scheduler installs a handler only for those, so other events move nobody. A
+        wildcard registration does not count (upstream starts no informer for "*")."""
+        acts = ActionType(0)
+        for reg in self._hints.values():
+            for registered in reg.values():
+                for ewh in registered:
+                    if ewh.event.resource == resource:
+                        acts |= ewh.event.action
+        return acts
+
     def _requeue(self, q: QueuedPodInfo, event: str) -> str:
         """queueAfterBackoff: backoffQ while backing off, else activeQ."""
         if self.is_backing_off(q):

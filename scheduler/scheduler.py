@@ -112,6 +112,8 @@ class Scheduler:
         self._pending: dict[str, PodInfo] = {}
         # Awaited before each cycle: the watcher holds cycles while it re-lists after a gap.
         self.hold: Callable[[], Awaitable[Any]] | None = None
+        # Storage kind -> the actions plugins registered for it (read once from the queue).
+        self._registered_actions: dict[str, ActionType] = {}
 
     # ==========================================================================================
     # Cluster events (called by the watcher, one object at a time)
@@ -210,6 +212,26 @@ class Scheduler:
         byname[key] = o
         action = ActionType.ADD if old is None else ActionType.UPDATE
         self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action), old, o)
+
+    def on_storage(self, kind: str, etype: str | None, raw: Raw) -> None:
+        """PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
+        VolumeAttachments: the volume plugins' store first, then the pods the change may help,
+        with the stored (old, new) for the hints (upstream buildEvtResHandler: only for actions
+        some plugin registered)."""
+        change = self.listers.storage.on_event(kind, etype, raw)
+        if change is None:
+            return
+        old, new = change
+        action, verb = (
+            (ActionType.DELETE, "Delete") if new is None
+            else (ActionType.ADD, "Add") if old is None
+            else (ActionType.UPDATE, "Update")
+        )
+        registered = self._registered_actions.get(kind)
+        if registered is None:
+            registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
+        if registered & action:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{verb}"), old, new)
 
     # ==========================================================================================
     # The loop

@@ -39,6 +39,7 @@ from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
 from scheduler.informer import DELETED, Store, store_for
+from scheduler.storage import STORAGE_KINDS
 from scheduler.validation import ObjectError
 
 log = structlog.get_logger(__name__)
@@ -67,6 +68,8 @@ class Handlers(Protocol):
 
     def on_owner(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
+    def on_storage(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
+
 
 # kind -> (API path prefix, plural)
 RESOURCES: dict[str, tuple[str, str]] = {
@@ -77,6 +80,15 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "ReplicationController": ("/api/v1", "replicationcontrollers"),
     "ReplicaSet": ("/apis/apps/v1", "replicasets"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    # What the volume plugins read (kube-scheduler's PV, PVC, StorageClass, CSINode, CSIDriver,
+    # CSIStorageCapacity and VolumeAttachment informers).
+    "PersistentVolume": ("/api/v1", "persistentvolumes"),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses"),
+    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes"),
+    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers"),
+    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities"),
+    "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments"),
 }
 
 # kube-scheduler's pod informer skips finished pods (scheduler.go, NewInformerFactory): they hold
@@ -209,6 +221,8 @@ class Watcher:
                 self.handlers.on_node(etype, raw)
             elif kind == "Namespace":
                 self.handlers.on_namespace(etype, raw)
+            elif kind in STORAGE_KINDS:
+                self.handlers.on_storage(kind, etype, raw)
             else:
                 if "kind" not in raw:
                     raw["kind"] = kind

@@ -176,7 +176,7 @@ class Handle:
     """What plugins may use from the framework: the current snapshot, the cluster listers and
     the binder (``client``)."""
 
-    __slots__ = ("client", "listers", "parallelism", "profile_name", "snapshot")
+    __slots__ = ("client", "listers", "parallelism", "profile_name", "snapshot", "volume_api")
 
     def __init__(
         self,
@@ -191,6 +191,8 @@ class Handle:
         self.profile_name = profile_name
         self.parallelism = parallelism
         self.client = client
+        # PV/PVC writes for VolumeBinding's PreBind (volumebinding.binder.VolumeAPI); None offline.
+        self.volume_api: Any = None
 
 
 # ---------------------------------------------------------------------------------------------

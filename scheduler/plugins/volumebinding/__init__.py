@@ -130,10 +130,13 @@ class VolumeBinding(
 
     @property
     def api(self) -> VolumeAPI | None:
-        """The injected API client: given explicitly, or the handle's client when it can write
-        PVs and PVCs. None offline (simulate), where PreBind keeps the assumed state."""
+        """The injected API client: given explicitly, the handle's volume API (the live app),
+        or the handle's client when it can write PVs and PVCs. None offline (simulate), where
+        PreBind keeps the assumed state."""
         if self._api is not None:
             return self._api
+        if self.handle is not None and self.handle.volume_api is not None:
+            return self.handle.volume_api  # type: ignore[no-any-return]
         client = self.handle.client if self.handle is not None else None
         if client is not None and hasattr(client, "update_persistent_volume"):
             return client  # type: ignore[return-value]

@@ -1,0 +1,266 @@
+"""End-to-end: the volume plugins on live storage objects, ``pyscheduler run`` under its
+ServiceAccount (so the ClusterRole's storage rules are exercised too).
+
+The local plane has no kube-controller-manager, so no PV controller: every case sets up what
+that controller would have done (a PV pre-bound by claimRef, a claim with volumeName and the
+bind-completed annotation, phase Bound through the status subresource). The PreBind case plays
+the controller's part itself after the scheduler wrote the PV's claimRef. With a controller
+present the same steps are harmless (it reaches the same state). Expected messages are
+kube-scheduler v1.36.3's: FitError ("0/N nodes are available: ..."), VolumeBinding's lister
+NotFound, VolumeZone's ErrReasonConflict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import harness
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from test_scheduler import SchedulerProcess, wait_bound, wait_failed_scheduling
+
+GROUP = "e2e-volumes"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+
+pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
+
+
+@pytest.fixture(scope="module")
+def scheduler(scheduler_config_path: str, scheduler_kubeconfig: str,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
+    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path_factory.mktemp("sched"), "volumes")
+    try:
+        p.wait_ready()
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest.fixture
+def storage_api(api_client: client.ApiClient) -> client.StorageV1Api:
+    return client.StorageV1Api(api_client)
+
+
+@pytest.fixture
+def cluster_objects(core_v1: client.CoreV1Api, storage_api: client.StorageV1Api) -> Iterator[Callable[..., Any]]:
+    """Creates PVs and StorageClasses, and removes them afterwards (the finalizers no PV
+    controller will clear are dropped first, so nothing stays Terminating)."""
+    made: list[tuple[str, str]] = []
+
+    def create(kind: str, body: dict[str, Any]) -> Any:
+        made.append((kind, body["metadata"]["name"]))
+        if kind == "PersistentVolume":
+            return core_v1.create_persistent_volume(body)
+        return storage_api.create_storage_class(body)
+
+    yield create
+    for kind, name in reversed(made):
+        with contextlib.suppress(ApiException):
+            if kind == "PersistentVolume":
+                core_v1.patch_persistent_volume(name, {"metadata": {"finalizers": None}})
+                core_v1.delete_persistent_volume(name)
+            else:
+                storage_api.delete_storage_class(name)
+
+
+def group_nodes(node_factory: Callable[..., list[str]], namespace: str, count: int = 3) -> list[str]:
+    return node_factory(count, labels={GROUP: namespace})
+
+
+def claim_pod(name: str, namespace: str, claim: str) -> dict[str, Any]:
+    return harness.make_pod(
+        name, namespace, node_selector={GROUP: namespace},
+        volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+    )
+
+
+def local_pv(name: str, node: str | None = None, claim: tuple[str, str] | None = None,
+             storage_class: str = "", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": storage_class,
+    }
+    if node is not None:
+        spec["local"] = {"path": "/mnt/disks/e2e"}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
+    else:
+        spec["hostPath"] = {"path": "/mnt/disks/e2e"}
+    if claim is not None:
+        spec["claimRef"] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                            "namespace": claim[0], "name": claim[1]}
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
+
+
+def claim(name: str, namespace: str, volume: str = "", storage_class: str = "") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                            "storageClassName": storage_class}
+    if volume:
+        # Bound as the PV controller leaves a claim (pv_controller.go bindClaimToVolume).
+        meta["annotations"] = {BIND_COMPLETED: "yes"}
+        spec["volumeName"] = volume
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+
+
+def mark_bound(core: client.CoreV1Api, namespace: str, pvc: str, pv: str) -> None:
+    """The status the PV controller writes once claim and volume are bound to each other."""
+    core.patch_namespaced_persistent_volume_claim_status(pvc, namespace, {"status": {"phase": "Bound"}})
+    core.patch_persistent_volume_status(pv, {"status": {"phase": "Bound"}})
+
+
+def bound_claim(core: client.CoreV1Api, create: Callable[..., Any], namespace: str, pvc: str, pv: str,
+                node: str | None = None, labels: dict[str, str] | None = None) -> None:
+    create("PersistentVolume", local_pv(pv, node, claim=(namespace, pvc), labels=labels))
+    core.create_namespaced_persistent_volume_claim(namespace, claim(pvc, namespace, volume=pv))
+    mark_bound(core, namespace, pvc, pv)
+
+
+def failed_message(api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, pod: str) -> str:
+    ev, cond = wait_failed_scheduling(api_client, core, namespace, pod)
+    assert ev.note == cond.message, (ev.note, cond.message)
+    assert cond.reason == "Unschedulable"
+    return str(cond.message)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bound_local_volume_pins_the_pod(scheduler, core_v1, node_factory, namespace, cluster_objects):
+    # VolumeBinding Filter on a bound claim: only the node the local PV's nodeAffinity names.
+    nodes = group_nodes(node_factory, namespace)
+    pv = harness.unique_name("pv-local")
+    bound_claim(core_v1, cluster_objects, namespace, "data", pv, node=nodes[1])
+    core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "data"))
+    assert wait_bound(core_v1, namespace, "p") == nodes[1]
+
+
+def test_missing_claim_then_bound(scheduler, api_client, core_v1, node_factory, namespace, cluster_objects):
+    # VolumeBinding PreFilter: the claim lister's NotFound, UnschedulableAndUnresolvable; the
+    # claim's Add event (VolumeBinding's PVC hint) brings the pod back.
+    nodes = group_nodes(node_factory, namespace)
+    core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "later"))
+    msg = failed_message(api_client, core_v1, namespace, "p")
+    assert re.match(r'^0/\d+ nodes are available: persistentvolumeclaim "later" not found\.', msg), msg
+    assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
+
+    pv = harness.unique_name("pv-later")
+    bound_claim(core_v1, cluster_objects, namespace, "later", pv, node=nodes[2])
+    assert wait_bound(core_v1, namespace, "p", timeout=60) == nodes[2]
+
+
+def test_volume_zone_mismatch(scheduler, api_client, core_v1, node_factory, namespace, cluster_objects):
+    # VolumeZone Filter: the bound PV's zone label matches none of the candidate nodes' zones.
+    nodes = group_nodes(node_factory, namespace, count=2)
+    pv = harness.unique_name("pv-zone")
+    bound_claim(core_v1, cluster_objects, namespace, "zoned", pv, labels={ZONE_LABEL: "zone-elsewhere"})
+    core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "zoned"))
+    msg = failed_message(api_client, core_v1, namespace, "p")
+    assert re.match(r"^0/\d+ nodes are available: .*\b2 node\(s\) had no available volume zone[,.]", msg), msg
+    assert all(core_v1.read_node(n).metadata.labels[ZONE_LABEL] != "zone-elsewhere" for n in nodes)
+
+
+def test_prebind_writes_claim_ref_and_waits_for_binding(
+    scheduler, core_v1, node_factory, namespace, cluster_objects
+):
+    # VolumeBinding with WaitForFirstConsumer: Filter finds the one node the free local PV can
+    # serve, PreBind updates the PV's claimRef (the ServiceAccount's "update persistentvolumes"),
+    # then waits until the claim is bound (here the test is the PV controller) before Bind.
+    nodes = group_nodes(node_factory, namespace)
+    sc = harness.unique_name("wffc")
+    cluster_objects("StorageClass", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
+        "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer",
+    })
+    pv = harness.unique_name("pv-wffc")
+    cluster_objects("PersistentVolume", local_pv(pv, nodes[0], storage_class=sc))
+    # A new PV is Pending until the PV controller makes it Available; only Available PVs are
+    # matched (FindMatchingVolume).
+    core_v1.patch_persistent_volume_status(pv, {"status": {"phase": "Available"}})
+    pvc = core_v1.create_namespaced_persistent_volume_claim(namespace, claim("wait", namespace, storage_class=sc))
+    core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "wait"))
+
+    def claimed() -> Any:
+        v = core_v1.read_persistent_volume(pv)
+        ref = v.spec.claim_ref
+        return ref is not None and ref.uid == pvc.metadata.uid and v
+
+    written = harness.wait_for(claimed, timeout=30, desc=f"PV {pv} claimRef written by PreBind")
+    assert (written.spec.claim_ref.namespace, written.spec.claim_ref.name) == (namespace, "wait")
+    assert (written.metadata.annotations or {}).get(BOUND_BY_CONTROLLER) == "yes"
+    # PreBind waits for the binding: the pod stays unbound meanwhile.
+    assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
+
+    core_v1.patch_namespaced_persistent_volume_claim(
+        "wait", namespace, {"metadata": {"annotations": {BIND_COMPLETED: "yes"}}, "spec": {"volumeName": pv}}
+    )
+    mark_bound(core_v1, namespace, "wait", pv)
+    assert wait_bound(core_v1, namespace, "p", timeout=30) == nodes[0]
+
+
+TIMEOUT_SCHEDULER = "pyscheduler-bind-timeout"
+
+
+@pytest.fixture
+def short_bind_timeout(scheduler_config_path: str, scheduler_kubeconfig: str,
+                       tmp_path: pathlib.Path) -> Iterator[SchedulerProcess]:
+    """A second process with its own profile name (no overlap with the module's scheduler, so
+    no leader election) and bindTimeoutSeconds 2."""
+    cfg = yaml.safe_load(pathlib.Path(scheduler_config_path).read_text())
+    cfg["leaderElection"] = {"leaderElect": False}
+    cfg["profiles"] = [{
+        "schedulerName": TIMEOUT_SCHEDULER,
+        "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 2}}],
+    }]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    p = SchedulerProcess(str(path), scheduler_kubeconfig, tmp_path, "bind-timeout")
+    try:
+        p.wait_ready()
+        yield p
+    finally:
+        p.stop()
+
+
+def test_prebind_timeout_requeues_then_binds(
+    short_bind_timeout, api_client, core_v1, node_factory, namespace, cluster_objects
+):
+    # Nobody binds the claim within bindTimeoutSeconds: PreBind fails ("binding volumes: context
+    # deadline exceeded", as BindPodVolumes' poll reports it), Unreserve, the pod is requeued;
+    # once the claim is bound its update brings the pod back and it is placed.
+    nodes = group_nodes(node_factory, namespace, count=2)
+    sc = harness.unique_name("wffc")
+    cluster_objects("StorageClass", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
+        "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer",
+    })
+    pv = harness.unique_name("pv-slow")
+    cluster_objects("PersistentVolume", local_pv(pv, nodes[1], storage_class=sc))
+    core_v1.patch_persistent_volume_status(pv, {"status": {"phase": "Available"}})
+    core_v1.create_namespaced_persistent_volume_claim(namespace, claim("slow", namespace, storage_class=sc))
+    pod = claim_pod("p", namespace, "slow")
+    pod["spec"]["schedulerName"] = TIMEOUT_SCHEDULER
+    core_v1.create_namespaced_pod(namespace, pod)
+
+    ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "p")
+    assert cond.reason == "SchedulerError"
+    assert cond.message == 'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+    assert ev.reporting_controller == TIMEOUT_SCHEDULER
+    assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
+
+    core_v1.patch_namespaced_persistent_volume_claim(
+        "slow", namespace, {"metadata": {"annotations": {BIND_COMPLETED: "yes"}}, "spec": {"volumeName": pv}}
+    )
+    mark_bound(core_v1, namespace, "slow", pv)
+    assert wait_bound(core_v1, namespace, "p", timeout=60) == nodes[1]
