@@ -63,6 +63,18 @@ OUT = ROOT / "bench" / "out"
 BENCH_LABEL = "pyscheduler-bench"
 SCHEDULER_NAME = "default-scheduler"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _all_namespaces() -> set[str]:
+    """Every namespace any workload uses (a one-node build of each shape tells)."""
+    out: set[str] = set()
+    for w in FULL + QUICK:
+        _, init, measured = dataclasses.replace(w, nodes=1).build(1)
+        out |= {p["metadata"]["namespace"] for p in init + measured}
+    return out
+
+
+ALL_NAMESPACES = _all_namespaces()
 CONTESTANTS = {"kube": "kube-scheduler", "bind": "bind-only", "ours": "pyscheduler"}
 
 
@@ -230,18 +242,34 @@ def create_pods(kube: Kube, pods: list[dict[str, Any]]) -> None:
 def prepare_workload(
     kube: Kube, wl: Workload, nodes: list[dict[str, Any]], init: list[dict[str, Any]], namespaces: set[str]
 ) -> None:
+    """Nodes and bound init pods of ``wl``; what already matches (a rerun on a kept plane) stays."""
     t = time.monotonic()
-    delete_bench_nodes(kube)
-    for ns in sorted(namespaces):
-        delete_pods(kube, ns)
-    ensure_namespaces(kube, namespaces)
-    calls = []
+    want_nodes = {}
     for n in nodes:
         n = _clean(n)
         n["metadata"]["labels"] = {**n["metadata"]["labels"], BENCH_LABEL: "live"}
-        calls.append(("POST", "/api/v1/nodes", n))
-    kube.parallel(calls)
-    create_pods(kube, init)
+        want_nodes[n["metadata"]["name"]] = n
+    have = {m["name"]: m.get("labels") for m in kube.list_meta("/api/v1/nodes", f"labelSelector={BENCH_LABEL}")[0]}
+    keep = have == {k: v["metadata"]["labels"] for k, v in want_nodes.items()}
+    init_ns = {p["metadata"]["namespace"] for p in init}
+    init_names = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in init}
+    have_pods = {
+        (m["namespace"], m["name"])
+        for ns in sorted(init_ns)
+        for m in kube.list_meta(f"/api/v1/namespaces/{ns}/pods")[0]
+    }
+    keep_pods = keep and have_pods == init_names
+    # Measured pods left by an interrupted run, and pods of another workload (other
+    # namespaces, same node names), go.
+    for ns in sorted(ALL_NAMESPACES - init_ns if keep_pods else ALL_NAMESPACES):
+        if kube.count(f"/api/v1/namespaces/{ns}/pods"):
+            delete_pods(kube, ns)
+    ensure_namespaces(kube, namespaces)
+    if not keep:
+        delete_bench_nodes(kube)
+        kube.parallel([("POST", "/api/v1/nodes", n) for n in want_nodes.values()])
+    if not keep_pods:
+        create_pods(kube, init)
     # kwok turns the bound init pods Running: wait so that it is idle during the runs.
     for ns in sorted({p["metadata"]["namespace"] for p in init}):
         path = f"/api/v1/namespaces/{ns}/pods"
@@ -251,7 +279,8 @@ def prepare_workload(
             600,
             1.0,
         )
-    say(f"{wl.name}: {len(nodes)} nodes, {len(init)} init pods ready in {time.monotonic() - t:.0f}s")
+    reused = " (reused)" if keep_pods else ""
+    say(f"{wl.name}: {len(nodes)} nodes, {len(init)} init pods ready{reused} in {time.monotonic() - t:.0f}s")
 
 
 # ---------------------------------------------------------------------------
@@ -421,7 +450,21 @@ def run_contestant(
         raise RuntimeError(obs.error or "watch did not start")
     argv = contestant_argv(key, plane, config, args)
     if profile_to is not None:
-        argv = ["py-spy", "record", "--rate", "100", "--format", "raw", "--output", str(profile_to), "--", *argv]
+        # --gil: only the thread holding the GIL is sampled, i.e. where Python CPU goes (threads
+        # blocked in socket reads would otherwise dominate).
+        argv = [
+            "py-spy",
+            "record",
+            "--gil",
+            "--rate",
+            "100",
+            "--format",
+            "raw",
+            "--output",
+            str(profile_to),
+            "--",
+            *argv,
+        ]
     tag = f"bench-{wl.name.replace('/', '_')}-{key}-r{rnd}{'-profile' if profile_to else ''}"
     log_path = plane.run / "logs" / f"{tag}.log"
     api_pid, etcd_pid = plane.pid("kube-apiserver"), plane.pid("etcd")
@@ -508,7 +551,8 @@ def summarize_profile(path: pathlib.Path, top: int = 15) -> dict[str, Any]:
     def pct(counter: Counter[str]) -> list[tuple[str, float]]:
         return [(k, round(100.0 * v / total, 1)) for k, v in counter.most_common(top)] if total else []
 
-    return {"samples": total, "self": pct(self_t), "inclusive": pct(incl)}
+    ours = Counter({k: v for k, v in incl.items() if "(scheduler/" in k})
+    return {"samples": total, "self": pct(self_t), "inclusive": pct(incl), "inclusive_scheduler": pct(ours)}
 
 
 def _short(frame: str) -> str:
@@ -669,11 +713,10 @@ def main(argv: list[str] | None = None) -> int:
                 print("  py-spy self time of ours (% of samples):")
                 for fn, p in entry["profile"]["self"]:
                     print(f"    {p:5.1f}%  {fn}")
+                print("  py-spy inclusive time in scheduler/ (% of samples):")
+                for fn, p in entry["profile"]["inclusive_scheduler"]:
+                    print(f"    {p:5.1f}%  {fn}")
             out_path.write_text(json.dumps(report, indent=1))
-            for ns in sorted(namespaces):
-                delete_pods(plane.admin, ns)
-        if len(workloads) > 1:
-            delete_bench_nodes(plane.admin)
     except KeyboardInterrupt:
         say("interrupted")
         return 130

@@ -124,20 +124,22 @@ class Kube:
             raise ApiError(method, path, resp.status, raw)
         raise AssertionError("unreachable")
 
-    def list_names(self, path: str, query: str = "") -> tuple[list[tuple[str, str]], str]:
-        """(namespace, name) of every object at ``path`` (paged, metadata only) and the list's
-        resourceVersion."""
-        out: list[tuple[str, str]] = []
+    def list_meta(self, path: str, query: str = "") -> tuple[list[dict[str, Any]], str]:
+        """The metadata of every object at ``path`` (paged) and the list's resourceVersion."""
+        out: list[dict[str, Any]] = []
         cont = ""
         while True:
             q = f"limit=5000&{query}" + (f"&continue={cont}" if cont else "")
             doc = self.request("GET", f"{path}?{q}", accept=META_LIST)
-            for item in doc.get("items") or []:
-                meta = item["metadata"]
-                out.append((meta.get("namespace", ""), meta["name"]))
+            out.extend(item["metadata"] for item in doc.get("items") or [])
             cont = doc["metadata"].get("continue") or ""
             if not cont:
                 return out, doc["metadata"]["resourceVersion"]
+
+    def list_names(self, path: str, query: str = "") -> tuple[list[tuple[str, str]], str]:
+        """(namespace, name) of every object at ``path`` and the list's resourceVersion."""
+        metas, rv = self.list_meta(path, query)
+        return [(m.get("namespace", ""), m["name"]) for m in metas], rv
 
     def count(self, path: str, query: str = "") -> int:
         return len(self.list_names(path, query)[0])
