@@ -299,7 +299,9 @@ class BindObserver(threading.Thread):
         self.ready = threading.Event()
         self.done = threading.Event()
         self.error: str | None = None
-        self._conn = kube.connect()
+        # No socket timeout: the watch is quiet until the contestant binds (a scheduler may
+        # take minutes to sync); the driver's own deadline and stop() end it.
+        self._conn = kube.connect(timeout=None)
         self._stopping = False
 
     def run(self) -> None:

@@ -76,8 +76,9 @@ class Kube:
                 self.ssl.load_cert_chain(cert, key)
         self._local = threading.local()
 
-    def connect(self) -> http.client.HTTPSConnection:
-        return http.client.HTTPSConnection(self.host, self.port, context=self.ssl, timeout=60)
+    def connect(self, timeout: float | None = 60) -> http.client.HTTPSConnection:
+        """A new connection; ``timeout=None`` blocks forever (a watch that may stay quiet)."""
+        return http.client.HTTPSConnection(self.host, self.port, context=self.ssl, timeout=timeout)
 
     def _conn(self) -> http.client.HTTPSConnection:
         conn = getattr(self._local, "conn", None)
