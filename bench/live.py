@@ -471,15 +471,16 @@ def run_contestant(
     log_path = plane.run / "logs" / f"{tag}.log"
     api_pid, etcd_pid = plane.pid("kube-apiserver"), plane.pid("etcd")
     load0 = loadavg()
-    kwok.pause()
-    api0, etcd0 = cpu_seconds([api_pid]), cpu_seconds([etcd_pid])
-    t0 = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
-        )
+    proc: subprocess.Popen[bytes] | None = None
     status = "ok"
     try:
+        kwok.pause()
+        api0, etcd0 = cpu_seconds([api_pid]), cpu_seconds([etcd_pid])
+        t0 = time.monotonic()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
         deadline = t0 + args.run_timeout
         while not obs.done.wait(0.05):
             if proc.poll() is not None:
@@ -496,7 +497,8 @@ def run_contestant(
         cpu, rss = cpu_seconds(pids), hwm_mb(pids)
         api1, etcd1 = cpu_seconds([api_pid]), cpu_seconds([etcd_pid])
     finally:
-        stop_process(proc, signal.SIGINT if profile_to else signal.SIGTERM, grace=30 if profile_to else 10)
+        if proc is not None:
+            stop_process(proc, signal.SIGINT if profile_to else signal.SIGTERM, grace=30 if profile_to else 10)
         obs.stop()
         kwok.resume()
     times = sorted(t - t0 for t in obs.times.values())
@@ -583,7 +585,8 @@ COLUMNS = [
 def medians(results: list[dict[str, Any]]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for col, _, _ in COLUMNS:
-        vals = [r[col] for r in results if r.get(col) is not None]
+        # Failed runs (timeout, crash) are listed in the JSON but not in the medians.
+        vals = [r[col] for r in results if r["status"] == "ok" and r.get(col) is not None]
         out[col] = statistics.median(vals) if vals else None
     out["rounds_ok"] = sum(r["status"] == "ok" for r in results)
     return out
