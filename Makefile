@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_STAMP := .venv-stamp
 
-.PHONY: install test test-unit e2e lint typecheck bench run differential controlplane-build controlplane-up controlplane-down e2e-kind clean
+.PHONY: install test test-unit e2e lint typecheck bench bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean
 
 install: $(PIP_STAMP)
 
@@ -41,6 +41,11 @@ SEEDS ?= 1-30
 DIFFERENTIAL_FLAGS ?=
 differential: install
 	PYTHONPATH=e2e $(PYTHON) -m differential --seeds $(SEEDS) $(DIFFERENTIAL_FLAGS)
+
+## bench-live: kube-scheduler vs bind-only vs ours on a local control plane (5000 kwok nodes;
+## QUICK=1: SchedulingBasic at 1000 nodes; ROUNDS=n; BENCH_LIVE_ARGS: more bench/live.py flags)
+bench-live: install
+	$(PYTHON) bench/live.py $(if $(filter 1 yes true,$(QUICK)),--quick) $(if $(ROUNDS),--rounds $(ROUNDS)) $(BENCH_LIVE_ARGS)
 
 ## run: the scheduler in the foreground against the current cluster, or a local control plane
 run: install
