@@ -61,7 +61,7 @@ Session fixtures
 
 Function fixtures
     ``namespace``        fresh namespace name (its "default" ServiceAccount exists);
-                         its pods and then the namespace are deleted afterwards
+                         its workloads, pods and then the namespace are deleted afterwards
     ``node_factory``     ``node_factory(count=1, prefix=None, wait_ready=True,
                          **make_node_kwargs) -> [names]``; with wait_ready, returns
                          once every node is Ready and has no not-ready/unreachable
@@ -154,6 +154,7 @@ def namespace(core_v1: client.CoreV1Api) -> Iterator[str]:
     harness.ensure_namespace(core_v1, name, labels={"pyscheduler-e2e": "true"})
     yield name
     try:
+        harness.delete_workloads(core_v1.api_client, name)
         harness.delete_all_pods(core_v1, name, wait=True, timeout=30)
     except (ApiException, AssertionError) as exc:  # best effort
         print(f"cleanup of namespace {name} failed: {exc}", file=sys.stderr)

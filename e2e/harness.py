@@ -586,6 +586,16 @@ def ensure_namespace(
         )
 
 
+def delete_workloads(api: client.ApiClient, namespace: str) -> None:
+    """Delete the Deployments, StatefulSets, ReplicaSets and ReplicationControllers of *namespace*,
+    so that their controllers stop replacing pods (the garbage collector removes their pods)."""
+    apps = client.AppsV1Api(api)
+    apps.delete_collection_namespaced_deployment(namespace)
+    apps.delete_collection_namespaced_stateful_set(namespace)
+    apps.delete_collection_namespaced_replica_set(namespace)
+    client.CoreV1Api(api).delete_collection_namespaced_replication_controller(namespace)
+
+
 def delete_all_pods(core: client.CoreV1Api, namespace: str, wait: bool = True, timeout: float = 60.0) -> None:
     """Delete every pod of *namespace* (bare pods; a controller would recreate its own).
 

