@@ -573,9 +573,19 @@ def test_lost_lease_stops_and_exits(start_scheduler, api_client, core_v1, node_f
 # API server restart (last: it briefly takes the API away from everything in the session)
 
 
-def test_apiserver_restart_watches_recover(scheduler, control_plane, core_v1, node_factory, namespace, group):
+def test_apiserver_restart_watches_recover(
+    start_scheduler, scheduler_config_path, tmp_path, control_plane, core_v1, node_factory, namespace, group
+):
     if control_plane.run_dir is None or not control_plane.started_here:
         pytest.skip("restarts the kube-apiserver of the local control plane only")
+    # On a busy machine the restarted kube-apiserver (with kube-controller-manager and kwok
+    # relisting) can take longer than the default 10 s renew deadline: this case is about watches,
+    # so the leader gets a deadline that outlasts the restart.
+    cfg = yaml.safe_load(pathlib.Path(scheduler_config_path).read_text())
+    cfg["leaderElection"].update(leaseDuration="60s", renewDeadline="45s", retryPeriod="2s")
+    patient = tmp_path / "patient-leader.yaml"
+    patient.write_text(yaml.safe_dump(cfg))
+    scheduler = start_scheduler(config=str(patient))
     node_factory(1, labels=group)
     core_v1.create_namespaced_pod(namespace, harness.make_pod("before", namespace, node_selector=group))
     wait_bound(core_v1, namespace, "before")

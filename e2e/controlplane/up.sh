@@ -205,6 +205,8 @@ KCM_CONTROLLERS+=,garbage-collector-controller,replicaset-controller,deployment-
 KCM_CONTROLLERS+=,statefulset-controller,disruption-controller
 KCM_CONTROLLERS+=,persistentvolume-binder-controller,persistentvolumeclaim-protection-controller
 KCM_CONTROLLERS+=,persistentvolume-protection-controller,node-lifecycle-controller
+# PYSCHED_KCM_CONTROLLERS replaces the list (kube-controller-manager --controllers syntax).
+KCM_CONTROLLERS=${PYSCHED_KCM_CONTROLLERS:-$KCM_CONTROLLERS}
 start kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
   --kubeconfig="$PKI/kube-controller-manager.kubeconfig" \
   --authentication-kubeconfig="$PKI/kube-controller-manager.kubeconfig" \
