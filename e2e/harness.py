@@ -5,9 +5,10 @@ The control plane is either
 * an existing cluster: ``KUBECONFIG`` is set and its API server answers
   (for example kind, see ``e2e/kind/run.sh``), or
 * a local loopback control plane (etcd + kube-apiserver with RBAC +
-  kube-controller-manager + kwok, no containers) started with ``e2e/controlplane/up.sh`` and stopped with
-  ``down.sh``; the binaries are built once by ``e2e/controlplane/build.sh``
-  into ``${PYSCHED_CACHE:-~/.cache/pyscheduler}/bin``.
+  kube-controller-manager + kwok, no containers) started with
+  ``e2e/controlplane/up.sh`` and stopped with ``down.sh``; the binaries are
+  built once by ``e2e/controlplane/build.sh`` into
+  ``${PYSCHED_CACHE:-~/.cache/pyscheduler}/bin``.
 
 Everything here uses the official ``kubernetes`` Python client and PyYAML.
 Nothing in this module is pyscheduler-specific except the defaults of
