@@ -188,13 +188,19 @@ def start_local_control_plane() -> ControlPlane:
         build_binaries()
     reap_orphaned_session_planes()
     run = run_dir()
-    out = subprocess.run(
-        [str(CONTROLPLANE_DIR / "up.sh")],
-        env=_controlplane_env(run),
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    ).stdout
+    # One retry: a concurrent session can win the race for a default port between up.sh's
+    # check and the bind; up.sh then fails (and cleans up) and the next attempt picks again.
+    for attempt in (1, 2):
+        proc = subprocess.run(
+            [str(CONTROLPLANE_DIR / "up.sh")],
+            env=_controlplane_env(run),
+            check=attempt == 2,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if proc.returncode == 0:
+            break
+    out = proc.stdout
     kubeconfig = None
     for line in out.splitlines():
         if line.startswith("export KUBECONFIG="):

@@ -105,6 +105,8 @@ else
   ETCD_DATA=$(mktemp -d "$RUN/etcd-data.XXXXXX")
 fi
 
+ETCD_NAME=$(basename "$ETCD_DATA")
+
 cat >"$RUN/env" <<EOF
 # Written by e2e/controlplane/up.sh; sourced by down.sh and the pytest harness.
 PYSCHED_RUN=$RUN
@@ -144,6 +146,9 @@ wait_until() {
     ((SECONDS - t < timeout)) || fail "$name"
     sleep 0.2
   done
+  # A check can pass against another session's process on the same port while
+  # ours died binding it (concurrent up.sh runs racing for a default port).
+  pid_alive "$name" || fail "$name"
   cp_log "$name ready ($((SECONDS - t))s)"
 }
 
@@ -152,18 +157,24 @@ ln -sfn pki/admin.kubeconfig "$RUN/kubeconfig"
 
 # --- etcd -------------------------------------------------------------------
 start etcd "$ETCD_BIN" \
-  --name=node0 \
+  --name="$ETCD_NAME" \
   --data-dir="$ETCD_DATA" \
   --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
   --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-  --initial-cluster="node0=http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster="$ETCD_NAME=http://127.0.0.1:$ETCD_PEER_PORT" \
   --unsafe-no-fsync=true \
   --quota-backend-bytes=8589934592 \
   --auto-compaction-retention=1 \
   --log-level=warn
-etcd_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"'; }
+# Healthy, and ours: the member name is unique to this run, so an etcd of another
+# session that won a race for the same port is never mistaken for this one.
+etcd_ready() {
+  curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"' &&
+    curl -fsS --max-time 2 -X POST -d '{}' "http://127.0.0.1:$ETCD_PORT/v3/cluster/member/list" 2>/dev/null |
+    grep -qF "\"name\":\"$ETCD_NAME\""
+}
 wait_until etcd 30 etcd_ready
 
 # --- kube-apiserver -----------------------------------------------------------
