@@ -3,8 +3,8 @@
 Control plane
     If ``KUBECONFIG`` is set and its API server answers, that cluster is used
     as is. Otherwise the session starts a local loopback control plane
-    (etcd + kube-apiserver with RBAC + kwok; no kubelet, no
-    kube-controller-manager) with ``e2e/controlplane/up.sh`` and stops it with
+    (etcd + kube-apiserver with RBAC + kube-controller-manager + kwok; no
+    kubelet, no default scheduler) with ``e2e/controlplane/up.sh`` and stops it with
     ``down.sh`` at the end. Missing binaries are built first by
     ``e2e/controlplane/build.sh`` (tens of minutes cold; set
     ``PYSCHED_E2E_BUILD=0`` to fail instead). Its run dir (pids, logs, PKI)
@@ -21,13 +21,26 @@ Environment
     ``PYSCHED_E2E_KWOK=1``  kwok manages the nodes of an external cluster.
 
 Local control-plane facts that tests must live with
-    * Only bare Pods (no Deployment/ReplicaSet/Job controllers).
-    * No "default" ServiceAccount (ServiceAccount admission is off) and
-      namespaces never finish deleting; delete pods, not namespaces.
-    * TaintNodesByCondition admission is off: fake nodes carry no taints
-      unless a test adds them. ``Priority`` admission is on.
-    * kwok sets fake nodes Ready, turns *bound* pods on its nodes Running, and
-      finishes graceful deletion of bound pods. No heartbeats, no leases.
+    * kube-controller-manager runs the ReplicaSet, Deployment, StatefulSet,
+      disruption (PDB status), garbage-collector, namespace, ServiceAccount(s),
+      root-CA publisher, PV binder + PV/PVC protection and node-lifecycle
+      controllers (no Job/DaemonSet/CronJob, no pod GC, no taint eviction).
+      Their pods are only scheduled if the template names ``pyscheduler`` and a
+      test runs it. A ReplicaSet adopts (and, above its replica count, deletes)
+      bare pods matching its selector.
+    * ServiceAccount admission is on: a pod is rejected until its namespace's
+      "default" ServiceAccount exists (``harness.ensure_namespace`` and the
+      ``namespace`` fixture wait for it); pods get a projected token volume.
+      Deleted namespaces go away completely.
+    * TaintNodesByCondition admission is on: a new node starts with
+      ``node.kubernetes.io/not-ready:NoSchedule``, lifted by the node lifecycle
+      controller once kwok reports it Ready (``wait_for_node_ready`` and
+      ``node_factory(wait_ready=True)`` wait for that). Unschedulable nodes get
+      ``node.kubernetes.io/unschedulable:NoSchedule``. ``Priority`` and
+      ``DefaultTolerationSeconds`` admission are on.
+    * kwok sets fake nodes Ready, renews their Leases (so they stay Ready),
+      turns *bound* pods on its nodes Running, and finishes graceful deletion
+      of bound pods.
 
 Session fixtures
     ``control_plane``    harness.ControlPlane (kubeconfig, kwok, in_cluster_scheduler, run_dir)
@@ -47,9 +60,12 @@ Session fixtures
                          pointing at ``scheduler_kubeconfig``
 
 Function fixtures
-    ``namespace``        fresh namespace name; its pods are deleted afterwards
+    ``namespace``        fresh namespace name (its "default" ServiceAccount exists);
+                         its workloads, pods and then the namespace are deleted afterwards
     ``node_factory``     ``node_factory(count=1, prefix=None, wait_ready=True,
-                         **make_node_kwargs) -> [names]``; nodes deleted afterwards.
+                         **make_node_kwargs) -> [names]``; with wait_ready, returns
+                         once every node is Ready and has no not-ready/unreachable
+                         taint; nodes deleted afterwards.
                          Skips (via ``kwok``) when kwok does not manage the nodes
     ``local_scheduler_allowed``  skips the test when PYSCHED_E2E_IN_CLUSTER=1
 
@@ -138,6 +154,7 @@ def namespace(core_v1: client.CoreV1Api) -> Iterator[str]:
     harness.ensure_namespace(core_v1, name, labels={"pyscheduler-e2e": "true"})
     yield name
     try:
+        harness.delete_workloads(core_v1.api_client, name)
         harness.delete_all_pods(core_v1, name, wait=True, timeout=30)
     except (ApiException, AssertionError) as exc:  # best effort
         print(f"cleanup of namespace {name} failed: {exc}", file=sys.stderr)

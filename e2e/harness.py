@@ -4,10 +4,11 @@ The control plane is either
 
 * an existing cluster: ``KUBECONFIG`` is set and its API server answers
   (for example kind, see ``e2e/kind/run.sh``), or
-* a local loopback control plane (etcd + kube-apiserver with RBAC + kwok, no
-  containers) started with ``e2e/controlplane/up.sh`` and stopped with
-  ``down.sh``; the binaries are built once by ``e2e/controlplane/build.sh``
-  into ``${PYSCHED_CACHE:-~/.cache/pyscheduler}/bin``.
+* a local loopback control plane (etcd + kube-apiserver with RBAC +
+  kube-controller-manager + kwok, no containers) started with
+  ``e2e/controlplane/up.sh`` and stopped with ``down.sh``; the binaries are
+  built once by ``e2e/controlplane/build.sh`` into
+  ``${PYSCHED_CACHE:-~/.cache/pyscheduler}/bin``.
 
 Everything here uses the official ``kubernetes`` Python client and PyYAML.
 Nothing in this module is pyscheduler-specific except the defaults of
@@ -166,10 +167,10 @@ def api_reachable(kubeconfig: str, timeout: float = 5.0) -> bool:
 
 
 def local_binaries_present() -> bool:
-    """True if build.sh has nothing to build (cheap check: runs no Go)."""
+    """True if build.sh has nothing to build for up.sh (cheap check: runs no Go)."""
     script = (
         f'source "{CONTROLPLANE_DIR}/lib.sh"; '
-        'for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do '
+        'for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do '
         "[[ -e $b ]] || exit 1; done"
     )
     return subprocess.run(["bash", "-c", script], check=False).returncode == 0
@@ -187,13 +188,19 @@ def start_local_control_plane() -> ControlPlane:
         build_binaries()
     reap_orphaned_session_planes()
     run = run_dir()
-    out = subprocess.run(
-        [str(CONTROLPLANE_DIR / "up.sh")],
-        env=_controlplane_env(run),
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    ).stdout
+    # One retry: a concurrent session can win the race for a default port between up.sh's
+    # check and the bind; up.sh then fails (and cleans up) and the next attempt picks again.
+    for attempt in (1, 2):
+        proc = subprocess.run(
+            [str(CONTROLPLANE_DIR / "up.sh")],
+            env=_controlplane_env(run),
+            check=attempt == 2,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if proc.returncode == 0:
+            break
+    out = proc.stdout
     kubeconfig = None
     for line in out.splitlines():
         if line.startswith("export KUBECONFIG="):
@@ -279,7 +286,24 @@ def wait_for(
 
 
 def node_is_ready(node: client.V1Node) -> bool:
+    """The Ready condition is True (taints not considered; see :func:`node_is_usable`)."""
     return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+
+
+#: Taints the node lifecycle controller (and TaintNodesByCondition admission, on
+#: create) puts on a node that is not, or no longer, known to be Ready.
+NOT_READY_TAINT_KEYS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
+def node_is_usable(node: client.V1Node) -> bool:
+    """Ready and free of not-ready/unreachable taints.
+
+    A new node is created with ``node.kubernetes.io/not-ready:NoSchedule``
+    (TaintNodesByCondition admission); kube-controller-manager's node lifecycle
+    controller lifts it shortly after the node turns Ready. Until then a
+    scheduler filters the node out, so tests wait for both.
+    """
+    return node_is_ready(node) and not any(t.key in NOT_READY_TAINT_KEYS for t in node.spec.taints or [])
 
 
 def pod_condition(pod: client.V1Pod, ctype: str) -> client.V1PodCondition | None:
@@ -290,10 +314,11 @@ def pod_condition(pod: client.V1Pod, ctype: str) -> client.V1PodCondition | None
 
 
 def wait_for_node_ready(core: client.CoreV1Api, name: str, timeout: float = 30.0) -> client.V1Node:
+    """Wait until node *name* is Ready and carries no not-ready/unreachable taint."""
     return wait_for(
-        lambda: (n := core.read_node(name)) and node_is_ready(n) and n,
+        lambda: (n := core.read_node(name)) and node_is_usable(n) and n,
         timeout=timeout,
-        desc=f"node {name} Ready",
+        desc=f"node {name} Ready without not-ready/unreachable taints",
     )
 
 
@@ -473,7 +498,7 @@ def make_pod(
     image: str = "registry.k8s.io/pause:3.10.2",
     **spec_extra: Any,
 ) -> dict[str, Any]:
-    """A bare pod manifest (no controller: the local plane has no KCM).
+    """A bare pod manifest (no owning controller).
 
     ``scheduler_name=None`` leaves schedulerName unset (default-scheduler).
     Extra keyword arguments go into ``spec`` verbatim (camelCase keys).
@@ -540,7 +565,19 @@ def bind_pod(core: client.CoreV1Api, namespace: str, name: str, node: str) -> No
     resp.release_conn()
 
 
-def ensure_namespace(core: client.CoreV1Api, name: str, labels: Mapping[str, str] | None = None) -> None:
+def ensure_namespace(
+    core: client.CoreV1Api,
+    name: str,
+    labels: Mapping[str, str] | None = None,
+    wait_default_sa: bool = True,
+    timeout: float = 30.0,
+) -> None:
+    """Create namespace *name* unless it exists.
+
+    With *wait_default_sa*, also wait for its "default" ServiceAccount: the
+    ServiceAccount controller adds it shortly after the namespace appears, and
+    ServiceAccount admission rejects pods until then.
+    """
     try:
         core.create_namespace(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
@@ -548,10 +585,26 @@ def ensure_namespace(core: client.CoreV1Api, name: str, labels: Mapping[str, str
     except ApiException as exc:
         if exc.status != 409:
             raise
+    if wait_default_sa:
+        wait_for(
+            lambda: core.read_namespaced_service_account("default", name),
+            timeout=timeout,
+            desc=f"ServiceAccount {name}/default",
+        )
+
+
+def delete_workloads(api: client.ApiClient, namespace: str) -> None:
+    """Delete the Deployments, StatefulSets, ReplicaSets and ReplicationControllers of *namespace*,
+    so that their controllers stop replacing pods (the garbage collector removes their pods)."""
+    apps = client.AppsV1Api(api)
+    apps.delete_collection_namespaced_deployment(namespace)
+    apps.delete_collection_namespaced_stateful_set(namespace)
+    apps.delete_collection_namespaced_replica_set(namespace)
+    client.CoreV1Api(api).delete_collection_namespaced_replication_controller(namespace)
 
 
 def delete_all_pods(core: client.CoreV1Api, namespace: str, wait: bool = True, timeout: float = 60.0) -> None:
-    """Delete every pod of *namespace* (no namespace controller runs locally).
+    """Delete every pod of *namespace* (bare pods; a controller would recreate its own).
 
     Bound pods get a deletionTimestamp; kwok's pod-delete stage finishes them.
     """

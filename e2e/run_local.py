@@ -1,7 +1,7 @@
 """`make run`: the scheduler in the foreground on a working default.
 
 Uses the current kubeconfig when it reaches a cluster; otherwise builds (once) and starts the
-local control plane (etcd + kube-apiserver + KWOK on 127.0.0.1) with three fake nodes. Then it
+local control plane (etcd, kube-apiserver, controllers, KWOK on 127.0.0.1) with three fake nodes. Then it
 starts ``pyscheduler run`` (profile ``pyscheduler``), submits the example pods and prints where
 they land. Ctrl-C stops the scheduler and whatever this script started. ``--once`` exits after
 the pods are placed (used by the e2e suite to prove this very path).

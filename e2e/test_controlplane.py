@@ -1,4 +1,5 @@
-"""The e2e control plane itself works: RBAC, kwok, binding, manifests."""
+"""The e2e control plane itself works: RBAC, kwok, binding, manifests, and the controllers of
+kube-controller-manager (workloads, namespaces, ServiceAccounts, PDB status, claims, node lifecycle)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_fake_node_becomes_ready(core_v1: client.CoreV1Api, kwok, node_factory) 
     assert node.status.allocatable["memory"] == "32Gi"
     assert node.status.allocatable["pods"] == "110"
     assert node.metadata.labels["topology.kubernetes.io/zone"] == "zone-a"
-    assert not node.spec.taints, "TaintNodesByCondition must be disabled"
+    # Created tainted not-ready (TaintNodesByCondition); wait_ready waited for the taint to go.
+    assert not node.spec.taints, node.spec.taints
     types = {a.type for a in node.status.addresses or []}
     assert {"InternalIP", "Hostname"} <= types
 
@@ -292,3 +294,267 @@ def test_scheduler_config_fixture(scheduler_config_path: str, scheduler_kubeconf
     }
     assert cfg["clientConnection"]["kubeconfig"] == scheduler_kubeconfig
     assert harness.api_reachable(scheduler_kubeconfig)
+
+
+# ---------------------------------------------------------------------------------------------
+# kube-controller-manager: the local plane behaves like a real cluster (issue 11).
+# Workload pods name schedulerName pyscheduler and are placed by our scheduler (there is no
+# default scheduler); their nodes carry a label unique to the test that the pods select.
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+@pytest.fixture
+def pyscheduler(scheduler_config_path: str, scheduler_kubeconfig: str, local_scheduler_allowed, tmp_path):
+    from test_scheduler import SchedulerProcess
+
+    proc = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path, "kcm")
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+def _pod_template(group: dict[str, str], app: str) -> dict:
+    pod = harness.make_pod("unused", labels={"app": app}, node_selector=group, cpu="100m", memory="64Mi")
+    return {"metadata": {"labels": {"app": app}}, "spec": pod["spec"]}
+
+
+def _owned_pods(core: client.CoreV1Api, namespace: str, app: str) -> list[client.V1Pod]:
+    return core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+
+
+def test_new_node_loses_not_ready_taint(core_v1: client.CoreV1Api, kwok) -> None:
+    """TaintNodesByCondition admission taints a new node not-ready; once kwok reports it Ready the
+    node lifecycle controller lifts the taint."""
+    prefix = harness.unique_name("taint")
+    created = core_v1.create_node(harness.make_node(f"{prefix}-0"))
+    try:
+        taints = {(t.key, t.effect) for t in created.spec.taints or []}
+        assert (NOT_READY_TAINT, "NoSchedule") in taints, created.spec.taints
+        node = harness.wait_for_node_ready(core_v1, created.metadata.name, timeout=60)
+        assert harness.node_is_ready(node)
+        assert not [t for t in node.spec.taints or [] if t.key in harness.NOT_READY_TAINT_KEYS]
+
+        # kwok holds the node's Lease (renewed every 10 s), which keeps the node lifecycle
+        # controller from marking the node NotReady/unreachable after its grace period.
+        coord = client.CoordinationV1Api(core_v1.api_client)
+        lease = harness.wait_for(
+            lambda: coord.read_namespaced_lease(created.metadata.name, "kube-node-lease"),
+            timeout=30,
+            desc="node lease",
+        )
+        assert lease.spec.lease_duration_seconds == 40 and lease.spec.holder_identity and lease.spec.renew_time
+        assert [o.kind for o in lease.metadata.owner_references or []] == ["Node"]
+    finally:
+        with contextlib.suppress(ApiException):
+            core_v1.delete_node(created.metadata.name)
+
+
+def test_namespace_gets_default_service_account(core_v1: client.CoreV1Api) -> None:
+    ns = harness.unique_name("sa")
+    harness.ensure_namespace(core_v1, ns, wait_default_sa=False)
+    try:
+        sa = harness.wait_for(
+            lambda: core_v1.read_namespaced_service_account("default", ns), timeout=30, desc="default SA"
+        )
+        assert sa.metadata.name == "default"
+        cm = harness.wait_for(
+            lambda: core_v1.read_namespaced_config_map("kube-root-ca.crt", ns), timeout=30, desc="root CA map"
+        )
+        assert "BEGIN CERTIFICATE" in cm.data["ca.crt"]
+        # ServiceAccount admission fills in the account and its projected token volume.
+        pod = harness.create_pod(core_v1, ns, name="p", scheduler_name="no-such-scheduler")
+        assert pod.spec.service_account_name == "default"
+        assert any(v.name.startswith("kube-api-access-") and v.projected for v in pod.spec.volumes or [])
+    finally:
+        with contextlib.suppress(ApiException):
+            core_v1.delete_namespace(ns)
+
+
+def test_namespace_deletes_completely(core_v1: client.CoreV1Api, kwok, node_factory) -> None:
+    (node,) = node_factory(1)
+    ns = harness.unique_name("nsdel")
+    harness.ensure_namespace(core_v1, ns)
+    harness.create_pod(core_v1, ns, name="bound", scheduler_name="no-such-scheduler")
+    harness.bind_pod(core_v1, ns, "bound", node)
+    harness.create_pod(core_v1, ns, name="pending", scheduler_name="no-such-scheduler")
+    core_v1.create_namespaced_config_map(ns, {"metadata": {"name": "cm"}, "data": {"k": "v"}})
+    harness.wait_for_pod_phase(core_v1, ns, "bound", "Running", timeout=30)
+
+    core_v1.delete_namespace(ns)
+    harness.wait_for_deleted(lambda: core_v1.read_namespace(ns), timeout=90, desc=f"namespace {ns}")
+
+
+def test_deployment_creates_pods_and_cascades(
+    api_client: client.ApiClient, core_v1: client.CoreV1Api, kwok, node_factory, namespace: str, pyscheduler
+) -> None:
+    group = {"e2e-group": namespace}
+    nodes = set(node_factory(2, labels=group))
+    apps = client.AppsV1Api(api_client)
+    apps.create_namespaced_deployment(
+        namespace,
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": _pod_template(group, "web"),
+            },
+        },
+    )
+    harness.wait_for(
+        lambda: (apps.read_namespaced_deployment("web", namespace).status.available_replicas or 0) == 3,
+        timeout=60,
+        desc="deployment web 3 available",
+    )
+    pods = _owned_pods(core_v1, namespace, "web")
+    assert len(pods) == 3
+    for p in pods:
+        assert p.spec.node_name in nodes, p.spec.node_name
+        assert p.spec.scheduler_name == "pyscheduler"
+        (owner,) = p.metadata.owner_references
+        assert owner.kind == "ReplicaSet" and owner.controller
+
+    # Scale down: the ReplicaSet controller deletes pods, kwok finishes their deletion.
+    apps.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 1}})
+    harness.wait_for(lambda: len(_owned_pods(core_v1, namespace, "web")) == 1, timeout=60, desc="scaled to 1")
+
+    # Deleting the Deployment: the garbage collector removes its ReplicaSet and pods.
+    apps.delete_namespaced_deployment("web", namespace, propagation_policy="Background")
+    harness.wait_for(
+        lambda: not apps.list_namespaced_replica_set(namespace).items and not _owned_pods(core_v1, namespace, "web"),
+        timeout=60,
+        desc="ReplicaSet and pods garbage-collected",
+    )
+
+
+def test_statefulset_creates_pods(
+    api_client: client.ApiClient, core_v1: client.CoreV1Api, kwok, node_factory, namespace: str, pyscheduler
+) -> None:
+    group = {"e2e-group": namespace}
+    nodes = set(node_factory(2, labels=group))
+    apps = client.AppsV1Api(api_client)
+    apps.create_namespaced_stateful_set(
+        namespace,
+        {
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 2,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": _pod_template(group, "db"),
+            },
+        },
+    )
+    harness.wait_for(
+        lambda: (apps.read_namespaced_stateful_set("db", namespace).status.ready_replicas or 0) == 2,
+        timeout=60,
+        desc="statefulset db 2 ready",
+    )
+    pods = {p.metadata.name: p for p in _owned_pods(core_v1, namespace, "db")}
+    assert sorted(pods) == ["db-0", "db-1"]
+    assert all(p.spec.node_name in nodes for p in pods.values())
+
+    # A deleted pod comes back under the same name; the garbage collector removes the rest.
+    old_uid = pods["db-1"].metadata.uid
+    core_v1.delete_namespaced_pod("db-1", namespace)
+    harness.wait_for_pod(
+        core_v1, namespace, "db-1", lambda p: p.metadata.uid != old_uid and p.status.phase == "Running", timeout=60
+    )
+    apps.delete_namespaced_stateful_set("db", namespace, propagation_policy="Background")
+    harness.wait_for(lambda: not _owned_pods(core_v1, namespace, "db"), timeout=60, desc="pods garbage-collected")
+
+
+def test_pdb_status_is_computed(
+    api_client: client.ApiClient, core_v1: client.CoreV1Api, kwok, node_factory, namespace: str
+) -> None:
+    """The disruption controller fills in PDB status; integer minAvailable needs no owning controller."""
+    (node,) = node_factory(1)
+    for name in ("a", "b"):
+        harness.create_pod(core_v1, namespace, name=name, labels={"app": "guarded"}, scheduler_name="nobody")
+        harness.bind_pod(core_v1, namespace, name, node)
+    for name in ("a", "b"):
+        harness.wait_for_pod(
+            core_v1,
+            namespace,
+            name,
+            lambda p: (c := harness.pod_condition(p, "Ready")) is not None and c.status == "True",
+            timeout=30,
+        )
+    policy = client.PolicyV1Api(api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        namespace,
+        {"metadata": {"name": "guard"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}},
+    )
+    status = harness.wait_for(
+        lambda: (
+            (s := policy.read_namespaced_pod_disruption_budget("guard", namespace).status)
+            and s.observed_generation
+            and s.current_healthy == 2
+            and s
+        ),
+        timeout=30,
+        desc="PDB status",
+    )
+    assert (status.current_healthy, status.desired_healthy, status.expected_pods, status.disruptions_allowed) == (
+        2,
+        1,
+        2,
+        1,
+    )
+
+
+def test_claim_binds_to_volume(api_client: client.ApiClient, core_v1: client.CoreV1Api, namespace: str) -> None:
+    """The PV controller binds a claim to a matching PersistentVolume (Immediate binding mode)."""
+    storage = client.StorageV1Api(api_client)
+    sc = harness.unique_name("e2e-immediate")
+    storage.create_storage_class(
+        {"metadata": {"name": sc}, "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate"}
+    )
+    pv = harness.unique_name("pv")
+    try:
+        core_v1.create_persistent_volume(
+            {
+                "metadata": {"name": pv},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": sc,
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "hostPath": {"path": "/tmp/e2e"},
+                },
+            }
+        )
+        core_v1.create_namespaced_persistent_volume_claim(
+            namespace,
+            {
+                "metadata": {"name": "data"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": sc,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        )
+        claim = harness.wait_for(
+            lambda: (
+                (c := core_v1.read_namespaced_persistent_volume_claim("data", namespace)).status.phase == "Bound" and c
+            ),
+            timeout=60,
+            desc="claim Bound",
+        )
+        assert claim.spec.volume_name == pv
+        assert core_v1.read_persistent_volume(pv).status.phase == "Bound"
+        # The protection controller lets an unused claim go (its finalizer came from admission).
+        assert "kubernetes.io/pvc-protection" in (claim.metadata.finalizers or [])
+        core_v1.delete_namespaced_persistent_volume_claim("data", namespace)
+        harness.wait_for_deleted(
+            lambda: core_v1.read_namespaced_persistent_volume_claim("data", namespace), timeout=60, desc="claim"
+        )
+    finally:
+        with contextlib.suppress(ApiException):
+            core_v1.delete_persistent_volume(pv)
+        with contextlib.suppress(ApiException):
+            storage.delete_storage_class(sc)

@@ -54,7 +54,7 @@ stop() {
   rm -f "$f"
 }
 
-for name in kube-scheduler kwok kube-apiserver etcd; do
+for name in kube-scheduler kwok kube-controller-manager kube-apiserver etcd; do
   stop "$name"
 done
 

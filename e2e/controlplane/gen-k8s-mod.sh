@@ -30,7 +30,8 @@ mapfile -t staging < <(sed -n 's|^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/
 
 {
   cat <<EOF
-// Wrapper module: builds kube-apiserver and kube-scheduler v$KV from the Go
+// Wrapper module: builds kube-apiserver, kube-controller-manager and
+// kube-scheduler v$KV from the Go
 // module proxy (no Kubernetes source in this repo). k8s.io/kubernetes requires
 // every staging module at v0.0.0 and maps them to ./staging/src/... with
 // replace directives, which are ignored for a dependency, so this main module
@@ -47,7 +48,8 @@ EOF
   echo ")"
 } >go.mod
 
-go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$KV" "k8s.io/kubernetes/cmd/kube-scheduler@v$KV"
+go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$KV" "k8s.io/kubernetes/cmd/kube-controller-manager@v$KV" \
+  "k8s.io/kubernetes/cmd/kube-scheduler@v$KV"
 go mod tidy
 cp go.mod go.sum "$DIR/"
 echo "wrote $DIR/go.mod ($(grep -c ' => ' go.mod) staging replaces) and go.sum"

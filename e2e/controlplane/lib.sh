@@ -35,9 +35,11 @@ KWOK_VERSION=$(cp_mod_version kwok sigs.k8s.io/kwok)
 
 KUBE_APISERVER_BIN="$BIN_ROOT/kube-apiserver-$KUBE_VERSION/kube-apiserver"
 KUBE_SCHEDULER_BIN="$BIN_ROOT/kube-scheduler-$KUBE_VERSION/kube-scheduler"
+KUBE_CONTROLLER_MANAGER_BIN="$BIN_ROOT/kube-controller-manager-$KUBE_VERSION/kube-controller-manager"
 ETCD_BIN="$BIN_ROOT/etcd-$ETCD_VERSION/etcd"
 KWOK_BIN="$BIN_ROOT/kwok-$KWOK_VERSION/kwok"
-# Stage definitions copied out of the kwok module by build.sh.
-KWOK_STAGES="$BIN_ROOT/kwok-$KWOK_VERSION/stages.yaml"
+# Stage definitions copied out of the kwok module by build.sh (the name
+# changes with the set of stages, so an older cached set is never reused).
+KWOK_STAGES="$BIN_ROOT/kwok-$KWOK_VERSION/stages-lease.yaml"
 
 cp_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

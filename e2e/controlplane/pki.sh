@@ -9,8 +9,10 @@
 #   admin.{key,crt}           client cert CN=admin, O=system:masters
 #   kube-scheduler.{key,crt}  client cert CN=system:kube-scheduler (for the real
 #                             kube-scheduler as a comparison peer)
+#   kube-controller-manager.{key,crt}  client cert CN=system:kube-controller-manager
 #   sa.key, sa.pub            service-account token signing key pair
-#   admin.kubeconfig, kube-scheduler.kubeconfig  (certs embedded, server
+#   admin.kubeconfig, kube-scheduler.kubeconfig, kube-controller-manager.kubeconfig
+#                             (certs embedded, server
 #                             https://127.0.0.1:$PYSCHED_APISERVER_PORT)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -31,7 +33,7 @@ if [[ ! -s ca.crt || ! -s ca.key ]]; then
     -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
   # A new CA invalidates everything signed by the old one.
-  rm -f apiserver.crt admin.crt kube-scheduler.crt ./*.kubeconfig
+  rm -f apiserver.crt admin.crt kube-scheduler.crt kube-controller-manager.crt ./*.kubeconfig
 fi
 
 # sign <name> <subject> <extensions...>
@@ -59,6 +61,12 @@ sign admin "/O=system:masters/CN=admin" \
   "keyUsage=critical,digitalSignature,keyEncipherment" \
   "extendedKeyUsage=clientAuth"
 sign kube-scheduler "/CN=system:kube-scheduler" \
+  "basicConstraints=critical,CA:FALSE" \
+  "keyUsage=critical,digitalSignature,keyEncipherment" \
+  "extendedKeyUsage=clientAuth"
+# Bound by the bootstrap RBAC policy to system:kube-controller-manager, which may
+# mint tokens for the per-controller ServiceAccounts (--use-service-account-credentials).
+sign kube-controller-manager "/CN=system:kube-controller-manager" \
   "basicConstraints=critical,CA:FALSE" \
   "keyUsage=critical,digitalSignature,keyEncipherment" \
   "extendedKeyUsage=clientAuth"
@@ -102,6 +110,7 @@ EOF
 }
 kubeconfig admin
 kubeconfig kube-scheduler
+kubeconfig kube-controller-manager
 
 chmod 644 ca.crt
 echo "$PKI"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Start a loopback control plane: etcd -> kube-apiserver (RBAC on) -> kwok.
-# No containers, no kubelet, no kube-controller-manager. Binaries come from
+# Start a loopback control plane: etcd -> kube-apiserver (RBAC on) ->
+# kube-controller-manager + kwok. No containers, no kubelet. Binaries come from
 # build.sh's cache (run e2e/controlplane/build.sh first).
 #
 # Usage: e2e/controlplane/up.sh        then: eval "$(e2e/controlplane/up.sh | grep ^export)"
@@ -10,8 +10,9 @@
 #   kubeconfig (admin, O=system:masters)  env (ports, paths; sourceable)
 #
 # Ports (127.0.0.1 only): PYSCHED_ETCD_PORT=2379, PYSCHED_ETCD_PEER_PORT=2380,
-# PYSCHED_APISERVER_PORT=6443, PYSCHED_KWOK_PORT=10247. A default that is
-# busy is replaced by a free port; a port set explicitly must be free.
+# PYSCHED_APISERVER_PORT=6443, PYSCHED_KWOK_PORT=10247,
+# PYSCHED_KUBE_CONTROLLER_MANAGER_PORT=10257. A default that is busy is
+# replaced by a free port; a port set explicitly must be free.
 #
 # PYSCHED_WITH_KUBE_SCHEDULER=1 also starts the real kube-scheduler (default
 # profile, leader election off, secure port PYSCHED_KUBE_SCHEDULER_PORT=10359)
@@ -46,7 +47,8 @@ print_env() {
 if [[ -s $RUN/env ]]; then
   # shellcheck disable=SC1091
   source "$RUN/env"
-  if pid_alive etcd && pid_alive kube-apiserver && pid_alive kwok && apiserver_ready "$APISERVER_PORT" &&
+  if pid_alive etcd && pid_alive kube-apiserver && pid_alive kube-controller-manager && pid_alive kwok &&
+    apiserver_ready "$APISERVER_PORT" &&
     curl -fsS --max-time 2 "http://127.0.0.1:$KWOK_PORT/healthz" >/dev/null 2>&1; then
     echo "already up"
     print_env
@@ -60,7 +62,7 @@ if [[ -s $RUN/env ]]; then
   source "$CP_DIR/lib.sh"
 fi
 
-for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do
+for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do
   if [[ ! -e $b ]]; then
     cp_log "missing $b: run e2e/controlplane/build.sh first"
     exit 1
@@ -91,6 +93,8 @@ pick_port ETCD_PORT PYSCHED_ETCD_PORT
 pick_port ETCD_PEER_PORT PYSCHED_ETCD_PEER_PORT
 pick_port APISERVER_PORT PYSCHED_APISERVER_PORT
 pick_port KWOK_PORT PYSCHED_KWOK_PORT
+KUBE_CONTROLLER_MANAGER_PORT=${PYSCHED_KUBE_CONTROLLER_MANAGER_PORT:-10257}
+pick_port KUBE_CONTROLLER_MANAGER_PORT PYSCHED_KUBE_CONTROLLER_MANAGER_PORT
 KUBE_SCHEDULER_PORT=${PYSCHED_KUBE_SCHEDULER_PORT:-10359}
 [[ ${PYSCHED_WITH_KUBE_SCHEDULER:-0} == 1 ]] && pick_port KUBE_SCHEDULER_PORT PYSCHED_KUBE_SCHEDULER_PORT
 
@@ -101,6 +105,8 @@ else
   ETCD_DATA=$(mktemp -d "$RUN/etcd-data.XXXXXX")
 fi
 
+ETCD_NAME=$(basename "$ETCD_DATA")
+
 cat >"$RUN/env" <<EOF
 # Written by e2e/controlplane/up.sh; sourced by down.sh and the pytest harness.
 PYSCHED_RUN=$RUN
@@ -109,6 +115,7 @@ ETCD_PORT=$ETCD_PORT
 ETCD_PEER_PORT=$ETCD_PEER_PORT
 KWOK_PORT=$KWOK_PORT
 KUBE_SCHEDULER_PORT=$KUBE_SCHEDULER_PORT
+KUBE_CONTROLLER_MANAGER_PORT=$KUBE_CONTROLLER_MANAGER_PORT
 ETCD_DATA=$ETCD_DATA
 KUBECONFIG_ADMIN=$RUN/kubeconfig
 EOF
@@ -139,6 +146,9 @@ wait_until() {
     ((SECONDS - t < timeout)) || fail "$name"
     sleep 0.2
   done
+  # A check can pass against another session's process on the same port while
+  # ours died binding it (concurrent up.sh runs racing for a default port).
+  pid_alive "$name" || fail "$name"
   cp_log "$name ready ($((SECONDS - t))s)"
 }
 
@@ -147,24 +157,31 @@ ln -sfn pki/admin.kubeconfig "$RUN/kubeconfig"
 
 # --- etcd -------------------------------------------------------------------
 start etcd "$ETCD_BIN" \
-  --name=node0 \
+  --name="$ETCD_NAME" \
   --data-dir="$ETCD_DATA" \
   --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
   --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-  --initial-cluster="node0=http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster="$ETCD_NAME=http://127.0.0.1:$ETCD_PEER_PORT" \
   --unsafe-no-fsync=true \
   --quota-backend-bytes=8589934592 \
   --auto-compaction-retention=1 \
   --log-level=warn
-etcd_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"'; }
+# Healthy, and ours: the member name is unique to this run, so an etcd of another
+# session that won a race for the same port is never mistaken for this one.
+etcd_ready() {
+  curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"' &&
+    curl -fsS --max-time 2 -X POST -d '{}' "http://127.0.0.1:$ETCD_PORT/v3/cluster/member/list" 2>/dev/null |
+    grep -qF "\"name\":\"$ETCD_NAME\""
+}
 wait_until etcd 30 etcd_ready
 
 # --- kube-apiserver -----------------------------------------------------------
-# Without kube-controller-manager: ServiceAccount admission would reject pods
-# (no "default" SA is ever created) and TaintNodesByCondition would leave every
-# node tainted not-ready forever, so both are disabled. Priority stays on.
+# Default admission plugins (ServiceAccount, TaintNodesByCondition, Priority,
+# DefaultTolerationSeconds, StorageObjectInUseProtection, ...), as in a real
+# cluster: kube-controller-manager creates the "default" ServiceAccounts and
+# lifts the node.kubernetes.io/not-ready taint once kwok reports a node Ready.
 # PYSCHED_APISERVER_EXTRA_ARGS: extra whitespace-separated flags (benchmark knobs).
 read -r -a APISERVER_EXTRA <<<"${PYSCHED_APISERVER_EXTRA_ARGS:-}"
 start kube-apiserver "$KUBE_APISERVER_BIN" \
@@ -175,7 +192,6 @@ start kube-apiserver "$KUBE_APISERVER_BIN" \
   --service-account-issuer="https://127.0.0.1:$APISERVER_PORT" \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
   --authorization-mode=RBAC \
-  --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
   --service-cluster-ip-range=10.0.0.0/24 \
   --allow-privileged=true \
   --endpoint-reconciler-type=none \
@@ -183,17 +199,61 @@ start kube-apiserver "$KUBE_APISERVER_BIN" \
   "${APISERVER_EXTRA[@]}"
 wait_until kube-apiserver 90 apiserver_ready "$APISERVER_PORT"
 
-# --- kwok -------------------------------------------------------------------
-# Stages: node-initialize + pod-ready + pod-delete (no heartbeat, no leases).
+# --- kube-controller-manager + kwok (started together, then awaited) -----------
+# Controllers: the workload ones (ReplicaSet, Deployment, StatefulSet,
+# disruption for PDB status, garbage collector), namespace deletion, the
+# ServiceAccount ones ("default" SA per namespace, legacy token secrets, the
+# kube-root-ca.crt ConfigMap), PV/PVC binding plus the PV/PVC protection
+# controllers (StorageObjectInUseProtection adds their finalizers, so without
+# them claims and namespaces never finish deleting), and node lifecycle (lifts
+# the not-ready taint, taints unschedulable/not-ready nodes). No
+# taint-eviction-controller: NoExecute taints never evict, nothing to
+# attach/detach without a kubelet, no pod GC, no job/cronjob/daemonset.
+# Each controller uses its own ServiceAccount, as kubeadm sets it up.
+KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller
+KCM_CONTROLLERS+=,root-ca-certificate-publisher-controller,namespace-controller
+KCM_CONTROLLERS+=,garbage-collector-controller,replicaset-controller,deployment-controller
+KCM_CONTROLLERS+=,statefulset-controller,disruption-controller
+KCM_CONTROLLERS+=,persistentvolume-binder-controller,persistentvolumeclaim-protection-controller
+KCM_CONTROLLERS+=,persistentvolume-protection-controller,node-lifecycle-controller
+# PYSCHED_KCM_CONTROLLERS replaces the list (kube-controller-manager --controllers syntax).
+KCM_CONTROLLERS=${PYSCHED_KCM_CONTROLLERS:-$KCM_CONTROLLERS}
+start kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
+  --kubeconfig="$PKI/kube-controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$PKI/kube-controller-manager.kubeconfig" \
+  --authorization-kubeconfig="$PKI/kube-controller-manager.kubeconfig" \
+  --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics \
+  --client-ca-file="$PKI/ca.crt" --authentication-skip-lookup=true \
+  --bind-address=127.0.0.1 --secure-port="$KUBE_CONTROLLER_MANAGER_PORT" \
+  --leader-elect=false \
+  --controllers="$KCM_CONTROLLERS" \
+  --use-service-account-credentials=true \
+  --service-account-private-key-file="$PKI/sa.key" \
+  --root-ca-file="$PKI/ca.crt" \
+  --kube-api-qps=100 --kube-api-burst=200 \
+  --profiling=false
+
+# Stages: node-initialize + node-heartbeat-with-lease + pod-ready + pod-delete.
+# kwok renews a Lease per node in kube-node-lease (40 s, renewed every 10 s),
+# which keeps the node lifecycle controller from marking nodes NotReady.
 start kwok "$KWOK_BIN" \
   --kubeconfig="$PKI/admin.kubeconfig" \
   --config="$KWOK_STAGES" \
   --manage-all-nodes=true \
   --cidr=10.128.0.0/9 \
-  --node-lease-duration-seconds=0 \
+  --node-lease-duration-seconds=40 \
   --server-address="127.0.0.1:$KWOK_PORT"
 kwok_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$KWOK_PORT/healthz" >/dev/null 2>&1; }
 wait_until kwok 30 kwok_ready
+
+# Ready: /healthz answers ok and pods can be created, i.e. the ServiceAccount
+# controller has made default/default (ServiceAccount admission rejects pods until then).
+kcm_ready() {
+  [[ $(curl -ksS --max-time 2 "https://127.0.0.1:$KUBE_CONTROLLER_MANAGER_PORT/healthz" 2>/dev/null) == ok ]] &&
+    curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+      "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1
+}
+wait_until kube-controller-manager 60 kcm_ready
 
 # --- optional: the real kube-scheduler ------------------------------------------
 if [[ ${PYSCHED_WITH_KUBE_SCHEDULER:-0} == 1 ]]; then
