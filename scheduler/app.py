@@ -5,7 +5,11 @@ Order (as kube-scheduler): read and validate the configuration and build every p
 before touching the cluster; then start watching and wait until the cache holds what a LIST
 shows (informer sync); then, when leader election is on, wait for the Lease; then schedule.
 SIGTERM stops scheduling, drains in-flight bindings and releases the Lease. Losing the Lease
-stops scheduling at once and exits non-zero.
+(or its fence closing, see elector.py) stops scheduling at once, cancels the bindings in
+flight, forgets their assumptions and exits non-zero.
+
+Clients (clients.py): bindings, events/status and the elector each have their own API client,
+rate limit and threads; all read one refreshing credential source, which the watcher shares.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from aiohttp import web
 
 from scheduler import log as logconf
 from scheduler.algorithm import Algorithm
-from scheduler.binder import Binder, KubeCoreAPI, TokenBucket
+from scheduler.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
 from scheduler.cache import Cache
+from scheduler.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.framework.interface import Handle
@@ -37,13 +42,16 @@ from scheduler.plugins.registry import default_registry
 from scheduler.queue import SchedulingQueue
 from scheduler.scheduler import Scheduler
 from scheduler.snapshot import Listers, Snapshot
-from scheduler.watcher import Credentials, Watcher
+from scheduler.watcher import Watcher
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_PORT = 10259
 DRAIN_TIMEOUT = 30.0
-ASSUMED_POD_TTL = 30.0  # an assumed pod whose binding finished but never shows up bound is dropped
+# Threads per write lane. One bind takes a few ms on a healthy API server, so a handful of
+# threads sustain far more than the default 50 qps; more only hide a slow server (see README).
+BIND_THREADS = 8
+EVENT_THREADS = 4
 EXIT_CONFIG = 2
 EXIT_LEASE_LOST = 1
 
@@ -52,56 +60,39 @@ class StartupError(Exception):
     """One line, printed before exit."""
 
 
-def load_kube(kubeconfig: str | None) -> tuple[Any, Credentials]:
-    """The kubernetes client's config loading: the given kubeconfig, else in-cluster, else ~/.kube/config."""
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
-        else:
-            try:
-                config.load_incluster_config(client_configuration=conf)
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=conf)
-    except Exception as exc:
-        where = kubeconfig or "in-cluster/default kubeconfig"
-        first = " ".join(str(exc).split())
-        raise StartupError(f"{where}: cannot load credentials: {first}") from None
-    conf.connection_pool_maxsize = 32  # more than the API executor's threads: no discarded connections
-    header = conf.get_api_key_with_prefix("BearerToken") or conf.get_api_key_with_prefix("authorization")
-    parts = header.split(" ", 1) if header else []
-    scheme, token = (None, None) if not parts else ((None, parts[0]) if len(parts) == 1 else (parts[0], parts[1]))
-    creds = Credentials(
-        server=conf.host,
-        ca_path=conf.ssl_ca_cert,
-        insecure=not conf.verify_ssl,
-        token=token,
-        scheme=scheme,
-        username=conf.username or None,
-        password=conf.password or None,
-        certificate_path=conf.cert_file,
-        private_key_path=conf.key_file,
-    )
-    return client.ApiClient(conf), creds
-
-
 class App:
     def __init__(self, cfg: SchedulerConfig, frameworks: dict[str, Framework], handle_list: list[Handle],
-                 snapshot: Snapshot, listers: Listers, metrics: Metrics, api_client: Any, creds: Credentials,
+                 snapshot: Snapshot, listers: Listers, metrics: Metrics, creds: CredentialSource,
                  port: int, bind_address: str) -> None:
         self.cfg = cfg
         self.metrics = metrics
-        self.api_client = api_client
         self.port = port
         self.bind_address = bind_address
-        self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="api")
+        # Start-up reads (probe, LIST for the sync barrier); writes have lanes of their own.
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="api")
         cc = cfg.client_connection
-        self.binder = Binder(KubeCoreAPI(api_client), TokenBucket(cc.qps, cc.burst), executor=self.executor)
+        self.api_client = creds.api_client("scheduler", pool_size=BIND_THREADS + 4)
+        events_client = creds.api_client("events", pool_size=EVENT_THREADS + 1)
+        le = cfg.leader_election
+        self.elector: LeaderElector | None = None
+        if le.leader_elect:
+            self.elector = LeaderElector(
+                KubeLeaseAPI(creds.api_client("leader-election", pool_size=2)), le.resource_name,
+                le.resource_namespace,
+                lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
+                limiter=TokenBucket(cc.qps, cc.burst),
+                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
+            )
+        self.binder = Binder(
+            KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
+            executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
+            events_api=KubeCoreAPI(events_client), events_limiter=TokenBucket(cc.qps, cc.burst),
+            events_executor=ThreadPoolExecutor(max_workers=EVENT_THREADS, thread_name_prefix="events"),
+            fence=self.elector,
+        )
         for h in handle_list:
             h.client = self.binder
-        self.cache = Cache(assumed_ttl=ASSUMED_POD_TTL)
+        self.cache = Cache()
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,
@@ -113,25 +104,23 @@ class App:
         metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics)
-        self.watcher = Watcher(self.scheduler, lambda: creds)
-        le = cfg.leader_election
-        self.elector: LeaderElector | None = None
-        if le.leader_elect:
-            self.elector = LeaderElector(
-                KubeLeaseAPI(api_client), le.resource_name, le.resource_namespace,
-                lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
-                executor=self.executor,
-                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
-            )
+        self.watcher = Watcher(self.scheduler, creds.credentials)
         self.synced = False
         self.shutdown = asyncio.Event()
         self._started = time.monotonic()
 
     # -- health / metrics --------------------------------------------------------------------
     async def _healthz(self, _: web.Request) -> web.Response:
+        # kube-scheduler adds the leader-election watchdog to /healthz and /readyz.
+        err = self.elector.check() if self.elector is not None else None
+        if err:
+            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
         return web.Response(text="ok")
 
     async def _readyz(self, _: web.Request) -> web.Response:
+        err = self.elector.check() if self.elector is not None else None
+        if err:
+            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
         if not self.synced:
             return web.Response(status=503, text="informer caches not synced")
         return web.Response(text="ok")
@@ -175,8 +164,14 @@ class App:
         while True:
             if time.monotonic() - last_list > 3.0 or not missing:
                 last_list = time.monotonic()
-                for kind in ("Node", "Pod"):
-                    missing[kind] = await loop.run_in_executor(self.executor, self._list_uids, kind)
+                try:
+                    for kind in ("Node", "Pod"):
+                        missing[kind] = await loop.run_in_executor(self.executor, self._list_uids, kind)
+                except Exception as exc:  # the API went away: one line, and list again
+                    log.warning("cache_sync_list_failed", error=describe_error(exc))
+                    missing = {"": {""}}
+                    await asyncio.sleep(1.0)
+                    continue
             left = {k: self.watcher.has_seen(k, v) for k, v in missing.items()}
             missing = {k: v for k, v in left.items() if v}
             if not missing:
@@ -213,9 +208,15 @@ class App:
     async def run(self) -> int:
         self._install_signals()
         runner = await self._start_http()
-        watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         tasks: list[asyncio.Task[Any]] = []
         code = 0
+        # The API may not be up yet: wait (one line per attempt) before anything else uses it.
+        if not await self._until(wait_for_api(lambda: probe_api(self.api_client), executor=self.executor)):
+            await runner.cleanup()
+            self._close()
+            log.info("stopped", code=code)
+            return code
+        watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         try:
             # kopf installs its own SIGTERM/SIGINT handlers while starting; take them back.
             await self._until(self.watcher.ready_flag.wait(), watcher_task)
@@ -236,7 +237,7 @@ class App:
             tasks = [
                 sched_task,
                 asyncio.create_task(self.queue.run_flushers(), name="queue-flushers"),
-                asyncio.create_task(self.scheduler.cleanup_assumed(), name="cache-cleanup"),
+                asyncio.create_task(self.scheduler.recorder.run(), name="event-writers"),
             ]
             keep: asyncio.Task[Any] | None = None
             if self.elector is not None:
@@ -244,11 +245,11 @@ class App:
                 tasks.append(keep)
             stop = asyncio.create_task(self.shutdown.wait(), name="shutdown-wait")
             done, _ = await asyncio.wait({*tasks, watcher_task, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if keep is not None and keep in done:
+            fenced = sched_task in done and isinstance(sched_task.exception(), Fenced)
+            if (keep is not None and keep in done) or fenced:
                 # Lost the lease: stop at once; another replica schedules now (upstream exits).
-                self.scheduler.stop()
-                exc = keep.exception()
-                log.error("leader_election_lost", error=str(exc) if exc else "renew loop ended")
+                exc = keep.exception() if keep is not None and keep.done() else sched_task.exception()
+                await self._lease_lost(str(exc) if exc else "renew loop ended")
                 code = EXIT_LEASE_LOST
                 return code
             for t in done:
@@ -271,8 +272,9 @@ class App:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         except LeadershipLost as exc:
-            log.error("leader_election_lost", error=str(exc))
-            return EXIT_LEASE_LOST
+            await self._lease_lost(str(exc))
+            code = EXIT_LEASE_LOST
+            return code
         finally:
             self.scheduler.stop()
             for t in tasks:
@@ -283,8 +285,21 @@ class App:
             except (TimeoutError, asyncio.CancelledError):
                 watcher_task.cancel()
             await runner.cleanup()
-            self.executor.shutdown(wait=False, cancel_futures=True)
+            self._close()
             log.info("stopped", code=code)
+
+    async def _lease_lost(self, error: str) -> None:
+        if self.elector is not None:
+            self.elector.stop()
+        cancelled = await self.scheduler.abort()
+        forgotten = self.cache.forget_all_assumed()
+        log.error("leader_election_lost", error=error, bindings_cancelled=cancelled, assumed_forgotten=forgotten)
+
+    def _close(self) -> None:
+        if self.elector is not None:
+            self.elector.stop()
+        self.binder.shutdown()
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def build(cfg: SchedulerConfig, metrics: Metrics) -> tuple[dict[str, Framework], list[Handle], Snapshot, Listers]:
@@ -318,15 +333,15 @@ def main(args: argparse.Namespace) -> int:
         log.warning("plugin_not_available", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None
     try:
-        api_client, creds = load_kube(kubeconfig)
-    except StartupError as exc:
+        creds = CredentialSource(kubeconfig)
+    except CredentialError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     port = DEFAULT_PORT if args.port is None else args.port
     bind_address = args.bind_address or "0.0.0.0"
 
     async def amain() -> int:
-        app = App(cfg, frameworks, handles, snapshot, listers, metrics, api_client, creds, port, bind_address)
+        app = App(cfg, frameworks, handles, snapshot, listers, metrics, creds, port, bind_address)
         return await app.run()
 
     try:

@@ -95,8 +95,14 @@ class Metrics:
         )
         self.binding_errors = Counter(
             "pyscheduler_binding_errors",
-            "Binding failures by kind (conflict, gone, error).",
+            "Binding failures by kind (conflict, gone, fenced, error).",
             ["kind"],
+            registry=r,
+        )
+        self.events_dropped = Counter(
+            "pyscheduler_events_dropped",
+            "Events not written because the bounded event queue was full, by event reason.",
+            ["reason"],
             registry=r,
         )
         self.leader = Gauge(
