@@ -73,6 +73,7 @@ class App:
         cc = cfg.client_connection
         self.api_client = creds.api_client("scheduler", pool_size=BIND_THREADS + 4)
         events_client = creds.api_client("events", pool_size=EVENT_THREADS + 1)
+        self.probe_client = creds.api_client("scheduler", pool_size=1, retries=False)
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
@@ -211,7 +212,7 @@ class App:
         tasks: list[asyncio.Task[Any]] = []
         code = 0
         # The API may not be up yet: wait (one line per attempt) before anything else uses it.
-        if not await self._until(wait_for_api(lambda: probe_api(self.api_client), executor=self.executor)):
+        if not await self._until(wait_for_api(lambda: probe_api(self.probe_client), executor=self.executor)):
             await runner.cleanup()
             self._close()
             log.info("stopped", code=code)

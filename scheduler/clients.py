@@ -14,6 +14,7 @@ The watcher gets the same source as a ``credentials()`` callable.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -26,6 +27,10 @@ import yaml
 from scheduler.watcher import Credentials
 
 log = structlog.get_logger(__name__)
+
+# urllib3 logs each of its own connection retries ("Retrying (Retry(total=2...") as a warning;
+# every caller here logs its failed attempt once, with context, so those lines are only noise.
+logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 TOKEN_REREAD_PERIOD = 60.0  # client-go's cached token file source re-reads once a minute
 USER_AGENT = "pyscheduler/0.1.0"
@@ -150,7 +155,7 @@ class CredentialSource:
         if h:
             conf.api_key["authorization"] = h
 
-    def api_client(self, purpose: str, pool_size: int) -> Any:
+    def api_client(self, purpose: str, pool_size: int, retries: bool = True) -> Any:
         """A new ApiClient with its own connection pool; credentials read from this source on
         every request. ``purpose`` ends the User-Agent as in kube-scheduler ("scheduler",
         "leader-election", "events")."""
@@ -169,6 +174,8 @@ class CredentialSource:
             conf.tls_server_name = b.tls_server_name
         conf.proxy = b.proxy
         conf.connection_pool_maxsize = pool_size
+        if not retries:
+            conf.retries = False  # one attempt is one request (the start-up probe counts them)
         conf.refresh_api_key_hook = self._apply
         self._apply(conf)
         api = client.ApiClient(conf)
