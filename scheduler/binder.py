@@ -32,6 +32,7 @@ log = structlog.get_logger(__name__)
 # events/v1 isomorphic events within this window become a series (client-go events library).
 EVENT_SERIES_WINDOW = 30 * 60.0
 REQUEST_TIMEOUT = 30.0  # seconds per API call; a hung call must not hold a binding forever
+RESOLVE_BACKOFF = (0.5, 5.0)  # first and longest wait between reads of a pod whose Binding may have landed
 
 
 class ApiError(Exception):
@@ -80,6 +81,8 @@ class CoreAPI(Protocol):
     def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
 
     def patch_pod_status(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
 
 
 def micro_time(ts: float) -> str:
@@ -191,6 +194,9 @@ class KubeCoreAPI:
         # A dict body makes the client send a strategic merge patch: conditions merge by type,
         # so the kubelet's conditions stay.
         self._call(self.core.patch_namespaced_pod_status, name, namespace, body)
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return dict(json.loads(self._call(self.core.read_namespaced_pod, name, namespace, timeout=10.0)))
 
 
 @dataclass(slots=True)
@@ -309,7 +315,44 @@ class Binder:
                 err: ApiError = BindConflict(409, exc.message) if exc.status == 409 else PodGone(404, exc.message)
                 self.bind_errors[pod.uid] = err
                 raise err from exc
+            # Ambiguous (a reset connection, a timeout, a 5xx while the API server went down):
+            # the Binding may have been stored. Forgetting the assumption now would free the
+            # slot while the pod holds it, and the next pod placed there overcommits the node.
+            outcome = await self._resolve(pod, node, exc)
+            if outcome == "bound":
+                return
+            if outcome in ("elsewhere", "gone"):
+                err = BindConflict(409, exc.message) if outcome == "elsewhere" else PodGone(404, exc.message)
+                self.bind_errors[pod.uid] = err
+                raise err from exc
             raise
+
+    async def _resolve(self, pod: PodInfo, node: str, cause: ApiError) -> str:
+        """Read the pod until its fate is known: "bound" (to ``node``), "elsewhere", "gone" or
+        "unbound". The assumption keeps holding the slot meanwhile; cancelling this (lease lost,
+        shutdown) is the only other way out."""
+        delay = RESOLVE_BACKOFF[0]
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                raw = await self.binds.run(self.api.get_pod, pod.namespace, pod.name)
+            except ApiError as exc:
+                if exc.status == 404:
+                    return "gone"
+                log.warning("bind_outcome_unknown", pod=pod.key, node=node, attempt=attempt,
+                            bind_error=cause.message, error=exc.message)
+                await asyncio.sleep(delay)
+                delay = min(RESOLVE_BACKOFF[1], delay * 2)
+                continue
+            meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
+            if str(meta.get("uid", "")) != pod.uid:
+                return "gone"  # replaced by a same-name pod
+            bound_to = str(spec.get("nodeName") or "")
+            outcome = "unbound" if not bound_to else ("bound" if bound_to == node else "elsewhere")
+            if outcome != "unbound":
+                log.info("bind_outcome_resolved", pod=pod.key, node=node, outcome=outcome, bind_error=cause.message)
+            return outcome
 
     # -- Events (events.k8s.io/v1) -----------------------------------------------------------
     def _event_body(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str,

@@ -20,12 +20,26 @@ class FakeAPI:
         self.event_patches: list[tuple[str, str, dict]] = []
         self.status_patches: list[tuple[str, str, dict]] = []
         self.timeouts: list[float | None] = []
+        self.uids: dict[tuple[str, str], str] = {}
+        self.lose_response = False  # the Binding is stored but the reply never arrives
+        self.get_errors: list[ApiError] = []  # raised by get_pod, one per call, first
+        self.gets = 0
 
     def create_binding(self, namespace, name, body, timeout=None):
+        self.uids[(namespace, name)] = body["metadata"]["uid"]
         if self.bind_error is not None:
             raise self.bind_error
         self.timeouts.append(timeout)
         self.bindings.append((namespace, name, body))
+        if self.lose_response:
+            raise ApiError(0, "ProtocolError: Connection aborted")
+
+    def get_pod(self, namespace, name):
+        self.gets += 1
+        if self.get_errors:
+            raise self.get_errors.pop(0)
+        node = next((b["target"]["name"] for ns, n, b in self.bindings if (ns, n) == (namespace, name)), "")
+        return {"metadata": {"uid": self.uids.get((namespace, name), "")}, "spec": {"nodeName": node}}
 
     def create_event(self, namespace, body):
         self.events.append((namespace, body))
@@ -171,6 +185,39 @@ async def test_bindings_and_events_have_separate_buckets():
     await b.bind(POD, "n1")  # its bucket is still full
     assert waits == ["events"] and b.writes == 3
     assert len(api.bindings) == 1 and api.events == [] and len(events.events) == 1 and events.status_patches
+
+
+async def test_ambiguous_bind_error_resolved_by_reading_the_pod(monkeypatch):
+    # The API server stored the Binding and died before answering: the pod is bound, so the
+    # bind succeeded. Reads that fail meanwhile are retried (the assumption keeps the slot).
+    monkeypatch.setattr("scheduler.binder.RESOLVE_BACKOFF", (0.0, 0.0))
+    api = FakeAPI()
+    api.lose_response = True
+    api.get_errors = [ApiError(0, "connection refused"), ApiError(503, "starting")]
+    b = Binder(api, unlimited())
+    await b.bind(POD, "n1")  # no exception: bound
+    assert api.gets == 3 and POD.uid not in b.bind_errors
+
+
+@pytest.mark.parametrize(
+    ("bound_to", "uid", "want"),
+    [
+        ("", "u-1", ApiError),  # not stored: a real failure, the pod is retried
+        ("n2", "u-1", BindConflict),  # someone else bound it
+        ("", "other", PodGone),  # replaced by a same-name pod
+    ],
+)
+async def test_ambiguous_bind_error_outcomes(bound_to, uid, want):
+    class API(FakeAPI):
+        def get_pod(self, namespace, name):
+            self.gets += 1
+            return {"metadata": {"uid": uid}, "spec": {"nodeName": bound_to}}
+
+    api = API(ApiError(500, "etcdserver: request timed out"))
+    b = Binder(api, unlimited())
+    with pytest.raises(want) as info:
+        await b.bind(POD, "n1")
+    assert type(info.value) is want and api.gets == 1
 
 
 class FakeFence:

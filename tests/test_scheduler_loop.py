@@ -267,6 +267,22 @@ async def test_assumed_pod_never_expires_while_the_watch_lags():
     assert h.cache.is_assumed("uid-default-a")
 
 
+async def test_binding_stored_but_reply_lost_keeps_the_slot():
+    # Seen with the API server killed mid-burst: the Binding was stored, the reply lost.
+    # Forgetting the assumption would let the next pod take the same slot (overcommit).
+    api = FakeAPI()
+    api.lose_response = True
+    h = Harness(api)
+    h.sched.on_node(None, make_node("n1", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("b", cpu="1"))
+    await h.step()
+    await h.step()
+    assert h.bound() == {"a": "n1"}
+    assert h.cache.is_assumed("uid-default-a") and h.queue.where("uid-default-b") == UNSCHEDULABLE
+    assert h.api.status_patches[0][1] == "b"  # only b is reported unschedulable
+
+
 async def test_no_cycle_starts_when_the_fence_is_closed():
     fence = FakeFence(0.0)
     h = Harness(fence=fence)
