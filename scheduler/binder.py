@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -57,6 +58,18 @@ class Fenced(ApiError):
 
     def __init__(self, message: str = "lease fence closed") -> None:
         super().__init__(0, message)
+
+
+# The fence check the connection runs right before each write of a Binding request's bytes
+# (clients.py installs connections that call ``check_send_guard``): a thread checked the fence,
+# then the process was paused (SIGSTOP) before the bytes left; on waking it must not send them.
+_send_guard = threading.local()
+
+
+def check_send_guard() -> None:
+    check = getattr(_send_guard, "check", None)
+    if check is not None:
+        check()
 
 
 class Fence(Protocol):
@@ -174,6 +187,8 @@ class KubeCoreAPI:
             data = resp.read()
             resp.release_conn()
             return data
+        except Fenced:
+            raise
         except Exception as exc:
             status = _status_of(exc)
             if status == 0 and not hasattr(exc, "status"):
@@ -282,13 +297,23 @@ class Binder:
 
     def _send_binding(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         # Runs in a bind thread: the last check before the request leaves.
-        timeout = REQUEST_TIMEOUT
-        if self.fence is not None:
-            if self.fence.open_for() <= 0:
+        fence = self.fence
+        if fence is None:
+            self.api.create_binding(namespace, name, body, timeout=REQUEST_TIMEOUT)
+            return
+
+        def check() -> None:
+            if fence.open_for() <= 0:
                 raise Fenced()
-            # The request must not outlive our claim to the lease.
-            timeout = max(0.1, min(REQUEST_TIMEOUT, self.fence.lease_left()))
-        self.api.create_binding(namespace, name, body, timeout=timeout)
+
+        check()
+        # The request must not outlive our claim to the lease.
+        timeout = max(0.1, min(REQUEST_TIMEOUT, fence.lease_left()))
+        _send_guard.check = check  # and again right before its bytes are written
+        try:
+            self.api.create_binding(namespace, name, body, timeout=timeout)
+        finally:
+            _send_guard.check = None
 
     def shutdown(self) -> None:
         self.binds.shutdown()

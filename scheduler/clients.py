@@ -22,8 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
+import urllib3
 import yaml
 
+from scheduler.binder import check_send_guard
 from scheduler.watcher import Credentials
 
 log = structlog.get_logger(__name__)
@@ -34,6 +36,34 @@ logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 TOKEN_REREAD_PERIOD = 60.0  # client-go's cached token file source re-reads once a minute
 USER_AGENT = "pyscheduler/0.1.0"
+
+
+class _FencedHTTPConnection(urllib3.connection.HTTPConnection):
+    """Runs the binder's fence check before every write of request bytes (headers, body)."""
+
+    def send(self, data: Any) -> None:
+        check_send_guard()
+        super().send(data)
+
+
+class _FencedHTTPSConnection(urllib3.connection.HTTPSConnection):
+    def send(self, data: Any) -> None:
+        check_send_guard()
+        super().send(data)
+
+
+class _FencedHTTPConnectionPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _FencedHTTPConnection
+
+
+class _FencedHTTPSConnectionPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _FencedHTTPSConnection
+
+
+def install_send_guard(api_client: Any) -> None:
+    """Make ``api_client``'s connections run the fence check right before sending."""
+    pm = api_client.rest_client.pool_manager
+    pm.pool_classes_by_scheme = {"http": _FencedHTTPConnectionPool, "https": _FencedHTTPSConnectionPool}
 
 
 class CredentialError(Exception):
@@ -180,6 +210,7 @@ class CredentialSource:
         self._apply(conf)
         api = client.ApiClient(conf)
         api.user_agent = f"{USER_AGENT} {purpose}"
+        install_send_guard(api)  # a no-op unless a Binding is being sent from this thread
         return api
 
 

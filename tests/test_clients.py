@@ -115,3 +115,61 @@ def test_describe_error_unwraps_urllib3():
     outer = urllib3.exceptions.MaxRetryError(None, "/version", inner)
     text = describe_error(outer)
     assert text.startswith("NewConnectionError") and "refused" in text and "Max retries" not in text
+
+
+def test_fence_checked_right_before_the_bytes_leave(tmp_path):
+    # The fence is open when the bind thread checks it and closes before the request is
+    # written (a SIGSTOP between the two): the connection itself refuses to send.
+    import http.server
+    import threading
+
+    from scheduler.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
+    from scheduler.objects import PodInfo
+    from tests.builders import make_pod
+
+    received: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(self.path)
+            self.send_response(201)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        }))
+        api = CredentialSource(str(path)).api_client("scheduler", pool_size=1)
+
+        class Fence:
+            def __init__(self, open_checks: int) -> None:
+                self.left = open_checks
+
+            def open_for(self) -> float:
+                self.left -= 1
+                return 5.0 if self.left >= 0 else 0.0
+
+            def lease_left(self) -> float:
+                return 10.0
+
+        pod = PodInfo(make_pod("web", "prod", uid="u-1"))
+        ok = Binder(KubeCoreAPI(api), TokenBucket(0, 1), fence=Fence(100))
+        asyncio.run(ok.bind(pod, "n1"))
+        assert received == ["/api/v1/namespaces/prod/pods/web/binding"]
+        closing = Binder(KubeCoreAPI(api), TokenBucket(0, 1), fence=Fence(2))  # open for the early checks only
+        with pytest.raises(Fenced):
+            asyncio.run(closing.bind(pod, "n1"))
+        assert len(received) == 1  # nothing reached the server
+    finally:
+        server.shutdown()
