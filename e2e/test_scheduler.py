@@ -573,9 +573,18 @@ def test_lost_lease_stops_and_exits(start_scheduler, api_client, core_v1, node_f
 # API server restart (last: it briefly takes the API away from everything in the session)
 
 
-def test_apiserver_restart_watches_recover(scheduler, control_plane, core_v1, node_factory, namespace, group):
+def test_apiserver_restart_watches_recover(
+    start_scheduler, scheduler_config_path, tmp_path, control_plane, core_v1, node_factory, namespace, group
+):
     if control_plane.run_dir is None or not control_plane.started_here:
         pytest.skip("restarts the kube-apiserver of the local control plane only")
+    # The API is away ~10 s (down, start, RBAC warming up): longer than the default renew
+    # deadline, which would rightly fence and stop a lone leader. This case is about watches.
+    cfg = yaml.safe_load(pathlib.Path(scheduler_config_path).read_text())
+    cfg["leaderElection"].update(leaseDuration="60s", renewDeadline="40s")
+    long_lease = tmp_path / "long-lease.yaml"
+    long_lease.write_text(yaml.safe_dump(cfg))
+    scheduler = start_scheduler(str(long_lease))
     node_factory(1, labels=group)
     core_v1.create_namespaced_pod(namespace, harness.make_pod("before", namespace, node_selector=group))
     wait_bound(core_v1, namespace, "before")
