@@ -39,8 +39,8 @@ async def _stall_probe(stop: asyncio.Event, worst: list[float]) -> None:
 
 
 async def run_one(src: CredentialSource, core: client.CoreV1Api, ns: str, node: str, n: int,
-                  threads: int) -> tuple[float, float]:
-    names = [f"b{threads}-{i}" for i in range(n)]
+                  threads: int, run: int) -> tuple[float, float]:
+    names = [f"r{run}-t{threads}-{i}" for i in range(n)]
     with ThreadPoolExecutor(8) as ex:
         pods = list(ex.map(lambda nm: core.create_namespaced_pod(
             ns, harness.make_pod(nm, ns, scheduler_name="nobody")), names))
@@ -71,8 +71,8 @@ async def main_async(args: argparse.Namespace) -> None:
     core.create_node(harness.make_node(node, pods=100000))
     try:
         print(f"{'threads':>7} {'binds/s':>8} {'worst loop stall ms':>20}")
-        for t in args.threads:
-            rate, stall = await run_one(src, core, ns, node, args.pods, t)
+        for run, t in enumerate(args.threads):
+            rate, stall = await run_one(src, core, ns, node, args.pods, t, run)
             print(f"{t:>7} {rate:>8.0f} {stall * 1000:>20.1f}")
     finally:
         core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
