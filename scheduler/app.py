@@ -180,6 +180,47 @@ class App:
                 return
             await asyncio.sleep(0.1)
 
+    # -- new leader: see every binding the previous leader made ---------------------------
+    def _list_bound(self) -> dict[str, str]:
+        """uid -> node of every bound, non-terminal pod (a quorum read: resourceVersion unset)."""
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+        resp = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
+                                                _request_timeout=60)
+        data = resp.read()
+        resp.release_conn()
+        out: dict[str, str] = {}
+        for i in json.loads(data).get("items") or []:
+            if (i.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            out[str(i["metadata"]["uid"])] = str((i.get("spec") or {}).get("nodeName") or "")
+        return out
+
+    async def wait_bindings_seen(self) -> None:
+        """Before the first cycle as leader: wait until the cache shows every binding a LIST
+        (taken now) shows. The old leader's last Bindings may still be on their way through our
+        watch; placing pods before they arrive would overcommit their nodes."""
+        loop = asyncio.get_running_loop()
+        start = time.monotonic()
+        missing: dict[str, str] = {}
+        last_list = -1e9
+        while True:
+            if time.monotonic() - last_list > 3.0:  # re-list: pods deleted meanwhile drop out
+                last_list = time.monotonic()
+                try:
+                    missing = await loop.run_in_executor(self.executor, self._list_bound)
+                except Exception as exc:
+                    log.warning("leader_catch_up_list_failed", error=describe_error(exc))
+                    await asyncio.sleep(1.0)
+                    last_list = -1e9
+                    continue
+            missing = {uid: node for uid, node in missing.items() if self.cache.node_of(uid) != node}
+            if not missing:
+                log.info("leader_cache_caught_up", waited=round(time.monotonic() - start, 3))
+                return
+            await asyncio.sleep(0.05)
+
     # -- lifecycle ---------------------------------------------------------------------------
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()
@@ -234,6 +275,8 @@ class App:
             log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
                      pending=sum(self.queue.counts().values()))
             if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
+                return 0
+            if self.elector is not None and not await self._until(self.wait_bindings_seen(), watcher_task):
                 return 0
             sched_task = asyncio.create_task(self.scheduler.run(), name="scheduling-loop")
             tasks = [
