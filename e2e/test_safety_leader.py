@@ -46,7 +46,9 @@ LEASE_NS = "pyscheduler"
 LEASE_NAME = "pyscheduler"
 LEASE_SECONDS = 15.0
 RUN_PREFIX = "pyscheduler-safety-"
-USERS = {"a": "pyscheduler", "b": "pyscheduler-b"}
+# Replicas run as ServiceAccounts of their own: the audit log tells them apart, and from any
+# other scheduler that might reach this API server.
+USERS = {"a": "pyscheduler-a", "b": "pyscheduler-b"}
 
 AUDIT_POLICY = """\
 apiVersion: audit.k8s.io/v1
@@ -92,6 +94,14 @@ def _reap_orphans() -> None:
                                env={**os.environ, "PYSCHED_RUN": str(d)}, stdout=subprocess.DEVNULL)
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _admin_client(kubeconfig: str) -> client.ApiClient:
     cfg = client.Configuration()
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
@@ -99,9 +109,8 @@ def _admin_client(kubeconfig: str) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
-def _second_service_account(api: client.ApiClient) -> None:
-    """ServiceAccount pyscheduler-b with the same roles as pyscheduler (audit tells replicas apart)."""
-    name = USERS["b"]
+def _replica_service_account(api: client.ApiClient, name: str) -> None:
+    """A ServiceAccount with the same roles as pyscheduler's (the audit log tells replicas apart)."""
     harness.ensure_service_account(client.CoreV1Api(api), LEASE_NS, name)
     subject = {"kind": "ServiceAccount", "name": name, "namespace": LEASE_NS}
     harness.apply_objects(api, [
@@ -134,15 +143,19 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
         "PYSCHED_APISERVER_EXTRA_ARGS": f"--audit-policy-file={policy} --audit-log-path={run}/logs/audit.log "
         "--audit-log-maxsize=2000 --audit-log-maxbackup=1",
     }
+    # Ports the kernel picks, not the defaults: other sessions' planes use the defaults, and one
+    # restarting its API server frees its port for a moment (a plane started then takes it,
+    # and the other session's clients end up talking to this one).
     for port in ("ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KWOK_PORT"):
-        env.pop(f"PYSCHED_{port}", None)  # free ports, never a clash with the session's plane
+        env[f"PYSCHED_{port}"] = str(_free_port())
     out = subprocess.run([str(harness.CONTROLPLANE_DIR / "up.sh")], env=env, check=True,
                          stdout=subprocess.PIPE, text=True).stdout
     kubeconfig = next(ln.split("=", 1)[1].strip() for ln in out.splitlines() if ln.startswith("export KUBECONFIG="))
     api = _admin_client(kubeconfig)
     try:
         harness.apply_yaml(api, harness.MANIFESTS_DIR, skip_kinds={"Deployment"})
-        _second_service_account(api)
+        for sa in USERS.values():
+            _replica_service_account(api, sa)
         sa_dir = tmp_path_factory.mktemp("safety-sa")
         kubeconfigs = {
             replica: harness.write_sa_kubeconfig(api, LEASE_NS, sa, sa_dir / f"{sa}.kubeconfig",
@@ -292,6 +305,9 @@ def binds_without_lease(plane: Plane, namespace: str, since: float = 0.0) -> tup
         elif (ref.get("subresource") == "binding" and ref.get("namespace") == namespace and 200 <= code < 300
               and t >= since):
             binds.append((user, t, str(ref.get("name"))))
+    ours = {f"system:serviceaccount:{LEASE_NS}:{sa}" for sa in USERS.values()}
+    foreign = sorted({user for user, _, _ in binds if user not in ours})
+    assert not foreign, f"pods of this test bound by another client: {foreign}"
     bad = []
     for user, t, pod in binds:
         last = max((r for r in renewals[user] if r <= t), default=None)
