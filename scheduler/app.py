@@ -5,7 +5,11 @@ Order (as kube-scheduler): read and validate the configuration and build every p
 before touching the cluster; then start watching and wait until the cache holds what a LIST
 shows (informer sync); then, when leader election is on, wait for the Lease; then schedule.
 SIGTERM stops scheduling, drains in-flight bindings and releases the Lease. Losing the Lease
-stops scheduling at once and exits non-zero.
+(or its fence closing, see elector.py) stops scheduling at once, cancels the bindings in
+flight, forgets their assumptions and exits non-zero.
+
+Clients (clients.py): bindings, events/status and the elector each have their own API client,
+rate limit and threads; all read one refreshing credential source, which the watcher shares.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 import time
@@ -25,8 +30,9 @@ from aiohttp import web
 
 from scheduler import log as logconf
 from scheduler.algorithm import Algorithm
-from scheduler.binder import Binder, KubeCoreAPI, TokenBucket
+from scheduler.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
 from scheduler.cache import Cache
+from scheduler.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.framework.interface import Handle
@@ -38,12 +44,16 @@ from scheduler.scheduler import Scheduler
 from scheduler.serving import SecureServer, ServingError, build_server, options_from_args
 from scheduler.snapshot import Listers, Snapshot
 from scheduler.volumeapi import KubeVolumeAPI
-from scheduler.watcher import Credentials, Watcher
+from scheduler.watcher import Watcher
 
 log = structlog.get_logger(__name__)
 
 DRAIN_TIMEOUT = 30.0
-ASSUMED_POD_TTL = 30.0  # an assumed pod whose binding finished but never shows up bound is dropped
+# Threads per write lane (python -m bench.bind_lanes, local plane on a loaded 2-core box):
+# 2 threads ~55 binds/s, 4 ~70, 8 ~77, 16 ~77 but stalling the event loop > 1 s (GIL). 8 keeps
+# the default 50 qps with headroom; the events lane needs less.
+BIND_THREADS = 8
+EVENT_THREADS = 4
 EXIT_CONFIG = 2
 EXIT_LEASE_LOST = 1
 
@@ -52,58 +62,42 @@ class StartupError(Exception):
     """One line, printed before exit."""
 
 
-def load_kube(kubeconfig: str | None) -> tuple[Any, Credentials]:
-    """The kubernetes client's config loading: the given kubeconfig, else in-cluster, else ~/.kube/config."""
-    from kubernetes import client, config
-
-    conf = client.Configuration()
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
-        else:
-            try:
-                config.load_incluster_config(client_configuration=conf)
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=conf)
-    except Exception as exc:
-        where = kubeconfig or "in-cluster/default kubeconfig"
-        first = " ".join(str(exc).split())
-        raise StartupError(f"{where}: cannot load credentials: {first}") from None
-    conf.connection_pool_maxsize = 32  # more than the API executor's threads: no discarded connections
-    header = conf.get_api_key_with_prefix("BearerToken") or conf.get_api_key_with_prefix("authorization")
-    parts = header.split(" ", 1) if header else []
-    scheme, token = (None, None) if not parts else ((None, parts[0]) if len(parts) == 1 else (parts[0], parts[1]))
-    creds = Credentials(
-        server=conf.host,
-        ca_path=conf.ssl_ca_cert,
-        insecure=not conf.verify_ssl,
-        token=token,
-        scheme=scheme,
-        username=conf.username or None,
-        password=conf.password or None,
-        certificate_path=conf.cert_file,
-        private_key_path=conf.key_file,
-    )
-    return client.ApiClient(conf), creds
-
-
 class App:
     def __init__(self, cfg: SchedulerConfig, frameworks: dict[str, Framework], handle_list: list[Handle],
-                 snapshot: Snapshot, listers: Listers, metrics: Metrics, api_client: Any, creds: Credentials,
+                 snapshot: Snapshot, listers: Listers, metrics: Metrics, creds: CredentialSource,
                  server: SecureServer | None) -> None:
         self.cfg = cfg
         self.metrics = metrics
-        self.api_client = api_client
         self.server = server
-        self.executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="api")
+        # Start-up reads (probe, LIST for the sync barrier); writes have lanes of their own.
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="api")
         cc = cfg.client_connection
-        self.binder = Binder(KubeCoreAPI(api_client), TokenBucket(cc.qps, cc.burst), executor=self.executor)
-        # VolumeBinding's PreBind writes; the shared rate limit and executor, as one clientset.
-        self.volume_api = KubeVolumeAPI(api_client, self.binder.limiter, self.executor)
+        self.api_client = creds.api_client("scheduler", pool_size=BIND_THREADS + 4)
+        events_client = creds.api_client("events", pool_size=EVENT_THREADS + 1)
+        self.probe_client = creds.api_client("scheduler", pool_size=1, retries=False)
+        le = cfg.leader_election
+        self.elector: LeaderElector | None = None
+        if le.leader_elect:
+            self.elector = LeaderElector(
+                KubeLeaseAPI(creds.api_client("leader-election", pool_size=2)), le.resource_name,
+                le.resource_namespace,
+                lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
+                limiter=TokenBucket(cc.qps, cc.burst),
+                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
+            )
+        self.binder = Binder(
+            KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
+            executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
+            events_api=KubeCoreAPI(events_client), events_limiter=TokenBucket(cc.qps, cc.burst),
+            events_executor=ThreadPoolExecutor(max_workers=EVENT_THREADS, thread_name_prefix="events"),
+            fence=self.elector,
+        )
+        # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.
+        self.volume_api = KubeVolumeAPI(self.api_client, self.binder.limiter, self.executor)
         for h in handle_list:
             h.client = self.binder
             h.volume_api = self.volume_api
-        self.cache = Cache(assumed_ttl=ASSUMED_POD_TTL)
+        self.cache = Cache()
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,
@@ -115,27 +109,25 @@ class App:
         metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics)
-        self.watcher = Watcher(self.scheduler, lambda: creds, scheduler_names=frameworks,
+        self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
                                on_error=metrics.object_error)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
-        le = cfg.leader_election
-        self.elector: LeaderElector | None = None
-        if le.leader_elect:
-            self.elector = LeaderElector(
-                KubeLeaseAPI(api_client), le.resource_name, le.resource_namespace,
-                lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
-                executor=self.executor,
-                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
-            )
         self.synced = False
         self.shutdown = asyncio.Event()
         self._started = time.monotonic()
 
     # -- health / metrics --------------------------------------------------------------------
     async def _healthz(self, _: web.Request) -> web.Response:
+        # kube-scheduler adds the leader-election watchdog to /healthz and /readyz.
+        err = self.elector.check() if self.elector is not None else None
+        if err:
+            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
         return web.Response(text="ok")
 
     async def _readyz(self, _: web.Request) -> web.Response:
+        err = self.elector.check() if self.elector is not None else None
+        if err:
+            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
         if not self.synced:
             return web.Response(status=503, text="informer caches not synced")
         return web.Response(text="ok")
@@ -154,10 +146,55 @@ class App:
                 "/metrics": self._metrics,
             })
 
+    async def _stop_http(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+
     # -- cache sync --------------------------------------------------------------------------
     async def wait_synced(self) -> None:
         """Wait until every kind's first LIST is in the cache (the informers' synced barrier)."""
         await self.watcher.synced.wait()
+
+    # -- new leader: see every binding the previous leader made ---------------------------
+    def _list_bound(self) -> dict[str, str]:
+        """uid -> node of every bound, non-terminal pod (a quorum read: resourceVersion unset)."""
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+        resp = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
+                                                _request_timeout=60)
+        data = resp.read()
+        resp.release_conn()
+        out: dict[str, str] = {}
+        for i in json.loads(data).get("items") or []:
+            if (i.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            out[str(i["metadata"]["uid"])] = str((i.get("spec") or {}).get("nodeName") or "")
+        return out
+
+    async def wait_bindings_seen(self) -> None:
+        """Before the first cycle as leader: wait until the cache shows every binding a LIST
+        (taken now) shows. The old leader's last Bindings may still be on their way through our
+        watch; placing pods before they arrive would overcommit their nodes."""
+        loop = asyncio.get_running_loop()
+        start = time.monotonic()
+        missing: dict[str, str] = {}
+        last_list = -1e9
+        while True:
+            if time.monotonic() - last_list > 3.0:  # re-list: pods deleted meanwhile drop out
+                last_list = time.monotonic()
+                try:
+                    missing = await loop.run_in_executor(self.executor, self._list_bound)
+                except Exception as exc:
+                    log.warning("leader_catch_up_list_failed", error=describe_error(exc))
+                    await asyncio.sleep(1.0)
+                    last_list = -1e9
+                    continue
+            missing = {uid: node for uid, node in missing.items() if self.cache.node_of(uid) != node}
+            if not missing:
+                log.info("leader_cache_caught_up", waited=round(time.monotonic() - start, 3))
+                return
+            await asyncio.sleep(0.05)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _install_signals(self) -> None:
@@ -189,9 +226,15 @@ class App:
     async def run(self) -> int:
         self._install_signals()
         await self._start_http()
-        watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         tasks: list[asyncio.Task[Any]] = []
         code = 0
+        # The API may not be up yet: wait (one line per attempt) before anything else uses it.
+        if not await self._until(wait_for_api(lambda: probe_api(self.probe_client), executor=self.executor)):
+            await self._stop_http()
+            self._close()
+            log.info("stopped", code=code)
+            return code
+        watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         try:
             log.info("cache_syncing")
             sync_start = time.monotonic()
@@ -204,11 +247,13 @@ class App:
                      pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
             if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
                 return 0
+            if self.elector is not None and not await self._until(self.wait_bindings_seen(), watcher_task):
+                return 0
             sched_task = asyncio.create_task(self.scheduler.run(), name="scheduling-loop")
             tasks = [
                 sched_task,
                 asyncio.create_task(self.queue.run_flushers(), name="queue-flushers"),
-                asyncio.create_task(self.scheduler.cleanup_assumed(), name="cache-cleanup"),
+                asyncio.create_task(self.scheduler.recorder.run(), name="event-writers"),
             ]
             keep: asyncio.Task[Any] | None = None
             if self.elector is not None:
@@ -216,11 +261,11 @@ class App:
                 tasks.append(keep)
             stop = asyncio.create_task(self.shutdown.wait(), name="shutdown-wait")
             done, _ = await asyncio.wait({*tasks, watcher_task, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if keep is not None and keep in done:
+            fenced = sched_task in done and isinstance(sched_task.exception(), Fenced)
+            if (keep is not None and keep in done) or fenced:
                 # Lost the lease: stop at once; another replica schedules now (upstream exits).
-                self.scheduler.stop()
-                exc = keep.exception()
-                log.error("leader_election_lost", error=str(exc) if exc else "renew loop ended")
+                exc = keep.exception() if keep is not None and keep.done() else sched_task.exception()
+                await self._lease_lost(str(exc) if exc else "renew loop ended")
                 code = EXIT_LEASE_LOST
                 return code
             for t in done:
@@ -243,8 +288,9 @@ class App:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         except LeadershipLost as exc:
-            log.error("leader_election_lost", error=str(exc))
-            return EXIT_LEASE_LOST
+            await self._lease_lost(str(exc))
+            code = EXIT_LEASE_LOST
+            return code
         finally:
             self.scheduler.stop()
             for t in tasks:
@@ -254,10 +300,22 @@ class App:
                 await asyncio.wait_for(asyncio.gather(watcher_task, *tasks, return_exceptions=True), 10)
             except (TimeoutError, asyncio.CancelledError):
                 watcher_task.cancel()
-            if self.server is not None:
-                await self.server.stop()
-            self.executor.shutdown(wait=False, cancel_futures=True)
+            await self._stop_http()
+            self._close()
             log.info("stopped", code=code)
+
+    async def _lease_lost(self, error: str) -> None:
+        if self.elector is not None:
+            self.elector.stop()
+        cancelled = await self.scheduler.abort()
+        forgotten = self.cache.forget_all_assumed()
+        log.error("leader_election_lost", error=error, bindings_cancelled=cancelled, assumed_forgotten=forgotten)
+
+    def _close(self) -> None:
+        if self.elector is not None:
+            self.elector.stop()
+        self.binder.shutdown()
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def build(cfg: SchedulerConfig, metrics: Metrics) -> tuple[dict[str, Framework], list[Handle], Snapshot, Listers]:
@@ -291,8 +349,8 @@ def main(args: argparse.Namespace) -> int:
         log.warning("plugin_not_available", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None
     try:
-        api_client, creds = load_kube(kubeconfig)
-    except StartupError as exc:
+        creds = CredentialSource(kubeconfig)
+    except CredentialError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
@@ -303,7 +361,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
     async def amain() -> int:
-        app = App(cfg, frameworks, handles, snapshot, listers, metrics, api_client, creds, server)
+        app = App(cfg, frameworks, handles, snapshot, listers, metrics, creds, server)
         return await app.run()
 
     try:

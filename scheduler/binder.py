@@ -1,8 +1,14 @@
 """API writes of the live scheduler: the Binding POST, Events, the PodScheduled condition.
 
 Everything goes through a small API protocol (``CoreAPI``) so tests inject a fake; the real
-one (``KubeCoreAPI``) wraps the kubernetes client, whose calls block, in a thread executor.
-All writes share one token bucket (clientConnection qps/burst, like client-go's rate limiter).
+one (``KubeCoreAPI``) wraps the kubernetes client, whose calls block, in a thread pool.
+Bindings and events/status writes are two lanes, each with its own API client, token bucket
+(clientConnection qps/burst, like client-go's per-clientset rate limiter) and threads, as
+kube-scheduler has a scheduler client and a separate events client.
+
+A Binding is sent only while the lease fence is open (the last successful renewal is younger
+than the renew deadline): the check runs in the sending thread right before the request, and
+the request may not outlive the lease as this replica last renewed it.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -26,6 +33,7 @@ log = structlog.get_logger(__name__)
 # events/v1 isomorphic events within this window become a series (client-go events library).
 EVENT_SERIES_WINDOW = 30 * 60.0
 REQUEST_TIMEOUT = 30.0  # seconds per API call; a hung call must not hold a binding forever
+RESOLVE_BACKOFF = (0.5, 5.0)  # first and longest wait between reads of a pod whose Binding may have landed
 
 
 class ApiError(Exception):
@@ -45,16 +53,49 @@ class PodGone(ApiError):
     """404: the pod does not exist any more."""
 
 
+class Fenced(ApiError):
+    """Not sent: the lease fence is closed (this replica may no longer be the leader)."""
+
+    def __init__(self, message: str = "lease fence closed") -> None:
+        super().__init__(0, message)
+
+
+# The fence check the connection runs right before each write of a Binding request's bytes
+# (clients.py installs connections that call ``check_send_guard``): a thread checked the fence,
+# then the process was paused (SIGSTOP) before the bytes left; on waking it must not send them.
+_send_guard = threading.local()
+
+
+def check_send_guard() -> None:
+    check = getattr(_send_guard, "check", None)
+    if check is not None:
+        check()
+
+
+class Fence(Protocol):
+    """What the leader elector tells writers (``LeaderElector`` implements it)."""
+
+    def open_for(self) -> float:
+        """Seconds left before the renew deadline passes; <= 0: no new cycle or Binding."""
+        ...
+
+    def lease_left(self) -> float:
+        """Seconds until other candidates may take the lease, counted from the last renewal."""
+        ...
+
+
 class CoreAPI(Protocol):
     """The API calls the scheduler makes; dict bodies in and out."""
 
-    def create_binding(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
+    def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float = ...) -> None: ...
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None: ...
 
     def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
 
     def patch_pod_status(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
 
 
 def micro_time(ts: float) -> str:
@@ -98,14 +139,18 @@ class TokenBucket:
             return True
         return False
 
-    async def take(self) -> None:
+    def reserve(self) -> float:
+        """Take a token now (may go negative); the seconds to wait for it (FIFO like client-go's Wait)."""
         if self.qps <= 0:
-            return
-        # Reserve a token now (may go negative) and wait for it: FIFO like client-go's Wait.
+            return 0.0
         self._refill()
         self.tokens -= 1.0
-        if self.tokens < 0:
-            await self.sleep(-self.tokens / self.qps)
+        return -self.tokens / self.qps if self.tokens < 0 else 0.0
+
+    async def take(self) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            await self.sleep(wait)
 
 
 def _status_of(exc: BaseException) -> int:
@@ -134,22 +179,24 @@ class KubeCoreAPI:
         self.core = client.CoreV1Api(api_client)
         self.events = client.EventsV1Api(api_client)
 
-    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _call(self, fn: Callable[..., Any], *args: Any, timeout: float = REQUEST_TIMEOUT, **kwargs: Any) -> Any:
         try:
             # _preload_content=False: the client cannot decode some replies (Binding's Status).
-            resp = fn(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+            resp = fn(*args, _preload_content=False, _request_timeout=timeout, **kwargs)
             # Drain and release, or the pooled connection fails the next call (ResponseNotReady).
             data = resp.read()
             resp.release_conn()
             return data
+        except Fenced:
+            raise
         except Exception as exc:
             status = _status_of(exc)
             if status == 0 and not hasattr(exc, "status"):
                 raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
             raise ApiError(status, _reason_of(exc)) from exc
 
-    def create_binding(self, namespace: str, name: str, body: dict[str, Any]) -> None:
-        self._call(self.core.create_namespaced_pod_binding, name, namespace, body)
+    def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> None:
+        self._call(self.core.create_namespaced_pod_binding, name, namespace, body, timeout=timeout)
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         self._call(self.events.create_namespaced_event, namespace, body)
@@ -163,6 +210,9 @@ class KubeCoreAPI:
         # so the kubelet's conditions stay.
         self._call(self.core.patch_namespaced_pod_status, name, namespace, body)
 
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return dict(json.loads(self._call(self.core.read_namespaced_pod, name, namespace, timeout=10.0)))
+
 
 @dataclass(slots=True)
 class _Series:
@@ -171,9 +221,39 @@ class _Series:
     first: float
 
 
+class Lane:
+    """One API client's writes: its own token bucket and its own threads, so the event loop
+    only awaits and one kind of write never queues behind another."""
+
+    def __init__(self, limiter: TokenBucket, executor: Executor | None = None, workers: int = 16,
+                 name: str = "api") -> None:
+        self.limiter = limiter
+        self._executor = executor
+        self._workers = workers
+        self._name = name
+        self.writes = 0
+
+    def _pool(self) -> Executor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix=self._name)
+        return self._executor
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        await self.limiter.take()
+        self.writes += 1
+        return await asyncio.get_running_loop().run_in_executor(self._pool(), fn, *args)
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+
 class Binder:
     """The ``client`` of the framework Handle (DefaultBinder calls ``bind``) plus the other
-    writes the scheduler makes. One instance is shared by all profiles."""
+    writes the scheduler makes. One instance is shared by all profiles.
+
+    ``api``/``limiter`` carry Bindings; ``events_api``/``events_limiter`` carry Events and pod
+    status patches (default: the same API object, a bucket of its own)."""
 
     def __init__(
         self,
@@ -181,27 +261,63 @@ class Binder:
         limiter: TokenBucket | None = None,
         *,
         executor: Executor | None = None,
+        events_api: CoreAPI | None = None,
+        events_limiter: TokenBucket | None = None,
+        events_executor: Executor | None = None,
+        fence: Fence | None = None,
         hostname: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.api = api
-        self.limiter = limiter or TokenBucket(50, 100)
-        self._executor = executor
+        self.events_api = events_api if events_api is not None else api
+        self.binds = Lane(limiter or TokenBucket(50, 100), executor, name="bind")
+        self.others = Lane(events_limiter or TokenBucket(50, 100), events_executor, workers=4, name="events")
+        self.fence = fence
         self.hostname = hostname or socket.gethostname()
         self.clock = clock
         self._series: dict[tuple[str, str, str, str], _Series] = {}
         # uid -> the BindConflict/PodGone of its last bind: the scheduler reads it after Bind
         # failed (the framework only passes on a Status).
         self.bind_errors: dict[str, ApiError] = {}
-        self.writes = 0  # API writes issued (metrics, tests)
+
+    @property
+    def limiter(self) -> TokenBucket:
+        return self.binds.limiter
+
+    @property
+    def writes(self) -> int:
+        """API writes issued (metrics, tests)."""
+        return self.binds.writes + self.others.writes
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        await self.limiter.take()
-        self.writes += 1
-        loop = asyncio.get_running_loop()
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="api")
-        return await loop.run_in_executor(self._executor, fn, *args)
+        return await self.others.run(fn, *args)
+
+    def fence_open(self) -> bool:
+        return self.fence is None or self.fence.open_for() > 0
+
+    def _send_binding(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        # Runs in a bind thread: the last check before the request leaves.
+        fence = self.fence
+        if fence is None:
+            self.api.create_binding(namespace, name, body, timeout=REQUEST_TIMEOUT)
+            return
+
+        def check() -> None:
+            if fence.open_for() <= 0:
+                raise Fenced()
+
+        check()
+        # The request must not outlive our claim to the lease.
+        timeout = max(0.1, min(REQUEST_TIMEOUT, fence.lease_left()))
+        _send_guard.check = check  # and again right before its bytes are written
+        try:
+            self.api.create_binding(namespace, name, body, timeout=timeout)
+        finally:
+            _send_guard.check = None
+
+    def shutdown(self) -> None:
+        self.binds.shutdown()
+        self.others.shutdown()
 
     # -- Binding -----------------------------------------------------------------------------
     async def bind(self, pod: PodInfo, node: str) -> None:
@@ -213,13 +329,55 @@ class Binder:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            await self._run(self.api.create_binding, pod.namespace, pod.name, body)
+            if not self.fence_open():
+                raise Fenced()
+            await self.binds.run(self._send_binding, pod.namespace, pod.name, body)
+        except Fenced as exc:
+            self.bind_errors[pod.uid] = exc
+            raise
         except ApiError as exc:
             if exc.status in (404, 409):
                 err: ApiError = BindConflict(409, exc.message) if exc.status == 409 else PodGone(404, exc.message)
                 self.bind_errors[pod.uid] = err
                 raise err from exc
+            # Ambiguous (a reset connection, a timeout, a 5xx while the API server went down):
+            # the Binding may have been stored. Forgetting the assumption now would free the
+            # slot while the pod holds it, and the next pod placed there overcommits the node.
+            outcome = await self._resolve(pod, node, exc)
+            if outcome == "bound":
+                return
+            if outcome in ("elsewhere", "gone"):
+                err = BindConflict(409, exc.message) if outcome == "elsewhere" else PodGone(404, exc.message)
+                self.bind_errors[pod.uid] = err
+                raise err from exc
             raise
+
+    async def _resolve(self, pod: PodInfo, node: str, cause: ApiError) -> str:
+        """Read the pod until its fate is known: "bound" (to ``node``), "elsewhere", "gone" or
+        "unbound". The assumption keeps holding the slot meanwhile; cancelling this (lease lost,
+        shutdown) is the only other way out."""
+        delay = RESOLVE_BACKOFF[0]
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                raw = await self.binds.run(self.api.get_pod, pod.namespace, pod.name)
+            except ApiError as exc:
+                if exc.status == 404:
+                    return "gone"
+                log.warning("bind_outcome_unknown", pod=pod.key, node=node, attempt=attempt,
+                            bind_error=cause.message, error=exc.message)
+                await asyncio.sleep(delay)
+                delay = min(RESOLVE_BACKOFF[1], delay * 2)
+                continue
+            meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
+            if str(meta.get("uid", "")) != pod.uid:
+                return "gone"  # replaced by a same-name pod
+            bound_to = str(spec.get("nodeName") or "")
+            outcome = "unbound" if not bound_to else ("bound" if bound_to == node else "elsewhere")
+            if outcome != "unbound":
+                log.info("bind_outcome_resolved", pod=pod.key, node=node, outcome=outcome, bind_error=cause.message)
+            return outcome
 
     # -- Events (events.k8s.io/v1) -----------------------------------------------------------
     def _event_body(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str,
@@ -256,10 +414,10 @@ class Binder:
             if s is not None and now - s.first < EVENT_SERIES_WINDOW:
                 s.count += 1
                 patch = {"series": {"count": s.count, "lastObservedTime": micro_time(now)}}
-                await self._run(self.api.patch_event, pod.namespace, s.name, patch)
+                await self._run(self.events_api.patch_event, pod.namespace, s.name, patch)
                 return
             body = self._event_body(pod, controller, etype, reason, action, note, now)
-            await self._run(self.api.create_event, pod.namespace, body)
+            await self._run(self.events_api.create_event, pod.namespace, body)
             self._series[key] = _Series(body["metadata"]["name"], 1, now)
             if len(self._series) > 10000:
                 self._prune(now)
@@ -305,7 +463,7 @@ class Binder:
                 cond["lastTransitionTime"] = c["lastTransitionTime"]  # status unchanged: keep it
         body = {"status": {"conditions": [cond]}}
         try:
-            await self._run(self.api.patch_pod_status, pod.namespace, pod.name, body)
+            await self._run(self.events_api.patch_pod_status, pod.namespace, pod.name, body)
         except ApiError as exc:
             if exc.status != 404:
                 log.warning("pod_condition_update_failed", pod=pod.key, status=exc.status, error=exc.message)

@@ -2,6 +2,11 @@
 
 One writer (the watcher, or simulate) mutates the cache; each scheduling cycle calls
 ``update_snapshot`` which re-clones only the nodes whose info changed since the last call.
+
+An assumed pod stays until the watch shows it bound (confirmed) or its binding fails
+(forgotten), or it is deleted. It never expires: kube-scheduler has run with
+durationToExpireAssumedPod = 0 since kubernetes#106361, because dropping an assumed pod whose
+Binding succeeded while the watch lags frees its resources twice and overcommits the node.
 """
 
 from __future__ import annotations
@@ -30,12 +35,11 @@ class _PodState:
     pod: PodInfo
     node: str
     assumed: bool
-    binding_finished: bool = False
-    deadline: float | None = None  # assumed-pod expiry, set once binding finished
+    binding_finished: bool = False  # Binding returned; waiting for the watch to show it
 
 
 class Cache:
-    def __init__(self, assumed_ttl: float = 0.0) -> None:
+    def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.pods: dict[str, _PodState] = {}  # by uid
         # nodeTree: zone -> node names in arrival order; zone order = first arrival.
@@ -43,7 +47,6 @@ class Cache:
         self._dirty: set[str] = set()  # node names whose pods/usage changed
         self._node_changed: set[str] = set()  # node names whose Node object changed
         self._list_changed = True
-        self.assumed_ttl = assumed_ttl  # 0 = never expire (upstream default since v1.x)
         self.image_states: dict[str, _ImageState] = {}
 
     # -- images ------------------------------------------------------------------------------
@@ -204,12 +207,10 @@ class Cache:
         self.pods[pod.uid] = _PodState(pod, node, assumed=True)
         self._add_to_node(pod, node)
 
-    def finish_binding(self, uid: str, now: float) -> None:
+    def finish_binding(self, uid: str) -> None:
         st = self.pods.get(uid)
         if st is not None and st.assumed:
             st.binding_finished = True
-            if self.assumed_ttl > 0:
-                st.deadline = now + self.assumed_ttl
 
     def confirm_pod(self, uid: str) -> None:
         """The assumed pod is known bound (simulate's stand-in for the watch event)."""
@@ -218,24 +219,21 @@ class Cache:
             st.assumed = False
 
     def forget_pod(self, uid: str) -> None:
+        """The binding failed (or was cancelled): release what the assumption held."""
         st = self.pods.get(uid)
         if st is not None and st.assumed:
             self.remove_pod(uid)
 
+    def forget_all_assumed(self) -> int:
+        """Lease lost: every assumption is void. Returns how many were dropped."""
+        uids = [uid for uid, st in self.pods.items() if st.assumed]
+        for uid in uids:
+            self.remove_pod(uid)
+        return len(uids)
+
     def is_assumed(self, uid: str) -> bool:
         st = self.pods.get(uid)
         return st is not None and st.assumed
-
-    def cleanup_expired(self, now: float) -> list[PodInfo]:
-        expired = [
-            st.pod
-            for st in self.pods.values()
-            if st.assumed and st.binding_finished and st.deadline is not None and now >= st.deadline
-        ]
-        for p in expired:
-            log.warning("assumed_pod_expired", pod=p.key)
-            self.remove_pod(p.uid)
-        return expired
 
     def pod_count(self) -> int:
         return len(self.pods)

@@ -95,7 +95,7 @@ class Metrics:
         )
         self.binding_errors = Counter(
             "pyscheduler_binding_errors",
-            "Binding failures by kind (conflict, gone, error).",
+            "Binding failures by kind (conflict, gone, fenced, error).",
             ["kind"],
             registry=r,
         )
@@ -104,6 +104,12 @@ class Metrics:
             "Objects that could not be handled, by kind and stage (watch: not parsed; cycle: the "
             "pod's scheduling cycle raised). Each stays contained to that object.",
             ["kind", "stage"],
+            registry=r,
+        )
+        self.events_dropped = Counter(
+            "pyscheduler_events_dropped",
+            "Events not written because the bounded event queue was full, by event reason.",
+            ["reason"],
             registry=r,
         )
         self.leader = Gauge(

@@ -6,6 +6,10 @@ Reserve, Permit), and hands the binding cycle (Permit wait, PreBind, Bind, PostB
 own task so the next pod's cycle starts at once. Every path out of an attempt ends with the pod
 bound, requeued, or known gone: no pod is lost. The API server refuses a second Binding of a
 bound pod (409) and the cache refuses to assume a pod twice: no pod is bound twice.
+
+With leader election, no cycle starts while the lease fence is closed (see elector.py); the
+loop then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
+assumptions. Events and conditions go through the Recorder's queue, never awaited here.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from typing import Any
 import structlog
 
 from scheduler.algorithm import Algorithm
-from scheduler.binder import BindConflict, Binder, PodGone
+from scheduler.binder import BindConflict, Binder, Fenced, PodGone
 from scheduler.cache import Cache
+from scheduler.events import Recorder
 from scheduler.framework.interface import ActionType, ClusterEvent, QueuedPodInfo
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
@@ -94,6 +99,7 @@ class Scheduler:
         metrics: Metrics | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        recorder: Recorder | None = None,
     ) -> None:
         self.frameworks = frameworks
         self.cache = cache
@@ -104,8 +110,9 @@ class Scheduler:
         self.binder = binder
         self.metrics = metrics or Metrics()
         self.clock = clock
+        self.recorder = recorder or Recorder(binder, on_drop=self._event_dropped)
+        self.fenced = False
         self.binding_tasks: set[asyncio.Task[None]] = set()
-        self._side_tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self.cycles = 0
         # Last seen version of every pending pod of ours, for update diffs.
@@ -164,6 +171,7 @@ class Scheduler:
         self._pending.pop(uid, None)
         self.queue.delete(uid)
         self.binder.forget_pod(uid)
+        self.recorder.forget_pod(uid)
         old = self.cache.get_pod(uid)
         if old is not None:
             self.cache.remove_pod(uid)
@@ -236,10 +244,31 @@ class Scheduler:
     # ==========================================================================================
     # The loop
 
+    def _event_dropped(self, reason: str) -> None:
+        self.metrics.events_dropped.labels(reason).inc()
+
     def stop(self) -> None:
         """Stop popping pods at once (lease lost, or shutting down)."""
         self._stopping = True
         self.queue.close()
+
+    def _fence_closed(self) -> None:
+        if not self.fenced:
+            self.fenced = True
+            log.error("lease_fence_closed", in_flight=len(self.binding_tasks))
+        self.stop()
+
+    async def abort(self) -> int:
+        """Lease lost: cancel every binding in flight (each forgets its assumption and undoes
+        Reserve) and drop queued events and conditions. Returns how many were cancelled."""
+        self.stop()
+        self.recorder.clear()
+        pending = [t for t in self.binding_tasks if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        return len(pending)
 
     async def run(self) -> None:
         log.info("scheduling_started", profiles=sorted(self.frameworks))
@@ -247,6 +276,9 @@ class Scheduler:
             q = await self.queue.pop()
             if q is not None and self.hold is not None and not self._stopping:
                 await self.hold()
+            # After the hold: the wait for a fresh view may outlast the lease.
+            if q is not None and not self._stopping and not self.binder.fence_open():
+                self._fence_closed()
             if q is None or self._stopping:
                 if q is not None:
                     # Popped as we stopped: give it back untouched for the next leader/run.
@@ -258,6 +290,8 @@ class Scheduler:
                 self._cycle_crashed(q, exc)
             # Let the watcher and the binding tasks run between cycles.
             await asyncio.sleep(0)
+        if self.fenced:
+            raise Fenced("lease fence closed: scheduling stopped")
 
     def schedule_one(self, q: QueuedPodInfo) -> None:
         pod = q.pod
@@ -324,17 +358,9 @@ class Scheduler:
             queue=where,
             message=message,
         )
-        self._spawn(
-            self.binder.event(
-                pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling", truncate_message(message)
-            )
-        )
-        self._spawn(self.binder.set_unschedulable(pod, reason, message))
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
+        self.recorder.event(pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling",
+                            truncate_message(message))
+        self.recorder.unschedulable(pod, reason, message)
 
     async def _binding_cycle(self, fw: Framework, q: QueuedPodInfo, out: CycleOutcome, start: float) -> None:
         assumed = out.assumed
@@ -365,7 +391,7 @@ class Scheduler:
         except Exception as exc:  # the runtime catches plugin errors; this is a last resort
             s = Status(Code.ERROR, f"binding cycle: {exc}")
         if s is None:
-            self.cache.finish_binding(uid, self.clock())
+            self.cache.finish_binding(uid)
             seconds = time.perf_counter() - start
             self.metrics.attempt(SCHEDULED, fw.profile_name, seconds)
             self.metrics.pod_scheduling_attempts.observe(q.attempts)
@@ -374,11 +400,9 @@ class Scheduler:
                     max(0.0, self.clock() - q.initial_attempt_timestamp)
                 )
             log.info("pod_scheduled", pod=assumed.key, node=node, profile=fw.profile_name, attempts=q.attempts)
-            self._spawn(
-                self.binder.event(
-                    assumed, fw.profile_name, "Normal", "Scheduled", "Binding",
-                    f"Successfully assigned {assumed.namespace}/{assumed.name} to {node}",
-                )
+            self.recorder.event(
+                assumed, fw.profile_name, "Normal", "Scheduled", "Binding",
+                f"Successfully assigned {assumed.namespace}/{assumed.name} to {node}",
             )
             fw.run_post_bind(state, assumed, node)
             self.queue.done(uid)
@@ -387,6 +411,13 @@ class Scheduler:
         fw.run_unreserve(state, assumed, node)
         self.cache.forget_pod(uid)
         err = getattr(self.binder, "bind_errors", {}).pop(uid, None)
+        if isinstance(err, Fenced):
+            # Not sent: we may no longer lead. The next leader schedules the pod.
+            self.metrics.binding_errors.labels("fenced").inc()
+            log.warning("bind_fenced", pod=assumed.key, node=node)
+            self.queue.done(uid)
+            self._fence_closed()
+            return
         if isinstance(err, BindConflict | PodGone):
             kind = "conflict" if isinstance(err, BindConflict) else "gone"
             self.metrics.binding_errors.labels(kind).inc()
@@ -415,14 +446,8 @@ class Scheduler:
                     t.cancel()
                 await asyncio.gather(*still, return_exceptions=True)
                 return False
-        side = set(self._side_tasks)
-        if side:
-            await asyncio.wait(side, timeout=max(1.0, timeout / 2))
+        try:
+            await asyncio.wait_for(self.recorder.flush(), timeout=max(1.0, timeout / 2))
+        except TimeoutError:
+            log.warning("events_not_flushed", pending=self.recorder.pending())
         return True
-
-    async def cleanup_assumed(self, period: float = 1.0) -> None:
-        """Expire assumed pods whose binding finished but never showed up bound (upstream cleanupAssumedPods)."""
-        while not self._stopping:
-            await asyncio.sleep(period)
-            for p in self.cache.cleanup_expired(self.clock()):
-                log.warning("assumed_pod_expired", pod=p.key, node=p.node_name)

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from scheduler.binder import ApiError, BindConflict, Binder, PodGone, TokenBucket
+from scheduler.binder import ApiError, BindConflict, Binder, Fenced, PodGone, TokenBucket
 from scheduler.objects import PodInfo
 from tests.builders import make_pod
 
@@ -19,11 +19,27 @@ class FakeAPI:
         self.events: list[tuple[str, dict]] = []
         self.event_patches: list[tuple[str, str, dict]] = []
         self.status_patches: list[tuple[str, str, dict]] = []
+        self.timeouts: list[float | None] = []
+        self.uids: dict[tuple[str, str], str] = {}
+        self.lose_response = False  # the Binding is stored but the reply never arrives
+        self.get_errors: list[ApiError] = []  # raised by get_pod, one per call, first
+        self.gets = 0
 
-    def create_binding(self, namespace, name, body):
+    def create_binding(self, namespace, name, body, timeout=None):
+        self.uids[(namespace, name)] = body["metadata"]["uid"]
         if self.bind_error is not None:
             raise self.bind_error
+        self.timeouts.append(timeout)
         self.bindings.append((namespace, name, body))
+        if self.lose_response:
+            raise ApiError(0, "ProtocolError: Connection aborted")
+
+    def get_pod(self, namespace, name):
+        self.gets += 1
+        if self.get_errors:
+            raise self.get_errors.pop(0)
+        node = next((b["target"]["name"] for ns, n, b in self.bindings if (ns, n) == (namespace, name)), "")
+        return {"metadata": {"uid": self.uids.get((namespace, name), "")}, "spec": {"nodeName": node}}
 
     def create_event(self, namespace, body):
         self.events.append((namespace, body))
@@ -148,19 +164,110 @@ async def test_token_bucket_burst_then_qps():
     assert tb.tokens == 3
 
 
-async def test_writes_share_the_bucket():
+async def test_bindings_and_events_have_separate_buckets():
+    # kube-scheduler's events go through their own clientset (own rate limiter): a flood of
+    # events never delays a Binding, and the reverse.
     t = [0.0]
-    waits: list[float] = []
+    waits: list[str] = []
 
-    async def sleep(d: float) -> None:
-        waits.append(d)
+    def sleeper(lane: str):
+        async def sleep(d: float) -> None:
+            waits.append(lane)
 
-    api = FakeAPI()
-    b = Binder(api, TokenBucket(qps=1, burst=2, clock=lambda: t[0], sleep=sleep))
-    await b.bind(POD, "n1")
+        return sleep
+
+    api, events = FakeAPI(), FakeAPI()
+    b = Binder(api, TokenBucket(qps=1, burst=1, clock=lambda: t[0], sleep=sleeper("bind")), events_api=events,
+               events_limiter=TokenBucket(qps=1, burst=1, clock=lambda: t[0], sleep=sleeper("events")))
     await b.event(POD, "p", "Normal", "Scheduled", "Binding", "x")
     await b.set_unschedulable(POD, "Unschedulable", "m")
-    assert len(waits) == 1 and b.writes == 3
+    assert waits == ["events"]
+    await b.bind(POD, "n1")  # its bucket is still full
+    assert waits == ["events"] and b.writes == 3
+    assert len(api.bindings) == 1 and api.events == [] and len(events.events) == 1 and events.status_patches
+
+
+async def test_ambiguous_bind_error_resolved_by_reading_the_pod(monkeypatch):
+    # The API server stored the Binding and died before answering: the pod is bound, so the
+    # bind succeeded. Reads that fail meanwhile are retried (the assumption keeps the slot).
+    monkeypatch.setattr("scheduler.binder.RESOLVE_BACKOFF", (0.0, 0.0))
+    api = FakeAPI()
+    api.lose_response = True
+    api.get_errors = [ApiError(0, "connection refused"), ApiError(503, "starting")]
+    b = Binder(api, unlimited())
+    await b.bind(POD, "n1")  # no exception: bound
+    assert api.gets == 3 and POD.uid not in b.bind_errors
+
+
+@pytest.mark.parametrize(
+    ("bound_to", "uid", "want"),
+    [
+        ("", "u-1", ApiError),  # not stored: a real failure, the pod is retried
+        ("n2", "u-1", BindConflict),  # someone else bound it
+        ("", "other", PodGone),  # replaced by a same-name pod
+    ],
+)
+async def test_ambiguous_bind_error_outcomes(bound_to, uid, want):
+    class API(FakeAPI):
+        def get_pod(self, namespace, name):
+            self.gets += 1
+            return {"metadata": {"uid": uid}, "spec": {"nodeName": bound_to}}
+
+    api = API(ApiError(500, "etcdserver: request timed out"))
+    b = Binder(api, unlimited())
+    with pytest.raises(want) as info:
+        await b.bind(POD, "n1")
+    assert type(info.value) is want and api.gets == 1
+
+
+class FakeFence:
+    def __init__(self, open_for: float, lease_left: float = 100.0) -> None:
+        self.open = open_for
+        self.left = lease_left
+        self.calls = 0
+
+    def open_for(self) -> float:
+        self.calls += 1
+        return self.open
+
+    def lease_left(self) -> float:
+        return self.left
+
+
+@pytest.mark.parametrize(
+    ("open_for", "lease_left", "sent", "timeout"),
+    [
+        (5.0, 12.0, True, 12.0),  # the request may not outlive the lease as last renewed
+        (5.0, 100.0, True, 30.0),  # capped at the usual request timeout
+        (0.0, 5.0, False, None),  # renew deadline passed: nothing leaves
+        (-3.0, 2.0, False, None),
+    ],
+)
+async def test_binding_only_while_fence_open(open_for, lease_left, sent, timeout):
+    api = FakeAPI()
+    b = Binder(api, unlimited(), fence=FakeFence(open_for, lease_left))
+    if sent:
+        await b.bind(POD, "n1")
+        assert api.timeouts == [timeout]
+    else:
+        with pytest.raises(Fenced):
+            await b.bind(POD, "n1")
+        assert api.bindings == [] and isinstance(b.bind_errors.pop(POD.uid), Fenced)
+
+
+async def test_fence_checked_again_in_the_sending_thread():
+    # The fence closes while the Binding waits for a rate-limit token: it is not sent.
+    fence = FakeFence(5.0)
+
+    async def sleep(d: float) -> None:
+        fence.open = 0.0  # the lease went stale during the wait
+
+    api = FakeAPI()
+    b = Binder(api, TokenBucket(qps=1, burst=1, sleep=sleep), fence=fence)
+    await b.bind(POD, "n1")
+    with pytest.raises(Fenced):
+        await b.bind(PodInfo(make_pod("web2", "prod", uid="u-2")), "n1")
+    assert [n for _, n, _ in api.bindings] == ["web"]
 
 
 def test_run_in_executor_is_used():
@@ -170,7 +277,7 @@ def test_run_in_executor_is_used():
     seen: list[str] = []
 
     class ThreadAPI(FakeAPI):
-        def create_binding(self, namespace, name, body):
+        def create_binding(self, namespace, name, body, timeout=None):
             seen.append(threading.current_thread().name)
 
     asyncio.run(Binder(ThreadAPI(), unlimited()).bind(POD, "n"))

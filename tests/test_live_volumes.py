@@ -7,6 +7,7 @@ TestBindPodVolumes)."""
 from __future__ import annotations
 
 import copy
+import pathlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from scheduler.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.watcher import RESOURCES, Credentials, Watcher
 from tests.builders import make_node, make_pod
 from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class
+from tests.test_clients import write_kubeconfig
 from tests.test_scheduler_loop import Harness
 
 STORAGE = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode", "CSIDriver",
@@ -219,20 +221,19 @@ async def test_prebind_times_out_unreserves_and_requeues() -> None:
     assert seen.claim_ref is not None and seen.claim_ref[:2] == ("default", "c1")
 
 
-def test_app_wires_the_watched_store_and_the_volume_api() -> None:
+def test_app_wires_the_watched_store_and_the_volume_api(tmp_path: pathlib.Path) -> None:
     # The store the watcher's handler feeds is the one every volume plugin reads, and PreBind
     # gets the app's API client (a live PreBind without one fails every pod with claims).
-    from kubernetes import client
-
     from scheduler.app import App, build
+    from scheduler.clients import CredentialSource
     from scheduler.config import load_config
     from scheduler.metrics import Metrics
 
     cfg = load_config(None)
     metrics = Metrics()
     fws, handles, snap, listers = build(cfg, metrics)
-    app = App(cfg, fws, handles, snap, listers, metrics, client.ApiClient(client.Configuration()),
-              Credentials(server="https://unused"), None)
+    creds = CredentialSource(write_kubeconfig(tmp_path, {"token": "unused"}))
+    app = App(cfg, fws, handles, snap, listers, metrics, creds, None)
     try:
         store = app.scheduler.listers.storage
         plugins = fws["default-scheduler"].plugins
@@ -243,4 +244,4 @@ def test_app_wires_the_watched_store_and_the_volume_api() -> None:
         assert vb.api is app.volume_api
         assert set(STORAGE) <= set(app.watcher.kinds)
     finally:
-        app.executor.shutdown(wait=False)
+        app._close()

@@ -12,27 +12,28 @@ import pytest
 
 from scheduler.algorithm import Algorithm
 from scheduler.app import build
-from scheduler.binder import ApiError, Binder, TokenBucket
+from scheduler.binder import ApiError, Binder, Fenced, TokenBucket
 from scheduler.cache import Cache
 from scheduler.config import load_config
 from scheduler.metrics import Metrics
 from scheduler.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
 from scheduler.scheduler import Scheduler, truncate_message
 from tests.builders import make_node, make_pod
-from tests.test_binder import FakeAPI
+from tests.test_binder import FakeAPI, FakeFence
 from tests.test_queue import FakeClock
 
 
 class Harness:
-    def __init__(self, api: FakeAPI | None = None) -> None:
+    def __init__(self, api: FakeAPI | None = None, fence: FakeFence | None = None,
+                 limiter: TokenBucket | None = None) -> None:
         self.api = api or FakeAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
         fws, handles, snap, listers = build(load_config(None), self.metrics)
-        self.binder = Binder(self.api, TokenBucket(0, 1), hostname="h", clock=lambda: 1.7e9)
+        self.binder = Binder(self.api, limiter or TokenBucket(0, 1), hostname="h", clock=lambda: 1.7e9, fence=fence)
         for h in handles:
             h.client = self.binder
-        self.cache = Cache(assumed_ttl=30)
+        self.cache = Cache()
         self.queue = SchedulingQueue(fws, self.clock)
         self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
                                self.binder, self.metrics, clock=self.clock)
@@ -48,9 +49,10 @@ class Harness:
 
     async def settle(self) -> None:
         for _ in range(3):
-            tasks = set(self.sched.binding_tasks) | set(self.sched._side_tasks)
+            tasks = set(self.sched.binding_tasks)
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
+            await self.sched.recorder.flush()
             await asyncio.sleep(0)
 
     def bound(self) -> dict[str, str]:
@@ -245,6 +247,107 @@ async def test_run_loop_and_stop():
     await asyncio.wait_for(task, 2)
     assert await h.sched.drain(2)
     assert sorted(h.bound()) == [f"p{i}" for i in range(5)]
+
+
+async def test_assumed_pod_never_expires_while_the_watch_lags():
+    # Issue 9 (10,000 pods onto 8,000 slots bound 8,008): an assumed pod whose Binding
+    # succeeded must hold its resources until the watch shows it, however long that takes
+    # (kube-scheduler: durationToExpireAssumedPod = 0; inverse of upstream
+    # TestSchedulerNoPhantomPodAfterExpire, which only applies with a TTL).
+    h = Harness()
+    h.sched.on_node(None, make_node("n1", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    await h.step()
+    assert h.bound() == {"a": "n1"}
+    h.clock.step(3600)  # an hour of watch lag
+    h.sched.on_pod("ADDED", make_pod("b", cpu="1"))
+    await h.step()
+    assert h.bound() == {"a": "n1"}
+    assert h.queue.where("uid-default-b") == UNSCHEDULABLE
+    assert h.cache.is_assumed("uid-default-a")
+
+
+async def test_binding_stored_but_reply_lost_keeps_the_slot():
+    # Seen with the API server killed mid-burst: the Binding was stored, the reply lost.
+    # Forgetting the assumption would let the next pod take the same slot (overcommit).
+    api = FakeAPI()
+    api.lose_response = True
+    h = Harness(api)
+    h.sched.on_node(None, make_node("n1", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("b", cpu="1"))
+    await h.step()
+    await h.step()
+    assert h.bound() == {"a": "n1"}
+    assert h.cache.is_assumed("uid-default-a") and h.queue.where("uid-default-b") == UNSCHEDULABLE
+    assert h.api.status_patches[0][1] == "b"  # only b is reported unschedulable
+
+
+async def test_no_cycle_starts_when_the_fence_is_closed():
+    fence = FakeFence(0.0)
+    h = Harness(fence=fence)
+    h.sched.on_node(None, make_node("n1"))
+    h.sched.on_pod("ADDED", make_pod("a"))
+    with pytest.raises(Fenced):
+        await asyncio.wait_for(h.sched.run(), 2)
+    assert h.sched.cycles == 0 and h.api.bindings == [] and h.cache.pod_count() == 0
+
+
+async def test_fence_closing_before_the_binding_forgets_and_stops():
+    # The cycle ran while the fence was open; it closed before the Binding left.
+    fence = FakeFence(5.0)
+    h = Harness(fence=fence)
+    h.sched.on_node(None, make_node("n1", cpu="4"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    q = h.queue.pop_nowait()
+    h.sched.schedule_one(q)
+    assert h.cache.is_assumed("uid-default-a")
+    fence.open = 0.0
+    await h.settle()
+    assert h.api.bindings == [] and h.cache.get_pod("uid-default-a") is None
+    assert h.cache.nodes["n1"].requested.milli_cpu == 0
+    # Not ours to report any more: no FailedScheduling, no condition.
+    assert h.api.events == [] and h.api.status_patches == []
+    assert h.sched.fenced and h.sched._stopping
+    assert h.metrics.registry.get_sample_value("pyscheduler_binding_errors_total", {"kind": "fenced"}) == 1
+
+
+async def test_abort_cancels_bindings_in_flight():
+    # Lease lost: bindings waiting for a token are cancelled before they are sent, their
+    # assumptions forgotten, queued events dropped.
+    h = Harness(limiter=TokenBucket(qps=0.01, burst=1))
+    h.sched.on_node(None, make_node("n1", cpu="4"))
+    for name in ("a", "b", "c"):
+        h.sched.on_pod("ADDED", make_pod(name, cpu="1"))
+    for _ in range(3):
+        h.sched.schedule_one(h.queue.pop_nowait())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(h.api.bindings) == 1  # the other two wait ~100 s for a token
+    assert await h.sched.abort() == 2
+    assert h.cache.forget_all_assumed() == 1  # the one that was sent (not yet confirmed)
+    assert h.cache.nodes["n1"].requested.milli_cpu == 0
+    assert h.sched.recorder.pending() == 0
+    await asyncio.sleep(0)
+    assert len(h.api.bindings) == 1
+
+
+async def test_events_queue_is_bounded_drops_and_counts():
+    h = Harness()
+    h.sched.recorder.max_queued = 2
+    h.sched.on_node(None, make_node("n1", cpu="1"))
+    for i in range(5):
+        h.sched.on_pod("ADDED", make_pod(f"p{i}", cpu="2"))
+    for _ in range(5):
+        h.sched.schedule_one(h.queue.pop_nowait())  # never waits on an API write
+    assert h.api.events == [] and h.api.status_patches == []
+    dropped = h.metrics.registry.get_sample_value(
+        "pyscheduler_events_dropped_total", {"reason": "FailedScheduling"}
+    )
+    assert dropped == 3
+    await h.sched.recorder.flush()
+    # Events are best effort; the PodScheduled condition of every pod is written.
+    assert len(h.api.events) == 2 and len(h.api.status_patches) == 5
 
 
 def test_truncate_message():
