@@ -98,6 +98,7 @@ class App:
             h.client = self.binder
             h.volume_api = self.volume_api
         self.cache = Cache()
+        metrics.watch_cache(self.cache.sizes)
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,

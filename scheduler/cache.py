@@ -244,6 +244,11 @@ class Cache:
     def node_count(self) -> int:
         return sum(1 for ni in self.nodes.values() if ni.node_present)
 
+    def sizes(self) -> dict[str, int]:
+        """For scheduler_cache_size (read at scrape time, not on the hot path)."""
+        assumed = sum(1 for st in self.pods.values() if st.assumed)
+        return {"nodes": self.node_count(), "pods": len(self.pods), "assumed_pods": assumed}
+
     # -- snapshot ----------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot) -> None:
         if self._list_changed:

@@ -67,6 +67,12 @@ class Metrics:
             ["queue"],
             registry=r,
         )
+        self.cache_size = Gauge(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"],
+            registry=r,
+        )
         self.queue_incoming_pods = Counter(
             "scheduler_queue_incoming_pods",
             "Number of pods added to scheduling queues by event and queue type.",
@@ -132,6 +138,11 @@ class Metrics:
         """Pending-pod gauges read the queue's counts at scrape time."""
         for name in ("active", "backoff", "unschedulable", "gated"):
             self.pending_pods.labels(name).set_function(functools.partial(_count_of, counts, name))
+
+    def watch_cache(self, counts: Callable[[], dict[str, int]]) -> None:
+        """Cache-size gauges (kube-scheduler's scheduler_cache_size) read the cache at scrape time."""
+        for name in ("nodes", "pods", "assumed_pods"):
+            self.cache_size.labels(name).set_function(functools.partial(_count_of, counts, name))
 
     def incoming(self, queue: str, event: str) -> None:
         self.queue_incoming_pods.labels(queue, event).inc()

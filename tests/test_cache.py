@@ -170,3 +170,22 @@ def test_snapshot_copies_only_changed_nodes():
     assert snap.node_map["n2"] is not n2
     assert snap.node_map["n2"].requested.milli_cpu == 1000
     assert n2.requested.milli_cpu == 0  # the previous snapshot's clone was not mutated
+
+
+def test_cache_size_metric_counts_nodes_pods_and_assumed():
+    # kube-scheduler's scheduler_cache_size{type=nodes|pods|assumed_pods} (backend/cache/cache.go
+    # updateMetrics): a removed node leaves the count; an assumed pod counts as pod and assumed.
+    from scheduler.metrics import Metrics
+
+    c = Cache()
+    m = Metrics()
+    m.watch_cache(c.sizes)
+    c.add_node(make_node("n1"))
+    c.add_node(make_node("n2"))
+    c.add_pod(pod("bound", "n1"))
+    assume(c, "a", "n2")
+    c.remove_node("n2")
+    body = m.exposition()[0].decode()
+    assert 'scheduler_cache_size{type="nodes"} 1.0' in body
+    assert 'scheduler_cache_size{type="pods"} 2.0' in body
+    assert 'scheduler_cache_size{type="assumed_pods"} 1.0' in body
