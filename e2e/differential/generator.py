@@ -61,7 +61,9 @@ class Scenario:
     prefix: str
     scheduler_name: str
     namespaces: list[Obj] = field(default_factory=list)
-    owners: list[Obj] = field(default_factory=list)  # Services and ReplicaSets
+    # Services, and ReplicaSets/StatefulSets/RCs that select pods they do not own (the binary
+    # must ignore those for default spreading, and so must simulate).
+    owners: list[Obj] = field(default_factory=list)
     nodes: list[Obj] = field(default_factory=list)
     bound_pods: list[Obj] = field(default_factory=list)
     pending_pods: list[Obj] = field(default_factory=list)
@@ -512,11 +514,12 @@ class _Gen:
 
 
 def _selects(owner: Obj, namespace: str, labels: dict[str, str]) -> bool:
-    if owner["metadata"]["namespace"] != namespace:
+    """A Service of the namespace selects the pod. Only Services count for default spreading:
+    v1.36.3 (helper/spread.go DefaultSelector) reads an RC/ReplicaSet/StatefulSet only when it is
+    the pod's controller, and the runner makes a ConfigMap every pod's controller."""
+    if owner["kind"] != "Service" or owner["metadata"]["namespace"] != namespace:
         return False
-    sel = owner["spec"]["selector"]
-    sel = sel.get("matchLabels", sel) if owner["kind"] in ("ReplicaSet", "StatefulSet") else sel
-    return all(labels.get(k) == v for k, v in sel.items())
+    return all(labels.get(k) == v for k, v in owner["spec"]["selector"].items())
 
 
 def _req_milli(c: Obj, res: str) -> int:

@@ -89,7 +89,8 @@ class KubeScheduler:
 
     ``-v=2`` gives the per-pod results ("Successfully bound pod to node", "Unable to schedule
     pod; no fit; waiting"); ``--vmodule=schedule_one=10`` adds "Plugin scored node for pod"
-    and "Calculated node's final score for pod" without the client's request dumps.
+    and "Calculated node's final score for pod" without the client's request dumps;
+    ``eventhandlers=3`` adds the node add/delete events (the runner's node barrier).
     """
 
     def __init__(self, binary: pathlib.Path, config_path: pathlib.Path, kubeconfig: str, log_path: pathlib.Path):
@@ -114,7 +115,7 @@ class KubeScheduler:
             f"--authorization-kubeconfig={self.kubeconfig}",
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             "-v=2",
-            "--vmodule=schedule_one=10",
+            "--vmodule=schedule_one=10,eventhandlers=3",
         ]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)

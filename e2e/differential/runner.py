@@ -15,6 +15,24 @@ Why the order of things matters:
   because each decision is awaited before the next pod is created.
 * A pod the binary cannot place is deleted once its FailedScheduling event is read, so it is
   never retried behind the suite's back and never appears in later cluster files.
+
+Living with kube-controller-manager (e2e/controlplane/up.sh):
+
+* Every generated pod has a controller ownerReference to a ConfigMap of its namespace, so the
+  ReplicaSet (or ReplicationController) controller never adopts it and, with replicas 0,
+  deletes it; the garbage collector leaves it alone while the ConfigMap exists. Scheduling is
+  unchanged: v1.36.3 default spreading (framework/plugins/helper/spread.go, DefaultSelector)
+  matches Services by selector and only reads an RC/RS/StatefulSet named by the pod's
+  controller reference, which a ConfigMap is not, exactly as for an unowned pod.
+* Pods are created only once the namespace's "default" ServiceAccount exists (ServiceAccount
+  admission rejects them before that and adds a projected token volume, which the stored pod
+  in the cluster file carries).
+* Nodes start with the not-ready taint (TaintNodesByCondition admission) and unschedulable
+  ones get the unschedulable taint later (node lifecycle controller): each node is awaited in
+  its final form, then a barrier node is created and deleted, and its delete event in the
+  binary's log proves every earlier node update reached the binary's cache. After each
+  decision the nodes are listed again: a node that changed under the decision is an error,
+  not a silent mismatch.
 """
 
 from __future__ import annotations
@@ -39,6 +57,9 @@ from differential.compare import Decision, Tally, compare
 from differential.kslog import LogReader
 
 SCHEDULER_NAME = "differential"
+# The ConfigMap in each namespace that every generated pod names as its controller.
+OWNER_CONFIGMAP = "differential-owner"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 
 @dataclass
@@ -122,6 +143,8 @@ def _create(api: client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
             resp = client.AppsV1Api(api).create_namespaced_stateful_set(ns, obj, _preload_content=False)
         elif kind == "ReplicationController":
             resp = core.create_namespaced_replication_controller(ns, obj, _preload_content=False)
+        elif kind == "ConfigMap":
+            resp = core.create_namespaced_config_map(ns, obj, _preload_content=False)
         elif kind == "RuntimeClass":
             resp = client.NodeV1Api(api).create_runtime_class(obj, _preload_content=False)
         else:
@@ -143,6 +166,103 @@ def _ensure_runtime_class(api: client.ApiClient) -> None:
     except RuntimeError as exc:
         if "AlreadyExists" not in str(exc):
             raise
+
+
+def _prepare_namespaces(api: client.ApiClient, sc: generator.Scenario) -> dict[str, dict[str, Any]]:
+    """Create the namespaces, wait for their default ServiceAccounts, and create the owner
+    ConfigMap of each; return namespace -> the ownerReference its pods carry."""
+    core = client.CoreV1Api(api)
+    for obj in sc.namespaces:
+        _create(api, obj)
+    refs: dict[str, dict[str, Any]] = {}
+    for ns in sc.namespace_names:
+        harness.wait_for(
+            lambda ns=ns: core.read_namespaced_service_account("default", ns),
+            timeout=60,
+            desc=f"ServiceAccount {ns}/default",
+        )
+        cm = _create(
+            api,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": OWNER_CONFIGMAP, "namespace": ns, "labels": {generator.MARK: "true"}},
+            },
+        )
+        refs[ns] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": OWNER_CONFIGMAP,
+            "uid": cm["metadata"]["uid"],
+            "controller": True,
+        }
+    return refs
+
+
+def _owned(pod: dict[str, Any], refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """*pod* with its namespace's owner ConfigMap as controller (see the module docstring)."""
+    meta = {**pod["metadata"], "ownerReferences": [dict(refs[pod["metadata"]["namespace"]])]}
+    return {**pod, "metadata": meta}
+
+
+def _node_settled(node: client.V1Node) -> bool:
+    """Ready, no not-ready/unreachable taint, and the unschedulable taint present iff the node is
+    cordoned: the form the node keeps for the rest of the seed."""
+    if not harness.node_is_usable(node):
+        return False
+    has_unsched = any(t.key == UNSCHEDULABLE_TAINT for t in node.spec.taints or [])
+    return bool(node.spec.unschedulable) == has_unsched
+
+
+def _wait_nodes_settled(api: client.ApiClient, sc: generator.Scenario, ks: kubescheduler.KubeScheduler) -> None:
+    """Every node of the seed in its final form, in the API server and in the binary's cache."""
+    core = client.CoreV1Api(api)
+    for name in sc.node_names:
+        harness.wait_for(
+            lambda name=name: _node_settled(core.read_node(name)),
+            timeout=60,
+            desc=f"node {name} Ready, untainted by the node lifecycle controller",
+        )
+    # Barrier: node watch events reach the binary in resourceVersion order, so once it logs the
+    # delete of a node created after every settling update, it has applied all of them.
+    barrier = f"{sc.prefix}-zbarrier"
+    _create(api, harness.make_node(barrier, labels={generator.MARK: "true"}))
+    core.delete_node(barrier)
+    needle = f'"Delete event for node" node="{barrier}"'
+    harness.wait_for(
+        lambda: needle in ks.log_path.read_text(errors="replace"),
+        timeout=30,
+        interval=0.05,
+        desc=f"kube-scheduler to see barrier node {barrier} deleted",
+    )
+
+
+def _node_fingerprints(docs: list[dict[str, Any]]) -> dict[str, str]:
+    """What the plugins read of each node, to notice a node changing under a decision."""
+    out: dict[str, str] = {}
+    for d in docs:
+        if d.get("kind") != "Node":
+            continue
+        st = d.get("status", {})
+        out[d["metadata"]["name"]] = json.dumps(
+            [
+                d["metadata"].get("labels"),
+                d.get("spec"),
+                st.get("allocatable"),
+                st.get("images"),
+                st.get("declaredFeatures"),
+                sorted((c.get("type"), c.get("status")) for c in st.get("conditions") or []),
+            ],
+            sort_keys=True,
+        )
+    return out
+
+
+def _nodes_now(api: client.ApiClient) -> dict[str, str]:
+    items = _raw(client.CoreV1Api(api).list_node)["items"]
+    for n in items:
+        n["kind"] = "Node"
+    return _node_fingerprints(items)
 
 
 def _failed_scheduling_message(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
@@ -268,7 +388,8 @@ def run_seed(
     try:
         sweep_leftovers(api)
         _ensure_runtime_class(api)
-        for obj in [*sc.namespaces, *sc.owners]:
+        refs = _prepare_namespaces(api, sc)
+        for obj in sc.owners:
             _create(api, obj)
         ks = kubescheduler.KubeScheduler(
             kubescheduler.binary_path(), config_file, kubeconfig, workdir / "kube-scheduler.log"
@@ -280,17 +401,16 @@ def run_seed(
         # names and so of every cluster file.
         for obj in sc.nodes:
             _create(api, obj)
-        for name in sc.node_names:
-            harness.wait_for_node_ready(core, name, timeout=60)
+        _wait_nodes_settled(api, sc, ks)
         for pod in sc.bound_pods:
-            _create(api, pod)
+            _create(api, _owned(pod, refs))
         _wait_cache_synced(api, ks)
         reader = LogReader(ks.log_path)
         for i, pod in enumerate(sc.pending_pods):
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
             key = f"{ns}/{name}"
             docs = dump_cluster(api)
-            stored = _create(api, pod)
+            stored = _create(api, _owned(pod, refs))
             stored.pop("status", None)
             cluster_file = workdir / f"cluster-{i:02d}-{name}.yaml"
             cluster_file.write_text(yaml.safe_dump_all([*docs, stored], sort_keys=False))
@@ -314,6 +434,10 @@ def run_seed(
                     desc=f"FailedScheduling of {key}",
                 )
                 _delete_pod_now(core, ns, name)
+            now = _nodes_now(api)
+            changed = sorted(n for n, fp in _node_fingerprints(docs).items() if now.get(n, fp) != fp)
+            if changed:
+                raise RuntimeError(f"{key}: node(s) {', '.join(changed)} changed while the binary decided")
             records = [r for r in run_simulate(cluster_file, ours_config, subprocess_cli) if r["pod"] == key]
             if not records:
                 raise RuntimeError(f"simulate made no attempt for {key} ({cluster_file})")
