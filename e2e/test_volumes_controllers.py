@@ -24,7 +24,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from test_scheduler import wait_bound
 from test_volumes import GROUP, claim_pod, group_nodes, local_pv
-from test_volumes import scheduler as scheduler  # noqa: F401 - the module's pyscheduler process
+from test_volumes import scheduler as scheduler  # the module's pyscheduler process (fixture)
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -82,7 +82,8 @@ def plain_claim(name: str, namespace: str, sc: str, modes: tuple[str, ...] = ("R
                      "storageClassName": sc}}
 
 
-def csi_pv(name: str, driver: str, claim: tuple[str, str], modes: tuple[str, ...] = ("ReadWriteOnce",)) -> dict[str, Any]:
+def csi_pv(name: str, driver: str, claim: tuple[str, str],
+           modes: tuple[str, ...] = ("ReadWriteOnce",)) -> dict[str, Any]:
     """A CSI PV pre-bound to *claim* by claimRef (no uid): the PV controller completes the bind."""
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": list(modes),
