@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 from test_scheduler import wait_bound
-from test_volumes import GROUP, claim_pod, group_nodes, local_pv
+from test_volumes import GROUP, claim_pod, failed_message, group_nodes, local_pv, wait_claim_bound
 from test_volumes import scheduler as scheduler  # the module's pyscheduler process (fixture)
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
@@ -91,35 +91,6 @@ def csi_pv(name: str, driver: str, claim: tuple[str, str],
                      "csi": {"driver": driver, "volumeHandle": name},
                      "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                   "namespace": claim[0], "name": claim[1]}}}
-
-
-def failed_message(core: client.CoreV1Api, namespace: str, pod: str, timeout: float = 30.0) -> str:
-    """The FailedScheduling event's note, once the pod's PodScheduled condition says the same.
-
-    Read through the core Events API filtered by the pod: the PV controller's own events in
-    the namespace (core Events without eventTime) do not deserialize as events.k8s.io/v1
-    objects in the Python client, which test_scheduler.events_for lists unfiltered."""
-
-    def both() -> Any:
-        evs = core.list_namespaced_event(
-            namespace, field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod},reason=FailedScheduling"
-        ).items
-        cond = harness.pod_condition(core.read_namespaced_pod(pod, namespace), "PodScheduled")
-        return evs and cond is not None and cond.status == "False" and (evs[-1], cond)
-
-    ev, cond = harness.wait_for(both, timeout=timeout, desc=f"FailedScheduling for {namespace}/{pod}")
-    assert cond.reason == "Unschedulable", cond
-    assert ev.message == cond.message, (ev.message, cond.message)
-    return str(cond.message)
-
-
-def wait_claim_bound(core: client.CoreV1Api, namespace: str, name: str,
-                     timeout: float = BIND_TIMEOUT) -> client.V1PersistentVolumeClaim:
-    def bound() -> Any:
-        c = core.read_namespaced_persistent_volume_claim(name, namespace)
-        return c.status.phase == "Bound" and c.spec.volume_name and c
-
-    return harness.wait_for(bound, timeout=timeout, desc=f"claim {namespace}/{name} Bound")
 
 
 def pv_node(core: client.CoreV1Api, pv: str) -> str:
