@@ -2,8 +2,10 @@
 
 Uses the current kubeconfig when it reaches a cluster; otherwise builds (once) and starts the
 local control plane (etcd, kube-apiserver, controllers, KWOK on 127.0.0.1) with three fake nodes. Then it
-starts ``pyscheduler run`` (profile ``pyscheduler``), submits the example pods and prints where
-they land. Ctrl-C stops the scheduler and whatever this script started. ``--once`` exits after
+starts ``pyscheduler run`` (profile ``pyscheduler``), submits the example pods and the example
+StatefulSet with a WaitForFirstConsumer claim on a local PV
+(manifests/examples/statefulset-local-volume.yaml), and prints where they land and what the
+claim is bound to. Ctrl-C stops the scheduler and whatever this script started. ``--once`` exits after
 the pods are placed (used by the e2e suite to prove this very path).
 
 A cluster that is not the local plane (e2e/controlplane/up.sh) gets a namespace, pods and
@@ -45,6 +47,11 @@ CONFIG = {
 # Example pods of different sizes; the big one shows spreading by LeastAllocated.
 EXAMPLE_PODS = [("web-1", "500m", "256Mi"), ("web-2", "500m", "256Mi"), ("batch", "2", "1Gi"), ("tiny", "50m", "16Mi")]
 
+# StorageClass, local PV and a one-replica StatefulSet with a volumeClaimTemplate: the claim is
+# placed by VolumeBinding and bound by the cluster's PV controller.
+VOLUME_EXAMPLE = REPO / "manifests" / "examples" / "statefulset-local-volume.yaml"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
 
 def say(msg: str) -> None:
     print(f"==> {msg}", flush=True)
@@ -84,7 +91,10 @@ def confirm_foreign_cluster(kubeconfig: str, assume_yes: bool) -> bool:
     if sys.stdin is None or sys.stdin.closed:
         print(refusal, file=sys.stderr)
         return False
-    say(f"this creates namespace {NAMESPACE}, {len(EXAMPLE_PODS)} pods and their bindings in {where}")
+    say(
+        f"this creates namespace {NAMESPACE}, {len(EXAMPLE_PODS)} pods and their bindings, and the StorageClass, "
+        f"PersistentVolume and StatefulSet of {VOLUME_EXAMPLE.relative_to(REPO)} in {where}"
+    )
     print("Write to this cluster? [y/N] ", end="", flush=True)
     try:
         answer = sys.stdin.readline()
@@ -118,8 +128,77 @@ def example_pod(name: str, cpu: str, memory: str) -> dict:
     }
 
 
+def volume_example(core: client.CoreV1Api) -> list[dict]:
+    """The example's objects, its PV moved to an existing schedulable node when the one it
+    names is not in this cluster."""
+    docs = list(harness.iter_yaml_documents(VOLUME_EXAMPLE))
+    nodes = sorted(
+        n.metadata.name
+        for n in core.list_node().items
+        if harness.node_is_usable(n)
+        and not n.spec.unschedulable
+        and not any(t.effect in ("NoSchedule", "NoExecute") for t in n.spec.taints or [])
+    )
+    for d in docs:
+        if d["kind"] != "PersistentVolume" or not nodes:
+            continue
+        (expr,) = d["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"]
+        if expr["values"][0] not in nodes:
+            expr["values"] = [nodes[len(nodes) // 2]]
+    return docs
+
+
+def remove_volume_example(api: client.ApiClient, docs: list[dict], wait: bool) -> None:
+    """Delete what an earlier run left (pod, claim, StatefulSet, PV; the StorageClass stays):
+    a claim keeps its protection finalizer until its pod is gone, the PV until the claim is."""
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    sts = next(d for d in docs if d["kind"] == "StatefulSet")
+    pv = next(d for d in docs if d["kind"] == "PersistentVolume")["metadata"]["name"]
+    name = sts["metadata"]["name"]
+    claims = [f"{t['metadata']['name']}-{name}-{i}" for t in sts["spec"]["volumeClaimTemplates"]
+              for i in range(sts["spec"]["replicas"])]
+    pods = [f"{name}-{i}" for i in range(sts["spec"]["replicas"])]
+    steps = [(lambda: apps.delete_namespaced_stateful_set(name, NAMESPACE),
+              lambda: apps.read_namespaced_stateful_set(name, NAMESPACE))]
+    steps += [(lambda p=p: core.delete_namespaced_pod(p, NAMESPACE, grace_period_seconds=0),
+               lambda p=p: core.read_namespaced_pod(p, NAMESPACE)) for p in pods]
+    steps += [(lambda c=c: core.delete_namespaced_persistent_volume_claim(c, NAMESPACE),
+               lambda c=c: core.read_namespaced_persistent_volume_claim(c, NAMESPACE)) for c in claims]
+    steps += [(lambda: core.delete_persistent_volume(pv), lambda: core.read_persistent_volume(pv))]
+    for delete, read in steps:
+        try:
+            delete()
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            continue
+        if wait:
+            harness.wait_for_deleted(read, timeout=60)
+
+
+def submit_volume_example(api: client.ApiClient, docs: list[dict]) -> list[tuple[str, str]]:
+    """Create the example's objects; returns the (pod, claim) pairs to watch."""
+    remove_volume_example(api, docs, wait=True)
+    harness.apply_objects(api, docs)
+    sts = next(d for d in docs if d["kind"] == "StatefulSet")
+    name = sts["metadata"]["name"]
+    return [(f"{name}-{i}", f"{t['metadata']['name']}-{name}-{i}")
+            for t in sts["spec"]["volumeClaimTemplates"] for i in range(sts["spec"]["replicas"])]
+
+
+def bound_claim(core: client.CoreV1Api, name: str) -> client.V1PersistentVolumeClaim | None:
+    c = core.read_namespaced_persistent_volume_claim(name, NAMESPACE)
+    return c if c.status.phase == "Bound" else None
+
+
 def submit_and_watch(core: client.CoreV1Api, timeout: float) -> bool:
     harness.ensure_namespace(core, NAMESPACE)
+    volume_docs = volume_example(core)
+    with_claims = submit_volume_example(core.api_client, volume_docs)
+    pv = next(d for d in volume_docs if d["kind"] == "PersistentVolume")
+    pv_node = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"][0]
+    say(f"submitted StatefulSet {NAMESPACE}/{with_claims[0][0].rsplit('-', 1)[0]} whose claim waits for its "
+        f"first consumer; local PV {pv['metadata']['name']} is on node {pv_node}")
     for name, cpu, mem in EXAMPLE_PODS:
         try:
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
@@ -131,17 +210,28 @@ def submit_and_watch(core: client.CoreV1Api, timeout: float) -> bool:
     say(f"submitted {len(EXAMPLE_PODS)} pods with schedulerName {SCHEDULER_NAME} in namespace {NAMESPACE}")
     deadline = time.monotonic() + timeout
     placed: dict[str, str] = {}
-    while time.monotonic() < deadline and len(placed) < len(EXAMPLE_PODS):
-        for name, _, _ in EXAMPLE_PODS:
+    wanted = [n for n, _, _ in EXAMPLE_PODS] + [p for p, _ in with_claims]
+    claim_of = dict(with_claims)
+    while time.monotonic() < deadline and len(placed) < len(wanted):
+        for name in wanted:
             if name in placed:
                 continue
-            node = core.read_namespaced_pod(name, NAMESPACE).spec.node_name
-            if node:
+            with contextlib.suppress(ApiException):  # the StatefulSet's pod may not exist yet
+                node = core.read_namespaced_pod(name, NAMESPACE).spec.node_name
+                if not node:
+                    continue
                 placed[name] = node
-                say(f"{NAMESPACE}/{name} -> {node}")
+                if name not in claim_of:
+                    say(f"{NAMESPACE}/{name} -> {node}")
+                    continue
+                # Bound before the pod (PreBind waits for it); its phase may lag a moment.
+                c = harness.wait_for(
+                    lambda n=claim_of[name]: bound_claim(core, n), timeout=10, desc=f"claim {claim_of[name]} Bound"
+                )
+                say(f"{NAMESPACE}/{name} -> {node} (claim {c.metadata.name} Bound to PV {c.spec.volume_name})")
         time.sleep(0.5)
-    if len(placed) < len(EXAMPLE_PODS):
-        say(f"not placed within {timeout:.0f}s: {sorted(set(n for n, _, _ in EXAMPLE_PODS) - set(placed))}")
+    if len(placed) < len(wanted):
+        say(f"not placed within {timeout:.0f}s: {sorted(set(wanted) - set(placed))}")
         return False
     return True
 
@@ -223,6 +313,8 @@ def main() -> int:
             for name, _, _ in EXAMPLE_PODS:
                 with contextlib.suppress(ApiException):
                     core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+            with contextlib.suppress(ApiException):
+                remove_volume_example(core.api_client, list(harness.iter_yaml_documents(VOLUME_EXAMPLE)), wait=False)
         if plane is not None:
             say("stopping the local control plane")
             plane.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -30,3 +31,9 @@ def test_make_run_places_the_example_pods(kubeconfig: str, node_factory) -> None
     assert f"using the cluster of {kubeconfig}" in out
     for pod in ("web-1", "web-2", "batch", "tiny"):
         assert f"pyscheduler-demo/{pod} -> " in out
+    # The StatefulSet's claim (WaitForFirstConsumer, local PV) is placed and bound.
+    pv_node = re.search(r"local PV pyscheduler-demo-local-pv is on node (\S+)", out)
+    assert pv_node, out[-3000:]
+    assert (
+        f"pyscheduler-demo/db-0 -> {pv_node.group(1)} (claim data-db-0 Bound to PV pyscheduler-demo-local-pv)" in out
+    ), out[-3000:]

@@ -1,13 +1,14 @@
 """End-to-end: the volume plugins on live storage objects, ``pyscheduler run`` under its
 ServiceAccount (so the ClusterRole's storage rules are exercised too).
 
-The local plane has no kube-controller-manager, so no PV controller: every case sets up what
-that controller would have done (a PV pre-bound by claimRef, a claim with volumeName and the
-bind-completed annotation, phase Bound through the status subresource). The PreBind case plays
-the controller's part itself after the scheduler wrote the PV's claimRef. With a controller
-present the same steps are harmless (it reaches the same state). Expected messages are
-kube-scheduler v1.36.3's: FitError ("0/N nodes are available: ..."), VolumeBinding's lister
-NotFound, VolumeZone's ErrReasonConflict.
+The local plane runs kube-controller-manager's PV binder. Claims that must start out bound are
+bound by it (a PV pre-bound by claimRef, seen by the controller before its claim, which names
+the PV), so the controller never marks them Lost. The PreBind cases fence the controller off
+their namespace's claims (a ValidatingAdmissionPolicy denying its claim updates) and play its
+part themselves, so that "PreBind waits" and "bindTimeout expires" are observable.
+e2e/test_volumes_controllers.py has the cases where the controller does all the binding.
+Expected messages are kube-scheduler v1.36.3's: FitError ("0/N nodes are available: ..."),
+VolumeBinding's lister NotFound, VolumeZone's ErrReasonConflict.
 """
 
 from __future__ import annotations
@@ -23,18 +24,17 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-from test_scheduler import SchedulerProcess, wait_bound, wait_failed_scheduling
+from test_scheduler import SchedulerProcess, wait_bound
 
 GROUP = "e2e-volumes"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+# kube-controller-manager's identity for the PV binder (--use-service-account-credentials).
+PV_BINDER = "system:serviceaccount:kube-system:persistent-volume-binder"
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
-# Fails on the plane with kube-controller-manager: its core Events have no eventTime, which the
-# events.k8s.io client model rejects. To fix next session.
-KCM_PLANE_TODO = "events without eventTime on the kcm plane break the client model"
 
 
 @pytest.fixture(scope="module")
@@ -124,24 +124,114 @@ def mark_bound(core: client.CoreV1Api, namespace: str, pvc: str, pv: str) -> Non
     core.patch_persistent_volume_status(pv, {"status": {"phase": "Bound"}})
 
 
+def wait_claim_bound(core: client.CoreV1Api, namespace: str, name: str,
+                     timeout: float = 60.0) -> client.V1PersistentVolumeClaim:
+    def bound() -> Any:
+        c = core.read_namespaced_persistent_volume_claim(name, namespace)
+        return c.status.phase == "Bound" and c.spec.volume_name and c
+
+    return harness.wait_for(bound, timeout=timeout, desc=f"claim {namespace}/{name} Bound")
+
+
 def bound_claim(core: client.CoreV1Api, create: Callable[..., Any], namespace: str, pvc: str, pv: str,
                 node: str | None = None, labels: dict[str, str] | None = None) -> None:
+    """A claim bound to a PV pre-bound to it, bound by the PV controller. The controller must
+    have seen the PV (it leaves Pending) before the claim appears: a claim naming a volume its
+    cache lacks is marked Lost."""
     create("PersistentVolume", local_pv(pv, node, claim=(namespace, pvc), labels=labels))
-    core.create_namespaced_persistent_volume_claim(namespace, claim(pvc, namespace, volume=pv))
-    mark_bound(core, namespace, pvc, pv)
+    harness.wait_for(lambda: core.read_persistent_volume(pv).status.phase in ("Available", "Bound"),
+                     timeout=30, desc=f"PV {pv} seen by the PV controller")
+    body = claim(pvc, namespace)
+    body["spec"]["volumeName"] = pv
+    core.create_namespaced_persistent_volume_claim(namespace, body)
+    wait_claim_bound(core, namespace, pvc)
 
 
-def failed_message(api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, pod: str) -> str:
-    ev, cond = wait_failed_scheduling(api_client, core, namespace, pod)
-    assert ev.note == cond.message, (ev.note, cond.message)
-    assert cond.reason == "Unschedulable"
+def wait_failed(core: client.CoreV1Api, namespace: str, pod: str,
+                timeout: float = 30.0) -> tuple[client.CoreV1Event, client.V1PodCondition]:
+    """The pod's FailedScheduling event and its PodScheduled=False condition.
+
+    Read through the core Events API filtered by the pod: the PV controller's own events in
+    the namespace (core Events without eventTime) do not deserialize as events.k8s.io/v1
+    objects in the Python client, which test_scheduler.events_for lists unfiltered."""
+
+    def both() -> Any:
+        evs = core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod},reason=FailedScheduling"
+        ).items
+        cond = harness.pod_condition(core.read_namespaced_pod(pod, namespace), "PodScheduled")
+        return evs and cond is not None and cond.status == "False" and (evs[-1], cond)
+
+    return harness.wait_for(both, timeout=timeout, desc=f"FailedScheduling for {namespace}/{pod}")
+
+
+def failed_message(core: client.CoreV1Api, namespace: str, pod: str, timeout: float = 30.0) -> str:
+    ev, cond = wait_failed(core, namespace, pod, timeout)
+    assert ev.message == cond.message, (ev.message, cond.message)
+    assert cond.reason == "Unschedulable", cond
     return str(cond.message)
+
+
+@pytest.fixture
+def pv_binder_fenced(api_client: client.ApiClient, core_v1: client.CoreV1Api, kubeconfig: str,
+                     namespace: str) -> Iterator[None]:
+    """The PV controller may not update claims in *namespace* (so the test binds them): a
+    ValidatingAdmissionPolicy and its binding, in force once a dry-run update of a probe claim
+    made as the controller is denied."""
+    adm = client.AdmissionregistrationV1Api(api_client)
+    name = harness.unique_name("fence-pv-binder")
+    adm.create_validating_admission_policy({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                "resources": ["persistentvolumeclaims", "persistentvolumeclaims/status"]}]},
+            "validations": [{"expression": f"request.userInfo.username != '{PV_BINDER}'",
+                             "message": "e2e: the PV binder is fenced off this namespace"}],
+        },
+    })
+    try:
+        adm.create_validating_admission_policy_binding({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"],
+                     "matchResources": {"namespaceSelector": {
+                         "matchLabels": {"kubernetes.io/metadata.name": namespace}}}},
+        })
+        # A class that does not exist: the controller leaves the probe alone.
+        core_v1.create_namespaced_persistent_volume_claim(
+            namespace, claim("fence-probe", namespace, storage_class=f"{name}-none"))
+        as_binder = harness.new_api_client(kubeconfig)
+        as_binder.set_default_header("Impersonate-User", PV_BINDER)
+        try:
+            probe = client.CoreV1Api(as_binder)
+
+            def denied() -> bool:
+                # An update, as the controller makes them (its role has no patch).
+                body = core_v1.read_namespaced_persistent_volume_claim("fence-probe", namespace)
+                body.metadata.labels = {"probe": "x"}
+                try:
+                    probe.replace_namespaced_persistent_volume_claim("fence-probe", namespace, body, dry_run="All")
+                except ApiException as exc:
+                    return exc.status in (403, 422) and "fenced" in str(exc.body)
+                return False
+
+            harness.wait_for(denied, timeout=30, desc="PV binder fence in force")
+        finally:
+            as_binder.close()
+        yield
+    finally:
+        with contextlib.suppress(ApiException):
+            adm.delete_validating_admission_policy_binding(name)
+        with contextlib.suppress(ApiException):
+            adm.delete_validating_admission_policy(name)
 
 
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skip(reason=KCM_PLANE_TODO)
 def test_bound_local_volume_pins_the_pod(scheduler, core_v1, node_factory, namespace, cluster_objects):
     # VolumeBinding Filter on a bound claim: only the node the local PV's nodeAffinity names.
     nodes = group_nodes(node_factory, namespace)
@@ -151,13 +241,12 @@ def test_bound_local_volume_pins_the_pod(scheduler, core_v1, node_factory, names
     assert wait_bound(core_v1, namespace, "p") == nodes[1]
 
 
-@pytest.mark.skip(reason=KCM_PLANE_TODO)
 def test_missing_claim_then_bound(scheduler, api_client, core_v1, node_factory, namespace, cluster_objects):
     # VolumeBinding PreFilter: the claim lister's NotFound, UnschedulableAndUnresolvable; the
     # claim's Add event (VolumeBinding's PVC hint) brings the pod back.
     nodes = group_nodes(node_factory, namespace)
     core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "later"))
-    msg = failed_message(api_client, core_v1, namespace, "p")
+    msg = failed_message(core_v1, namespace, "p")
     assert re.match(r'^0/\d+ nodes are available: persistentvolumeclaim "later" not found\.', msg), msg
     assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
 
@@ -166,24 +255,23 @@ def test_missing_claim_then_bound(scheduler, api_client, core_v1, node_factory, 
     assert wait_bound(core_v1, namespace, "p", timeout=60) == nodes[2]
 
 
-@pytest.mark.skip(reason=KCM_PLANE_TODO)
 def test_volume_zone_mismatch(scheduler, api_client, core_v1, node_factory, namespace, cluster_objects):
     # VolumeZone Filter: the bound PV's zone label matches none of the candidate nodes' zones.
     nodes = group_nodes(node_factory, namespace, count=2)
     pv = harness.unique_name("pv-zone")
     bound_claim(core_v1, cluster_objects, namespace, "zoned", pv, labels={ZONE_LABEL: "zone-elsewhere"})
     core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "zoned"))
-    msg = failed_message(api_client, core_v1, namespace, "p")
+    msg = failed_message(core_v1, namespace, "p")
     assert re.match(r"^0/\d+ nodes are available: .*\b2 node\(s\) had no available volume zone[,.]", msg), msg
     assert all(core_v1.read_node(n).metadata.labels[ZONE_LABEL] != "zone-elsewhere" for n in nodes)
 
 
 def test_prebind_writes_claim_ref_and_waits_for_binding(
-    scheduler, core_v1, node_factory, namespace, cluster_objects
+    scheduler, core_v1, node_factory, namespace, cluster_objects, pv_binder_fenced
 ):
     # VolumeBinding with WaitForFirstConsumer: Filter finds the one node the free local PV can
     # serve, PreBind updates the PV's claimRef (the ServiceAccount's "update persistentvolumes"),
-    # then waits until the claim is bound (here the test is the PV controller) before Bind.
+    # then waits until the claim is bound (here the test, not the fenced PV controller) before Bind.
     nodes = group_nodes(node_factory, namespace)
     sc = harness.unique_name("wffc")
     cluster_objects("StorageClass", {
@@ -240,9 +328,8 @@ def short_bind_timeout(scheduler_config_path: str, scheduler_kubeconfig: str,
         p.stop()
 
 
-@pytest.mark.skip(reason=KCM_PLANE_TODO)
 def test_prebind_timeout_requeues_then_binds(
-    short_bind_timeout, api_client, core_v1, node_factory, namespace, cluster_objects
+    short_bind_timeout, core_v1, node_factory, namespace, cluster_objects, pv_binder_fenced
 ):
     # Nobody binds the claim within bindTimeoutSeconds: PreBind fails ("binding volumes: context
     # deadline exceeded", as BindPodVolumes' poll reports it), Unreserve, the pod is requeued;
@@ -261,10 +348,10 @@ def test_prebind_timeout_requeues_then_binds(
     pod["spec"]["schedulerName"] = TIMEOUT_SCHEDULER
     core_v1.create_namespaced_pod(namespace, pod)
 
-    ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "p")
+    ev, cond = wait_failed(core_v1, namespace, "p")
     assert cond.reason == "SchedulerError"
     assert cond.message == 'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
-    assert ev.reporting_controller == TIMEOUT_SCHEDULER
+    assert ev.reporting_component == TIMEOUT_SCHEDULER
     assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
 
     core_v1.patch_namespaced_persistent_volume_claim(
