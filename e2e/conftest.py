@@ -23,8 +23,9 @@ Environment
 Local control-plane facts that tests must live with
     * kube-controller-manager runs the ReplicaSet, Deployment, StatefulSet,
       disruption (PDB status), garbage-collector, namespace, ServiceAccount(s),
-      root-CA publisher, PV binder + PV/PVC protection and node-lifecycle
-      controllers (no Job/DaemonSet/CronJob, no pod GC, no taint eviction).
+      root-CA publisher, PV binder + PV/PVC protection, node-lifecycle and
+      resourceclaim (claims of ResourceClaimTemplates) controllers (no
+      Job/DaemonSet/CronJob, no pod GC, no taint eviction).
       Their pods are only scheduled if the template names ``pyscheduler`` and a
       test runs it. A ReplicaSet adopts (and, above its replica count, deletes)
       bare pods matching its selector.

@@ -106,6 +106,17 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods/status", "patch"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
+    # DefaultPreemption (scheduler/preemptor.py deletes victims; the watcher reads PDBs).
+    ("", "pods", "delete"),
+    ("policy", "poddisruptionbudgets", "list"),
+    ("policy", "poddisruptionbudgets", "watch"),
+    # DynamicResources: the watcher's four informers; PreBind/Unreserve/PostFilter writes of
+    # claims (scheduler/volumeapi.py), the binding subresource for allocation/reservedFor.
+    *[("resource.k8s.io", r, v) for r in ("resourceclaims", "resourceclaimtemplates", "deviceclasses",
+                                          "resourceslices") for v in ("list", "watch")],
+    ("resource.k8s.io", "resourceclaims", "get"),
+    ("resource.k8s.io", "resourceclaims", "update"),
+    *[("resource.k8s.io", f"resourceclaims/{sub}", v) for sub in ("status", "binding") for v in ("update", "patch")],
     # system:auth-delegator: delegated authentication/authorization of /metrics.
     ("authentication.k8s.io", "tokenreviews", "create"),
     ("authorization.k8s.io", "subjectaccessreviews", "create"),
@@ -129,10 +140,11 @@ ALLOWED = [
     ("patch", "events", "events.k8s.io"),
     ("create", "tokenreviews", "authentication.k8s.io"),
     ("create", "subjectaccessreviews", "authorization.k8s.io"),
+    ("delete", "pods", ""),
+    ("watch", "poddisruptionbudgets", "policy"),
 ]
 DENIED = [
     # Writes the code never makes.
-    ("delete", "pods", ""),
     ("update", "pods", ""),
     ("patch", "pods", ""),
     ("create", "pods", ""),
@@ -150,7 +162,7 @@ DENIED = [
     *[(v, r, "") for r in ("persistentvolumes", "persistentvolumeclaims") for v in ("get", "patch", "delete")],
     ("get", "storageclasses", "storage.k8s.io"),
     ("update", "csinodes", "storage.k8s.io"),
-    ("watch", "poddisruptionbudgets", "policy"),
+    ("get", "poddisruptionbudgets", "policy"),
     ("list", "priorityclasses", "scheduling.k8s.io"),
 ]
 DENIED_SUBRESOURCES = [("update", "status"), ("get", "status"), ("create", "eviction")]

@@ -54,6 +54,18 @@ def test_same_decisions_with_varied_plugin_args(
 
 
 @pytest.mark.usefixtures("kwok")
+def test_same_decisions_with_resource_claims(
+    kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
+) -> None:
+    """DynamicResources: devices on some nodes, claims on about half the pending pods
+    (differential/dra_gen.py); allocations the binary wrote are in the next cluster files."""
+    res = run_seed(api_client, kubeconfig, 5, tmp_path, harness.unique_name("r")[-4:], pending=PENDING, dra=True)
+    assert res.tally.decisions == PENDING
+    assert res.features.get("dra-claim", 0) + res.features.get("dra-first-available", 0) > 0
+    assert not res.tally.mismatches, "\n".join(str(m) for m in res.tally.mismatches[:40]) + f"\n(files in {tmp_path})"
+
+
+@pytest.mark.usefixtures("kwok")
 def test_suite_catches_a_wrong_weight(
     kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
 ) -> None:

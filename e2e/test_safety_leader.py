@@ -243,15 +243,20 @@ class Tally:
     bound: int
     unschedulable: int
     overcommitted: list[str]
+    # Unbound pods that preemption nominated to a node: not settled until they bind.
+    nominated: int = 0
+    bound_prefixes: Counter[str] = dataclasses.field(default_factory=Counter)
 
 
 def tally(core: client.CoreV1Api, namespace: str, nodes: list[str]) -> Tally:
     pods = core.list_namespaced_pod(namespace).items
     used: dict[str, Counter[str]] = defaultdict(Counter)
-    bound = unsched = 0
+    bound = unsched = nominated = 0
+    prefixes: Counter[str] = Counter()
     for p in pods:
         if p.spec.node_name:
             bound += 1
+            prefixes[p.metadata.name.split("-", 1)[0]] += 1
             if p.status.phase in ("Succeeded", "Failed"):
                 continue
             u = used[p.spec.node_name]
@@ -265,6 +270,8 @@ def tally(core: client.CoreV1Api, namespace: str, nodes: list[str]) -> Tally:
             cond = harness.pod_condition(p, "PodScheduled")
             if cond is not None and cond.status == "False" and cond.reason == "Unschedulable":
                 unsched += 1
+            if p.status.nominated_node_name:
+                nominated += 1
     over = []
     for name in nodes:
         alloc = core.read_node(name).status.allocatable
@@ -272,7 +279,7 @@ def tally(core: client.CoreV1Api, namespace: str, nodes: list[str]) -> Tally:
         for r in ("cpu", "memory", "pods"):
             if u[r] > parse_quantity(alloc[r]):
                 over.append(f"{name}:{r} {u[r]}>{alloc[r]}")
-    return Tally(len(pods), bound, unsched, over)
+    return Tally(len(pods), bound, unsched, over, nominated, prefixes)
 
 
 def _ts(s: str) -> float:
@@ -347,9 +354,11 @@ def result(case: str, t: Tally, binds: int, after_loss: int, **extra: Any) -> No
 
 
 def settled(core: client.CoreV1Api, namespace: str, nodes: list[str], want_bound: int | None = None) -> Tally | None:
-    """The tally once every pod is bound or marked Unschedulable (and at least ``want_bound`` bound)."""
+    """The tally once every pod is bound or marked Unschedulable (and at least ``want_bound`` bound),
+    with no preemptor still waiting for its nominated node."""
     t = tally(core, namespace, nodes)
-    done = t.bound + t.unschedulable >= t.pods and (want_bound is None or t.bound >= want_bound)
+    done = (t.bound + t.unschedulable >= t.pods and t.nominated == 0
+            and (want_bound is None or t.bound >= want_bound))
     return t if done else None
 
 
@@ -415,7 +424,19 @@ def test_resumed_leader_is_fenced(plane, replicas, namespace):
     assert a_after_resume == []  # not even attempted: the fence was closed on waking
     assert code == 1 and lost, a.logs()
     assert not any(e.get("event") == "pod_scheduled" for e in events[lost[0]:])
-    assert (t.bound, t.unschedulable) == (slots, old + new - slots)
+    # The newer pods outrank the old ones, so b preempts (deletes) old pods that a had bound
+    # until every new pod has a slot, as kube-scheduler's DefaultPreemption would.
+    victims = old + new - t.pods
+    assert (t.bound, t.unschedulable) == (slots, t.pods - slots), t
+    assert t.bound_prefixes == Counter({"new": slots}), t
+    a_binds = sum(
+        1 for e in audit_records(plane)
+        if e.get("stage") == "ResponseComplete" and (e.get("user") or {}).get("username") == a_user
+        and (e.get("objectRef") or {}).get("subresource") == "binding"
+        and (e.get("objectRef") or {}).get("namespace") == namespace
+        and 200 <= (e.get("responseStatus") or {}).get("code", 0) < 300
+    )
+    assert 0 <= victims <= a_binds  # only pods the old leader had bound can be victims
     assert b.proc.poll() is None
 
 

@@ -207,7 +207,7 @@ class Algorithm:
         self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot, diagnosis: Diagnosis, i: int
     ) -> bool:
         ni = snap.node_infos[i]
-        s = fw.run_filter(state, pod, ni)
+        s = fw.run_filter_with_nominated_pods(state, pod, ni)
         if s is None:
             return True
         if s.code == Code.ERROR:

@@ -38,8 +38,10 @@ from scheduler.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.metrics import Metrics
+from scheduler.objects import PodInfo
 from scheduler.plugins.registry import default_registry
-from scheduler.queue import SchedulingQueue
+from scheduler.preemptor import LivePreemption
+from scheduler.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
 from scheduler.scheduler import Scheduler
 from scheduler.serving import SecureServer, ServingError, build_server, options_from_args
 from scheduler.snapshot import Listers, Snapshot
@@ -110,12 +112,24 @@ class App:
         metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics)
+        # DefaultPreemption: the queue's nominator and the API side of preemption.
+        self.preemption = LivePreemption(
+            self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
+            activate=self._activate,
+        )
+        for h in handle_list:
+            h.nominator = self.queue.nominator
+            h.preemption = self.preemption
         self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
                                on_error=metrics.object_error)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         self.synced = False
         self.shutdown = asyncio.Event()
         self._started = time.monotonic()
+
+    def _activate(self, pod: PodInfo) -> None:
+        """A failed preemption: move the preemptor back to activeQ (upstream fh.Activate)."""
+        self.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE, None, pod, pre_check=lambda p: p.uid == pod.uid)
 
     # -- health / metrics --------------------------------------------------------------------
     async def _healthz(self, _: web.Request) -> web.Response:

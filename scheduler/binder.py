@@ -97,6 +97,8 @@ class CoreAPI(Protocol):
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
 
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+
 
 def micro_time(ts: float) -> str:
     """metav1.MicroTime as JSON (RFC 3339 with microseconds)."""
@@ -212,6 +214,10 @@ class KubeCoreAPI:
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return dict(json.loads(self._call(self.core.read_namespaced_pod, name, namespace, timeout=10.0)))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        # Preemption's victims (upstream util.DeletePod: default DeleteOptions).
+        self._call(self.core.delete_namespaced_pod, name, namespace)
 
 
 @dataclass(slots=True)
@@ -437,16 +443,19 @@ class Binder:
             del self._series[k]
 
     # -- PodScheduled condition --------------------------------------------------------------
-    async def set_unschedulable(self, pod: PodInfo, reason: str, message: str) -> bool:
+    async def set_unschedulable(self, pod: PodInfo, reason: str, message: str, nominated: str | None = None) -> bool:
         """PodScheduled=False with reason and message; skipped when the pod already says so
-        (upstream updatePod via podutil.UpdatePodCondition). Returns whether it patched."""
+        (upstream updatePod via podutil.UpdatePodCondition). ``nominated`` (not None) sets
+        status.nominatedNodeName, "" clearing it, in the same patch. Returns whether it patched."""
         status = (pod.raw.get("status") or {}) if isinstance(pod.raw, dict) else {}
+        nnn_change = nominated is not None and nominated != str(status.get("nominatedNodeName") or "")
         for c in status.get("conditions") or []:
             if (
                 c.get("type") == "PodScheduled"
                 and c.get("status") == "False"
                 and c.get("reason") == reason
                 and c.get("message") == message
+                and not nnn_change
             ):
                 return False
         now = self.clock()
@@ -461,7 +470,9 @@ class Binder:
         for c in status.get("conditions") or []:
             if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("lastTransitionTime"):
                 cond["lastTransitionTime"] = c["lastTransitionTime"]  # status unchanged: keep it
-        body = {"status": {"conditions": [cond]}}
+        body: dict[str, Any] = {"status": {"conditions": [cond]}}
+        if nnn_change:
+            body["status"]["nominatedNodeName"] = nominated or None
         try:
             await self._run(self.events_api.patch_pod_status, pod.namespace, pod.name, body)
         except ApiError as exc:

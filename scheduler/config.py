@@ -124,10 +124,7 @@ _DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
 
 # Upstream extension points of the default plugins this project lacks; used only to decide
 # whether such a plugin "would have been enabled" (and so is worth reporting as missing).
-_UPSTREAM_POINTS: dict[str, tuple[str, ...]] = {
-    "DynamicResources": ("preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"),
-    "DefaultPreemption": ("preEnqueue", "postFilter"),
-}
+_UPSTREAM_POINTS: dict[str, tuple[str, ...]] = {}
 
 
 def default_plugins() -> list[tuple[str, int]]:

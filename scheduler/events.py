@@ -50,7 +50,7 @@ class Recorder:
         self.workers = workers
         self.on_drop = on_drop
         self._events: deque[_Event] = deque()
-        self._conditions: dict[str, tuple[PodInfo, str, str]] = {}
+        self._conditions: dict[str, tuple[PodInfo, str, str, str | None]] = {}
         self._wake = asyncio.Event()
         self._busy = 0
         self.dropped = 0
@@ -67,9 +67,13 @@ class Recorder:
         self._wake.set()
         return True
 
-    def unschedulable(self, pod: PodInfo, reason: str, message: str) -> None:
-        """Queue the PodScheduled=False patch; replaces one still queued for the same pod."""
-        self._conditions[pod.uid] = (pod, reason, message)
+    def unschedulable(self, pod: PodInfo, reason: str, message: str, nominated: str | None = None) -> None:
+        """Queue the PodScheduled=False patch (with the nominated node to set, if not None);
+        replaces one still queued for the same pod, keeping a nomination it carried."""
+        prev = self._conditions.get(pod.uid)
+        if nominated is None and prev is not None:
+            nominated = prev[3]
+        self._conditions[pod.uid] = (pod, reason, message, nominated)
         self._wake.set()
 
     def forget_pod(self, uid: str) -> None:
@@ -88,10 +92,10 @@ class Recorder:
         """Write one queued item (conditions first). False when nothing was queued."""
         if self._conditions:
             uid = next(iter(self._conditions))
-            pod, reason, message = self._conditions.pop(uid)
+            pod, reason, message, nominated = self._conditions.pop(uid)
             self._busy += 1
             try:
-                await self.binder.set_unschedulable(pod, reason, message)
+                await self.binder.set_unschedulable(pod, reason, message, nominated)
             finally:
                 self._busy -= 1
             return True

@@ -103,8 +103,9 @@ def storage_fingerprint(raw: Raw) -> Any:
 # PVs and PVCs are delivered on every resourceVersion change: VolumeBinding's assume cache and
 # PreBind's writes (an Update carries the stored resourceVersion) need the newest version, or
 # the write conflicts.
-UNFILTERED_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim"})
-STORAGE_FILTERED_KINDS = frozenset({"StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "VolumeAttachment"})
+UNFILTERED_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "ResourceClaim"})
+STORAGE_FILTERED_KINDS = frozenset({"StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "VolumeAttachment",
+                                    "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"})
 
 
 def tombstone(raw: Raw, kind: str) -> dict[str, Any]:
@@ -207,7 +208,8 @@ def store_for(kind: str) -> Store:
         return Store(kind, key_by_name, node_fingerprint)
     if kind == "Namespace":
         return Store(kind, key_by_name, labels_fingerprint)
-    if kind in UNFILTERED_KINDS:
+    if kind in UNFILTERED_KINDS or kind == "PodDisruptionBudget":
+        # PDBs: preemption reads status.disruptionsAllowed, so every change counts.
         return Store(kind, key_by_name)
     if kind in STORAGE_FILTERED_KINDS:
         return Store(kind, key_by_name, storage_fingerprint)

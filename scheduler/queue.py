@@ -36,6 +36,7 @@ from scheduler.framework.interface import (
     QueueingHint,
     QueueSortPlugin,
 )
+from scheduler.nominator import PodNominator
 from scheduler.objects import PodInfo
 
 if TYPE_CHECKING:
@@ -94,6 +95,9 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
         actions |= ActionType.UPDATE_POD_TOLERATION
     if old.scheduling_gates and not new.scheduling_gates:
         actions |= ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+    old_rcs = (old.raw.get("status") or {}).get("resourceClaimStatuses")
+    if old_rcs != (new.raw.get("status") or {}).get("resourceClaimStatuses"):
+        actions |= ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
     r_old, r_new = old.requests, new.requests
     if any(r_new.get(n) < r_old.get(n) for n in set(r_old.names()) | set(r_new.names())):
         actions |= ActionType.UPDATE_POD_SCALE_DOWN
@@ -148,6 +152,8 @@ class SchedulingQueue:
             self._hints[profile] = reg
         # Optional observer for metrics: (queue, event_label) per pod entering a queue.
         self.on_incoming: Callable[[str, str], None] | None = None
+        # Pods nominated to nodes by preemption (upstream PriorityQueue embeds the nominator).
+        self.nominator = PodNominator()
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _next_token(self) -> int:
@@ -177,19 +183,26 @@ class SchedulingQueue:
         self._remove(uid)
         if s is not None:
             q.gated = True
-            q.unschedulable_plugins = {s.plugin} if s.plugin else set()
+            # Upstream adds the gating plugin to the rejectors: a pod gated after a failed
+            # attempt (async preemption) keeps the plugins whose events may help it.
+            if s.plugin:
+                q.unschedulable_plugins = q.unschedulable_plugins | {s.plugin}
+            q.gating_plugin = s.plugin
             self._unschedulable[uid] = q
             self._where[uid] = (GATED, 0)
             self._pods[uid] = q
             self._incoming(GATED, event)
             return False
         q.gated = False
+        q.gating_plugin = ""
         token = self._next_token()
         heapq.heappush(self._active, (self._heap_key(q), token, q))
         self._where[uid] = (ACTIVE, token)
         self._pods[uid] = q
         self._incoming(ACTIVE, event)
         self._wakeup.set()
+        if event in ("PodAdd", "UnscheduledPodUpdate"):
+            self.nominator.add(q.pod)
         return True
 
     def _push_backoff(self, q: QueuedPodInfo, event: str) -> None:
@@ -256,6 +269,7 @@ class SchedulingQueue:
             return
         prev = q.pod
         q.pod = new
+        self.nominator.update(old or prev, new)
         where = self._where[uid][0]
         if where == ACTIVE:
             # Re-push: the sort key may have changed; the old heap entry dies lazily.
@@ -283,6 +297,7 @@ class SchedulingQueue:
         if fl is not None:
             fl.gone = True
         self._remove(uid)
+        self.nominator.delete(uid)
 
     def __contains__(self, uid: str) -> bool:
         return uid in self._pods or uid in self._in_flight
@@ -318,6 +333,12 @@ class SchedulingQueue:
                     return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
+    def _gating_plugin_interested(self, q: QueuedPodInfo, event: ClusterEvent) -> bool:
+        reg = self._hints.get(q.pod.scheduler_name, {}).get(q.gating_plugin)
+        if not reg:
+            return False
+        return any(ewh.event.matches(event) for ewh in reg)
+
     def registered_actions(self, resource: str) -> ActionType:
         """The actions on ``resource`` some profile's plugin registered (upstream unionedGVKs):
         kube-scheduler installs a handler only for those, so other events move nobody. A
@@ -345,8 +366,10 @@ class SchedulingQueue:
             fl.events.append((event, old, new))
         moved = 0
         for uid, q in list(self._unschedulable.items()):
-            if self._where.get(uid, ("", 0))[0] == GATED and event not in _WILDCARDS:
-                # Gated pods leave only through their own update (PreEnqueue must pass).
+            # A gated pod is looked at only for events its gating plugin registered (upstream
+            # GatingPluginEvents); PreEnqueue runs again when it moves.
+            gated = self._where.get(uid, ("", 0))[0] == GATED and event not in _WILDCARDS
+            if gated and not self._gating_plugin_interested(q, event):
                 continue
             if pre_check is not None and not pre_check(q.pod):
                 continue

@@ -26,6 +26,9 @@ class CycleOutcome:
     status: Status | None = None  # why the attempt failed (Unschedulable..., or Error)
     post_filter: PostFilterResult | None = None
     permit_timeout: float | None = None  # set when a Permit plugin asked to wait
+    # What the failure does to the pod's nominated node (upstream NominatingInfo): (mode, node),
+    # mode "override" (set, or clear with "") or "noop". Errors clear it, as upstream.
+    nominating: tuple[str, str] = ("override", "")
 
     @property
     def node(self) -> str | None:
@@ -58,6 +61,7 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
             r, s = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
             fe.diagnosis.post_filter_msg = s.message
             out.post_filter = r
+            out.nominating = ("noop", "") if r is None else (r.mode, r.nominated_node_name)
             out.status = Status(Code.UNSCHEDULABLE, str(fe), plugin=out.status.plugin)
         return out
     except SchedulingError as se:

@@ -24,12 +24,14 @@ import structlog
 from scheduler.algorithm import Algorithm
 from scheduler.binder import BindConflict, Binder, Fenced, PodGone
 from scheduler.cache import Cache
+from scheduler.dra import DRA_KINDS
 from scheduler.events import Recorder
 from scheduler.framework.interface import ActionType, ClusterEvent, QueuedPodInfo
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 from scheduler.objects import NamespaceInfo, NodeInfo, PodInfo, Raw, SelectorOwner
+from scheduler.pdb import PodDisruptionBudget
 from scheduler.queue import SchedulingQueue
 from scheduler.schedule_one import CycleOutcome, scheduling_cycle
 from scheduler.snapshot import Listers, Snapshot
@@ -226,7 +228,8 @@ class Scheduler:
         VolumeAttachments: the volume plugins' store first, then the pods the change may help,
         with the stored (old, new) for the hints (upstream buildEvtResHandler: only for actions
         some plugin registered)."""
-        change = self.listers.storage.on_event(kind, etype, raw)
+        store = self.listers.dra if kind in DRA_KINDS else self.listers.storage
+        change = store.on_event(kind, etype, raw)
         if change is None:
             return
         old, new = change
@@ -240,6 +243,14 @@ class Scheduler:
             registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
         if registered & action:
             self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{verb}"), old, new)
+
+    def on_pdb(self, etype: str | None, raw: Raw) -> None:
+        """PodDisruptionBudgets, for DefaultPreemption (no plugin requeues pods on them)."""
+        pdb = PodDisruptionBudget.parse(raw)
+        if etype == "DELETED":
+            self.listers.pdbs.pop(pdb.key, None)
+        else:
+            self.listers.pdbs[pdb.key] = pdb
 
     # ==========================================================================================
     # The loop
@@ -308,6 +319,8 @@ class Scheduler:
         if out.assumed is None:
             self._cycle_failed(fw, q, out, start)
             return
+        # Assumed: its nomination (if any) has served its purpose.
+        self.queue.nominator.delete(uid)
         task = asyncio.get_running_loop().create_task(
             self._binding_cycle(fw, q, out, start), name=f"bind {pod.key}"
         )
@@ -339,9 +352,12 @@ class Scheduler:
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
         for p in q.unschedulable_plugins:
             self.metrics.unschedulable_reasons.labels(p, fw.profile_name).inc()
-        self._failure(fw, q, st, out.message or st.message)
+        self._failure(fw, q, st, out.message or st.message, out.nominating)
 
-    def _failure(self, fw: Framework, q: QueuedPodInfo, st: Status, message: str) -> None:
+    def _failure(
+        self, fw: Framework, q: QueuedPodInfo, st: Status, message: str,
+        nominating: tuple[str, str] = ("override", ""),
+    ) -> None:
         """Requeue and tell the cluster (upstream handleSchedulingFailure)."""
         pod = q.pod
         where = self.queue.add_unschedulable_if_not_present(q)
@@ -349,6 +365,11 @@ class Scheduler:
             log.info("pod_gone", pod=pod.key)
             return
         pod = q.pod  # the queue may hold a newer version now
+        # Upstream AddNominatedPod, before the status patch lands, so the next cycles already
+        # count the pod on its nominated node.
+        mode, node = nominating
+        self.queue.nominator.add(pod, mode, node)
+        nominated = node if mode == "override" and node != pod.nominated_node_name else None
         reason = "Unschedulable" if st.is_rejected() else "SchedulerError"
         log.info(
             "pod_unschedulable" if st.is_rejected() else "scheduling_error",
@@ -360,7 +381,7 @@ class Scheduler:
         )
         self.recorder.event(pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling",
                             truncate_message(message))
-        self.recorder.unschedulable(pod, reason, message)
+        self.recorder.unschedulable(pod, reason, message, nominated)
 
     async def _binding_cycle(self, fw: Framework, q: QueuedPodInfo, out: CycleOutcome, start: float) -> None:
         assumed = out.assumed

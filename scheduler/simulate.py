@@ -6,10 +6,12 @@ scheduling cycle as the live scheduler; the binder is a stand-in that always suc
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -19,9 +21,11 @@ import yaml
 from scheduler.algorithm import Algorithm
 from scheduler.cache import Cache
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.dra import DRA_KINDS, instantiate_templates, pod_claim_refs, pod_has_claims
 from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
 from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.objects import NamespaceInfo, PodInfo, SelectorOwner
+from scheduler.pdb import PodDisruptionBudget
 from scheduler.plugins.registry import default_registry
 from scheduler.queue import sort_queued
 from scheduler.schedule_one import CycleOutcome, scheduling_cycle
@@ -41,10 +45,12 @@ KNOWN_KINDS = {
     "CSIStorageCapacity",
     "VolumeAttachment",
     "PodDisruptionBudget",
+    "PriorityClass",
     "Service",
     "ReplicaSet",
     "StatefulSet",
     "ReplicationController",
+    *DRA_KINDS,
 }
 OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 # Kinds whose outline is checked on input: the storage model's kinds plus PodDisruptionBudget.
@@ -108,6 +114,7 @@ class Cluster:
     pods: list[dict[str, Any]] = field(default_factory=list)
     listers: Listers = field(default_factory=Listers)
     ignored_kinds: set[str] = field(default_factory=set)
+    priority_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
@@ -129,16 +136,84 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
             c.listers.namespaces[ns.name] = ns
         elif kind in STORAGE_KINDS:
             c.listers.storage.apply(kind, d)
+        elif kind in DRA_KINDS:
+            try:
+                c.listers.dra.apply(kind, d)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
         elif kind in OWNER_KINDS:
             o = SelectorOwner.parse(d)
             c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o
+        elif kind == "PodDisruptionBudget":
+            pdb = PodDisruptionBudget.parse(d)
+            c.listers.pdbs[pdb.key] = pdb
+        elif kind == "PriorityClass":
+            c.priority_classes[str(d["metadata"]["name"])] = d
         elif kind in KNOWN_KINDS:
             meta = d.get("metadata") or {}
             key = f"{meta.get('namespace', '')}/{meta['name']}".lstrip("/")
             c.listers.objects.setdefault(kind, {})[key] = d
         else:
             c.ignored_kinds.add(kind)
+    c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]
     return c
+
+
+# Built-in classes the API server creates (scheduling/v1 SystemPriorityClasses).
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+
+
+def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """What the Priority admission plugin does to a pod without spec.priority: the value (and
+    preemptionPolicy) of its priorityClassName, or of the globalDefault class, else 0."""
+    spec = raw.get("spec") or {}
+    if not isinstance(spec, Mapping) or spec.get("priority") is not None:
+        return raw  # a malformed spec is reported when the pod is parsed
+    name = spec.get("priorityClassName")
+    value: int | None = None
+    policy: Any = None
+    if name:
+        if name in classes:
+            pc = classes[name]
+            value, policy = int(pc.get("value") or 0), pc.get("preemptionPolicy")
+        elif name in SYSTEM_PRIORITY_CLASSES:
+            value = SYSTEM_PRIORITY_CLASSES[name]
+        else:
+            meta = raw.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            raise InputError(f"Pod {key}: no PriorityClass with name {name} was found")
+    else:
+        defaults = [pc for pc in classes.values() if pc.get("globalDefault")]
+        if defaults:
+            # Admission picks the lowest-valued global default when several exist.
+            pc = min(defaults, key=lambda d: int(d.get("value") or 0))
+            value, policy = int(pc.get("value") or 0), pc.get("preemptionPolicy")
+    if value is None:
+        return raw
+    out = dict(raw)
+    new_spec = dict(spec)
+    new_spec["priority"] = value
+    if policy and not new_spec.get("preemptionPolicy"):
+        new_spec["preemptionPolicy"] = policy
+    out["spec"] = new_spec
+    return out
+
+
+class _SimulatedPreemption:
+    """Stands in for the API side of preemption: the victims leave the cluster at once."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+
+    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None:
+        for v in victims:
+            self.cache.remove_pod(v.uid)
+
+    def is_running(self, uid: str) -> bool:
+        return False
+
+    def attempted(self) -> None:
+        return None
 
 
 class _StaticBinder:
@@ -178,8 +253,11 @@ class Simulator:
         reg = registry if registry is not None else default_registry()
         self.frameworks: dict[str, Framework] = {}
         binder = _StaticBinder()
+        preemption = _SimulatedPreemption(self.cache)
         for prof in config.profiles:
             handle = Handle(self.snapshot, self.listers, prof.scheduler_name, config.parallelism, binder)
+            handle.preemption = preemption
+            handle.rng = random.Random(seed)
             self.frameworks[prof.scheduler_name] = Framework(
                 prof, reg, handle, global_percentage=config.percentage_of_nodes_to_score
             )
@@ -198,6 +276,10 @@ class Simulator:
             fw = self.frameworks.get(pod.scheduler_name)
             if fw is None:
                 continue
+            if pod_has_claims(raw):
+                # The resourceclaim-controller's part: claims for the pod's templates.
+                instantiate_templates(self.listers.dra, raw)
+                pod = PodInfo(raw)
             held = fw.run_pre_enqueue(pod)
             if held is not None:
                 self.gated.append((pod, held.message))
@@ -211,7 +293,16 @@ class Simulator:
         for q in self.pending:
             q.attempts += 1
             self.current = q.pod
-            yield self.attempt(q.pod)
+            out = self.attempt(q.pod)
+            yield out
+            pf = out.post_filter
+            if out.node is None and pf is not None and pf.nominated_node_name:
+                # Preempted: the victims are gone; the pod is tried again at once, its
+                # nominated node first (as the live scheduler's next cycle would).
+                retry = copy.copy(q.pod)
+                retry.nominated_node_name = pf.nominated_node_name
+                q.attempts += 1
+                yield self.attempt(retry)
         self.current = None
 
     def attempt(self, pod: PodInfo) -> CycleOutcome:
@@ -277,20 +368,49 @@ def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
     rec["scores"] = scores
     if out.node is None:
         rec["message"] = out.message
+    else:
+        claims = claim_allocations(sim, out.pod)
+        if claims:
+            rec["claims"] = claims
     if out.post_filter is not None and out.post_filter.nominated_node_name:
         rec["nominated"] = out.post_filter.nominated_node_name
         rec["victims"] = [v.key for v in out.post_filter.victims]
     return rec
 
 
+def claim_allocations(sim: Simulator, pod: PodInfo) -> dict[str, Any]:
+    """The placed pod's ResourceClaims as DynamicResources left them: claim name -> the
+    allocated devices (request, driver, pool, device)."""
+    out: dict[str, Any] = {}
+    for ref in pod_claim_refs(pod.raw):
+        if isinstance(ref, str) or ref.claim_name is None:
+            continue
+        c = sim.listers.dra.get_claim_or_none(pod.namespace, ref.claim_name)
+        if c is None or c.allocation is None:
+            continue
+        out[c.key] = [
+            {k: r.get(k) for k in ("request", "driver", "pool", "device")}
+            for r in (c.allocation.get("devices") or {}).get("results") or []
+        ]
+    return out
+
+
 def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> None:
     pod = out.pod.key
     if out.node is None:
-        stream.write(f"{pod}: unschedulable\n  {out.message}\n\n")
+        stream.write(f"{pod}: unschedulable\n  {out.message}\n")
+        pf = out.post_filter
+        if pf is not None and pf.nominated_node_name:
+            victims = ", ".join(v.key for v in pf.victims)
+            stream.write(f"  preemption: nominated {pf.nominated_node_name}, victims {victims}\n")
+        stream.write("\n")
         return
     res = out.result
     assert res is not None
     stream.write(f"{pod} -> {out.node}   (evaluated {res.evaluated_nodes}, feasible {res.feasible_nodes})\n")
+    for claim, devices in claim_allocations(sim, out.pod).items():
+        names = ", ".join(f"{d['request']}={d['driver']}/{d['pool']}/{d['device']}" for d in devices)
+        stream.write(f"  claim {claim}: {names}\n")
     sc = res.scores
     if sc is None or not sc.plugins:
         stream.write("  only one feasible node: no scoring\n\n" if sc is None else "  no score plugins\n\n")

@@ -12,11 +12,13 @@ import builtins
 import numpy as np
 import structlog
 
+from scheduler.dra import DraStore
 from scheduler.objects import (
     NamespaceInfo,
     NodeInfo,
     SelectorOwner,
 )
+from scheduler.pdb import PodDisruptionBudget
 from scheduler.storage import StorageStore
 
 _ZONE_LABELS = (
@@ -154,6 +156,10 @@ class Listers:
         self.objects: dict[str, dict[str, dict]] = {}
         # Parsed storage objects (PV, PVC, StorageClass, CSI*) for the volume plugins.
         self.storage = StorageStore()
+        # PodDisruptionBudgets by namespace/name, in arrival order (DefaultPreemption).
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        # ResourceClaims, templates, DeviceClasses, ResourceSlices for DynamicResources.
+        self.dra = DraStore()
 
     def namespace_labels(self, name: str) -> dict[str, str] | None:
         ns = self.namespaces.get(name)

@@ -44,6 +44,7 @@ class KubeVolumeAPI:
         from kubernetes import client  # the client stays at the API edge
 
         self.core = client.CoreV1Api(api_client)
+        self.resource = client.ResourceV1Api(api_client)
         self.limiter = limiter
         self.executor = executor
         self.writes = 0
@@ -77,3 +78,29 @@ class KubeVolumeAPI:
         meta = raw.get("metadata") or {}
         name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "default")
         return await self._run(self.core.replace_namespaced_persistent_volume_claim, name, namespace, body)
+
+    # DynamicResources' writes (PreBind, Unreserve, PostFilter): ResourceClaims.
+    @staticmethod
+    def _claim_args(raw: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        meta = raw.get("metadata") or {}
+        body = {**raw, "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+        return str(meta.get("name", "")), str(meta.get("namespace") or "default"), body
+
+    async def get_resource_claim(self, namespace: str, name: str) -> Mapping[str, Any]:
+        return await self._run(self.resource.read_namespaced_resource_claim, name, namespace)
+
+    async def update_resource_claim(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        return await self._run(self.resource.replace_namespaced_resource_claim, *self._claim_args(raw))
+
+    async def update_resource_claim_status(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        return await self._run(self.resource.replace_namespaced_resource_claim_status, *self._claim_args(raw))
+
+    async def patch_resource_claim_status(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        def call(*args: Any, **kw: Any) -> Any:
+            return self.resource.patch_namespaced_resource_claim_status(
+                *args, _content_type="application/strategic-merge-patch+json", **kw
+            )
+
+        return await self._run(call, name, namespace, dict(patch))

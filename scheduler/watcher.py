@@ -38,6 +38,7 @@ from kopf._cogs.clients import auth as kopf_auth
 from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
+from scheduler.dra import DRA_KINDS
 from scheduler.informer import DELETED, Store, store_for
 from scheduler.storage import STORAGE_KINDS
 from scheduler.validation import ObjectError
@@ -70,6 +71,8 @@ class Handlers(Protocol):
 
     def on_storage(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
+    def on_pdb(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
 
 # kind -> (API path prefix, plural)
 RESOURCES: dict[str, tuple[str, str]] = {
@@ -89,6 +92,13 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers"),
     "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities"),
     "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments"),
+    # DefaultPreemption's PodDisruptionBudget lister.
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+    # DynamicResources (kube-scheduler's resource.k8s.io informers).
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims"),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates"),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses"),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices"),
 }
 
 # kube-scheduler's pod informer skips finished pods (scheduler.go, NewInformerFactory): they hold
@@ -221,8 +231,10 @@ class Watcher:
                 self.handlers.on_node(etype, raw)
             elif kind == "Namespace":
                 self.handlers.on_namespace(etype, raw)
-            elif kind in STORAGE_KINDS:
+            elif kind in STORAGE_KINDS or kind in DRA_KINDS:
                 self.handlers.on_storage(kind, etype, raw)
+            elif kind == "PodDisruptionBudget":
+                self.handlers.on_pdb(etype, raw)
             else:
                 if "kind" not in raw:
                     raw["kind"] = kind

@@ -24,6 +24,7 @@ class FakeAPI:
         self.lose_response = False  # the Binding is stored but the reply never arrives
         self.get_errors: list[ApiError] = []  # raised by get_pod, one per call, first
         self.gets = 0
+        self.deleted: list[tuple[str, str]] = []
 
     def create_binding(self, namespace, name, body, timeout=None):
         self.uids[(namespace, name)] = body["metadata"]["uid"]
@@ -49,6 +50,9 @@ class FakeAPI:
 
     def patch_pod_status(self, namespace, name, body):
         self.status_patches.append((namespace, name, body))
+
+    def delete_pod(self, namespace, name):
+        self.deleted.append((namespace, name))
 
 
 def unlimited() -> TokenBucket:

@@ -84,6 +84,17 @@ UPSTREAM = {
         fw.PreBindPlugin,
     ),
     "VolumeZone": _stub("VolumeZone", fw.PreFilterPlugin, fw.FilterPlugin),
+    "DefaultPreemption": _stub("DefaultPreemption", fw.PreEnqueuePlugin, fw.PostFilterPlugin),
+    "DynamicResources": _stub(
+        "DynamicResources",
+        fw.PreEnqueuePlugin,
+        fw.PreFilterPlugin,
+        fw.FilterPlugin,
+        fw.PostFilterPlugin,
+        fw.ScorePlugin,
+        fw.ReservePlugin,
+        fw.PreBindPlugin,
+    ),
 }
 
 # The plugins of framework_test.go: testPlugin implements every point but PreEnqueue;
@@ -173,7 +184,7 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
     assert len(c.profiles) == 1
     p = c.profiles[0]
     assert p.scheduler_name == "default-scheduler"
-    assert names(p, "preEnqueue") == ["SchedulingGates"]
+    assert names(p, "preEnqueue") == ["SchedulingGates", "DynamicResources", "DefaultPreemption"]
     assert names(p, "queueSort") == ["PrioritySort"]
     assert names(p, "preFilter") == [
         "NodeAffinity",
@@ -185,6 +196,7 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeDeclaredFeatures",
     ]
     assert names(p, "filter") == [
@@ -200,9 +212,11 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeDeclaredFeatures",
     ]
-    assert names(p, "postFilter") == []
+    # default_plugins.go applyDynamicResources: DynamicResources goes right before DefaultPreemption.
+    assert names(p, "postFilter") == ["DynamicResources", "DefaultPreemption"]
     assert names(p, "preScore") == [
         "TaintToleration",
         "NodeAffinity",
@@ -219,21 +233,19 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
     assert names(p, "bind") == ["DefaultBinder"]
-    assert names(p, "reserve") == ["VolumeBinding"]
-    assert names(p, "preBind") == ["VolumeBinding"]
+    assert names(p, "reserve") == ["VolumeBinding", "DynamicResources"]
+    assert names(p, "preBind") == ["VolumeBinding", "DynamicResources"]
     for point in ("permit", "postBind"):
         assert names(p, point) == []
     assert list(p.plugins) == list(EXTENSION_POINTS)
     # Non-score points carry weight 0.
     assert all(r.weight == 0 for pt in EXTENSION_POINTS if pt != "score" for r in p.plugins[pt])
-    assert c.not_available == (
-        "DynamicResources",
-        "DefaultPreemption",
-    )
+    assert c.not_available == ()
 
 
 def test_real_registry_default_profile_loads_or_names_missing_plugin() -> None:
@@ -629,25 +641,25 @@ def test_disable_default_score_plugin() -> None:
 # Not-available default plugins
 
 
-def test_not_available_only_reported_when_it_would_run() -> None:
-    # DefaultPreemption implements PreEnqueue and PostFilter upstream; disabled at both -> silent.
+DRA_POINTS = ("preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind")
+
+
+@pytest.fixture
+def dra_not_available(monkeypatch: pytest.MonkeyPatch) -> dict[str, type]:
+    """Every default plugin is implemented; pretend DynamicResources is not, to exercise the
+    path that reports an upstream plugin the project lacks."""
+    monkeypatch.setattr(plugin_registry, "NOT_AVAILABLE", ("DynamicResources",))
+    monkeypatch.setattr(cfg, "_UPSTREAM_POINTS", {"DynamicResources": DRA_POINTS})
+    return {k: v for k, v in UPSTREAM.items() if k != "DynamicResources"}
+
+
+def test_not_available_only_reported_when_it_would_run(dra_not_available: dict[str, type]) -> None:
+    # Reported when the profile would run it, silent once the profile disables it.
+    reg = dra_not_available
+    c = parse_config(doc(), reg)
+    assert c.not_available == ("DynamicResources",)
     c = parse_config(
-        doc(
-            profiles=[
-                {
-                    "plugins": {
-                        "postFilter": {"disabled": [{"name": "DefaultPreemption"}]},
-                        "preEnqueue": {"disabled": [{"name": "DefaultPreemption"}]},
-                    }
-                }
-            ]
-        ),
-        UPSTREAM,
-    )
-    assert "DefaultPreemption" not in c.not_available
-    assert "DynamicResources" in c.not_available
-    c = parse_config(
-        doc(profiles=[{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}]), UPSTREAM
+        doc(profiles=[{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}]), reg
     )
     assert "DynamicResources" not in c.not_available
 
@@ -656,7 +668,7 @@ def test_not_available_only_reported_when_it_would_run() -> None:
     ("plugins", "where"),
     [
         (
-            {"postFilter": {"enabled": [{"name": "DefaultPreemption"}]}},
+            {"postFilter": {"enabled": [{"name": "DynamicResources"}]}},
             "profiles[0].plugins.postFilter.enabled[0]",
         ),
         (
@@ -665,9 +677,12 @@ def test_not_available_only_reported_when_it_would_run() -> None:
         ),
     ],
 )
-def test_explicitly_enabled_not_available_plugin_is_an_error(plugins: dict[str, Any], where: str) -> None:
+def test_explicitly_enabled_not_available_plugin_is_an_error(
+    plugins: dict[str, Any], where: str, dra_not_available: dict[str, type]
+) -> None:
+    reg = dra_not_available
     with pytest.raises(ConfigError) as ei:
-        parse_config(doc(profiles=[{"plugins": plugins}]), UPSTREAM)
+        parse_config(doc(profiles=[{"plugins": plugins}]), reg)
     assert str(ei.value).startswith(where + ": plugin ")
     assert "is not available in pyscheduler" in str(ei.value)
 
@@ -688,7 +703,7 @@ def test_plugin_args_pass_through_without_type_meta() -> None:
                 {
                     "pluginConfig": [
                         {"name": "NodeResourcesFit", "args": args},
-                        {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 5}},  # dropped
+                        {"name": "Nope", "args": {"minCandidateNodesPercentage": 5}},  # dropped: not enabled
                         {"name": "NodeAffinity"},  # no args: the factory's defaults apply
                     ]
                 }

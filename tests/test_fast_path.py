@@ -146,6 +146,6 @@ def test_batch_equals_reference(seed: int) -> None:
     percentage = r.choice([0, 30, 100])
     fast = _records(docs, False, percentage)
     ref = _records(docs, True, percentage)
-    assert len(fast) == 40
+    assert len(fast) == len(ref) >= 40  # preemption adds a retry line per nominated pod
     for a, b in zip(fast, ref):
         assert a == b

@@ -94,7 +94,10 @@ async def test_unschedulable_reports_then_places_when_node_added():
     h.sched.on_pod("ADDED", make_pod("big", cpu="2"))
     await h.step()
     assert h.bound() == {}
-    msg = "0/1 nodes are available: 1 Insufficient cpu."
+    msg = (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     fs = h.events("FailedScheduling")
     assert [e["note"] for e in fs] == [msg]
     assert (fs[0]["type"], fs[0]["action"]) == ("Warning", "Scheduling")
@@ -185,7 +188,11 @@ async def test_other_schedulers_pods_untouched_but_counted():
     h.sched.on_pod("ADDED", make_pod("mine", cpu="1500m"))
     await h.step()
     assert h.bound() == {}
-    assert h.events("FailedScheduling")[0]["note"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert h.events("FailedScheduling")[0]["note"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
     # The other pod finishes: its resources are freed and ours is requeued.
     h.clock.step(2)
     h.sched.on_pod("MODIFIED", make_pod("theirs", cpu="1", scheduler_name="other", node_name="n1",

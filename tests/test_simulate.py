@@ -47,7 +47,10 @@ def test_example_cluster_json_contract() -> None:
     assert web["scores"]["n3"]["plugins"]["NodeResourcesFit"]["score"] == 48
     assert "message" not in web
     assert big["node"] is None and big["feasible"] == 0 and big["scores"] == {}
-    assert big["message"] == "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    assert big["message"] == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
 
 
 def test_placements_output(tmp_path: Path) -> None:
@@ -89,7 +92,11 @@ def test_each_placement_updates_the_cluster(tmp_path: Path) -> None:
     a, b = _json_lines(_write(tmp_path, docs))
     assert a["node"] == "n1"
     assert b["node"] is None
-    assert b["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert b["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 def test_running_pods_count_and_terminal_pods_do_not(tmp_path: Path) -> None:
@@ -100,7 +107,11 @@ def test_running_pods_count_and_terminal_pods_do_not(tmp_path: Path) -> None:
         make_pod("new", cpu="300m"),
     ]
     [line] = _json_lines(_write(tmp_path, docs))
-    assert line["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert line["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 def test_prefilter_failure_explains_every_node(tmp_path: Path) -> None:
@@ -116,7 +127,10 @@ def test_prefilter_failure_explains_every_node(tmp_path: Path) -> None:
     docs = [make_node("n1"), make_node("n2"), make_pod("p", affinity=pin)]
     [line] = _json_lines(_write(tmp_path, docs))
     # schedule_one.go: nodes outside the PreFilterResult get "didn't satisfy plugin(s) [NodeAffinity]"
-    assert line["message"] == "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    assert line["message"] == (
+        "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
     assert set(line["filtered"]) == {"n1", "n2"}
 
 

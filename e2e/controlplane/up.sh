@@ -216,6 +216,7 @@ KCM_CONTROLLERS+=,garbage-collector-controller,replicaset-controller,deployment-
 KCM_CONTROLLERS+=,statefulset-controller,disruption-controller
 KCM_CONTROLLERS+=,persistentvolume-binder-controller,persistentvolumeclaim-protection-controller
 KCM_CONTROLLERS+=,persistentvolume-protection-controller,node-lifecycle-controller
+KCM_CONTROLLERS+=,resourceclaim-controller
 # PYSCHED_KCM_CONTROLLERS replaces the list (kube-controller-manager --controllers syntax).
 KCM_CONTROLLERS=${PYSCHED_KCM_CONTROLLERS:-$KCM_CONTROLLERS}
 start kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \

@@ -8,6 +8,8 @@ Checks (each counted per decision where it applies):
 ``totals``    every node's total score
 ``chosen``    the binary's node is one of simulate's top-scored nodes
 ``message``   the FailedScheduling event text equals simulate's message
+``preemption`` (seeds with priorities) the nominated node and the victims of an unschedulable
+              pod equal simulate's "nominated"/"victims"
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from differential.kslog import Attempt
 
-CHECKS = ("outcome", "feasible", "scores", "totals", "chosen", "message")
+CHECKS = ("outcome", "feasible", "scores", "totals", "chosen", "message", "preemption")
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Decision:
     attempt: Attempt
     api_node: str | None  # spec.nodeName once bound
     event_message: str | None  # FailedScheduling event text
+    nominated: str | None = None  # status.nominatedNodeName after the attempt (None: not observed)
+    victims: list[str] | None = None  # pods the binary preempted for it
 
 
 @dataclass
@@ -177,4 +181,8 @@ def compare(seed: int, d: Decision, rec: dict[str, Any]) -> Tally:
             kube_scheduler=d.event_message,
             pyscheduler=rec.get("message"),
         )
+        if d.nominated is not None:
+            theirs_p = (d.nominated, sorted(d.victims or []))
+            ours_p = (rec.get("nominated", ""), sorted(rec.get("victims") or []))
+            check("preemption", theirs_p == ours_p, node=d.nominated, kube_scheduler=theirs_p, pyscheduler=ours_p)
     return t

@@ -52,7 +52,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from differential import generator, kubescheduler
+from differential import dra_gen, generator, kubescheduler, preemption
 from differential.compare import Decision, Tally, compare
 from differential.kslog import LogReader
 
@@ -96,6 +96,19 @@ def dump_cluster(api: client.ApiClient) -> list[dict[str, Any]]:
             item["apiVersion"] = api_version
             if kind == "Pod" and item.get("status", {}).get("phase") in ("Succeeded", "Failed"):
                 continue  # the binary's pod informer filters terminal pods out
+            out.append(item)
+    out.extend(preemption.dump_pdbs(_raw, api))  # DefaultPreemption's PDB lister
+    # DynamicResources' informers (resource.k8s.io/v1).
+    res = client.ResourceV1Api(api)
+    for kind, call in (
+        ("DeviceClass", res.list_device_class),
+        ("ResourceSlice", res.list_resource_slice),
+        ("ResourceClaim", res.list_resource_claim_for_all_namespaces),
+        ("ResourceClaimTemplate", res.list_resource_claim_template_for_all_namespaces),
+    ):
+        for item in _raw(call)["items"]:
+            item["kind"] = kind
+            item["apiVersion"] = "resource.k8s.io/v1"
             out.append(item)
     return out
 
@@ -147,6 +160,12 @@ def _create(api: client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
             resp = core.create_namespaced_config_map(ns, obj, _preload_content=False)
         elif kind == "RuntimeClass":
             resp = client.NodeV1Api(api).create_runtime_class(obj, _preload_content=False)
+        elif kind == "DeviceClass":
+            resp = client.ResourceV1Api(api).create_device_class(obj, _preload_content=False)
+        elif kind == "ResourceSlice":
+            resp = client.ResourceV1Api(api).create_resource_slice(obj, _preload_content=False)
+        elif kind == "ResourceClaim":
+            resp = client.ResourceV1Api(api).create_namespaced_resource_claim(ns, obj, _preload_content=False)
         else:
             raise ValueError(f"cannot create {kind}")
     except ApiException as exc:
@@ -297,6 +316,7 @@ def sweep_leftovers(api: client.ApiClient) -> None:
     for node in _raw(core.list_node, label_selector=sel)["items"]:
         with contextlib.suppress(ApiException):
             core.delete_node(node["metadata"]["name"])
+    _delete_dra(api)
     harness.wait_for(
         lambda: (
             not any(p["metadata"]["namespace"] in namespaces for p in _raw(core.list_pod_for_all_namespaces)["items"])
@@ -304,6 +324,16 @@ def sweep_leftovers(api: client.ApiClient) -> None:
         timeout=60,
         desc="leftover pods gone",
     )
+
+
+def _delete_dra(api: client.ApiClient) -> None:
+    """The generated DeviceClasses and ResourceSlices (claims go with their namespaces)."""
+    res = client.ResourceV1Api(api)
+    sel = f"{generator.MARK}=true"
+    with contextlib.suppress(ApiException):
+        res.delete_collection_resource_slice(label_selector=sel)
+    with contextlib.suppress(ApiException):
+        res.delete_collection_device_class(label_selector=sel)
 
 
 def cleanup(api: client.ApiClient, sc: generator.Scenario) -> None:
@@ -326,6 +356,7 @@ def cleanup(api: client.ApiClient, sc: generator.Scenario) -> None:
     for n in sc.node_names:
         with contextlib.suppress(ApiException):
             core.delete_node(n)
+    _delete_dra(api)
     for ns in sc.namespace_names:
         with contextlib.suppress(ApiException):
             core.delete_namespace(ns)
@@ -364,13 +395,16 @@ def run_seed(
     ours_weights: dict[str, int] | None = None,
     vary_args: bool = False,
     log: Callable[[str], None] = print,
+    dra: bool = False,
 ) -> SeedResult:
     """One seed end to end. *ours_weights* gives simulate other score weights than the binary
     (only to prove that the comparison notices). *vary_args* gives both sides non-default plugin
-    arguments and weights drawn from the seed."""
+    arguments and weights drawn from the seed. *dra* adds devices and claims (dra_gen)."""
     core = client.CoreV1Api(api)
     workdir.mkdir(parents=True, exist_ok=True)
     sc = generator.generate(seed, f"df{run_id}s{seed}", SCHEDULER_NAME, pending=pending)
+    prio = preemption.decorate(sc, seed)
+    devices = dra_gen.add(sc) if dra else dra_gen.DraScenario()
     disabled = kubescheduler.disabled_plugins(node_declared_features)
     varied = kubescheduler.varied_profile(seed) if vary_args else None
     cfg = kubescheduler.config(SCHEDULER_NAME, kubeconfig, disabled, varied)
@@ -391,6 +425,8 @@ def run_seed(
         refs = _prepare_namespaces(api, sc)
         for obj in sc.owners:
             _create(api, obj)
+        if prio is not None:
+            preemption.create(api, prio)
         ks = kubescheduler.KubeScheduler(
             kubescheduler.binary_path(), config_file, kubeconfig, workdir / "kube-scheduler.log"
         )
@@ -402,13 +438,20 @@ def run_seed(
         for obj in sc.nodes:
             _create(api, obj)
         _wait_nodes_settled(api, sc, ks)
+        for obj in devices.cluster:
+            _create(api, obj)
         for pod in sc.bound_pods:
             _create(api, _owned(pod, refs))
+        if prio is not None:
+            preemption.wait_budgets_counted(api, prio)
         _wait_cache_synced(api, ks)
         reader = LogReader(ks.log_path)
+        preempted: set[str] = set()
         for i, pod in enumerate(sc.pending_pods):
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
             key = f"{ns}/{name}"
+            if key in devices.claims:
+                _create(api, devices.claims[key])
             docs = dump_cluster(api)
             stored = _create(api, _owned(pod, refs))
             stored.pop("status", None)
@@ -422,6 +465,8 @@ def run_seed(
             )
             api_node: str | None = None
             event: str | None = None
+            nominated: str | None = None
+            victims: list[str] | None = None
             if attempt.node:
                 got = harness.wait_for_pod_scheduled(core, ns, name, timeout=30)
                 api_node = got.spec.node_name
@@ -433,7 +478,17 @@ def run_seed(
                     timeout=30,
                     desc=f"FailedScheduling of {key}",
                 )
-                _delete_pod_now(core, ns, name)
+                _delete_pod_now(core, ns, name)  # before the binary retries it on the nominated node
+                if prio is not None and "preemption: " not in event:
+                    # PostFilter succeeded (its message would follow the FitError otherwise).
+                    ours = [r for r in run_simulate(cluster_file, ours_config, subprocess_cli) if r["pod"] == key]
+                    expected = len(ours[0].get("victims") or []) if ours else 1
+                    nominated, victims = preemption.observe(api, stored["metadata"]["uid"], expected)
+                    preempted.add(key)  # may be retried on its nominated node before the delete lands
+                    log(f"seed {seed}: {key} preempted {victims} on {nominated}")
+                    _wait_cache_synced(api, ks)  # the binary has seen the victims go
+                elif prio is not None:
+                    nominated, victims = "", []
             now = _nodes_now(api)
             changed = sorted(n for n, fp in _node_fingerprints(docs).items() if now.get(n, fp) != fp)
             if changed:
@@ -441,7 +496,7 @@ def run_seed(
             records = [r for r in run_simulate(cluster_file, ours_config, subprocess_cli) if r["pod"] == key]
             if not records:
                 raise RuntimeError(f"simulate made no attempt for {key} ({cluster_file})")
-            t = compare(seed, Decision(key, attempt, api_node, event), records[0])
+            t = compare(seed, Decision(key, attempt, api_node, event, nominated, victims), records[0])
             for m in t.mismatches:
                 log(f"MISMATCH {m}  [{cluster_file}]")
             tally.merge(t)
@@ -449,10 +504,12 @@ def run_seed(
         for pod in sc.pending_pods:
             key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
             done = [a for a in reader.all_attempts(key) if a.done]
-            if len(done) > 1 and any(a.node for a in done[1:]):
+            if len(done) > 1 and any(a.node for a in done[1:]) and key not in preempted:
                 raise RuntimeError(f"{key} was retried and bound after the suite recorded its decision")
     finally:
         if ks is not None:
             ks.stop()
         cleanup(api, sc)
+        if prio is not None:
+            preemption.delete(api, prio)
     return SeedResult(seed, tally, dict(sc.features), workdir)

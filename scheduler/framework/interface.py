@@ -12,6 +12,7 @@ when a batch method returns ``None``.
 from __future__ import annotations
 
 import enum
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -36,6 +37,7 @@ class QueuedPodInfo:
     __slots__ = (
         "attempts",
         "gated",
+        "gating_plugin",
         "initial_attempt_timestamp",
         "pending_plugins",
         "pod",
@@ -55,6 +57,7 @@ class QueuedPodInfo:
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()
         self.gated = False
+        self.gating_plugin = ""  # the PreEnqueue plugin that gated it (upstream GatingPlugin)
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
@@ -144,8 +147,12 @@ class PreFilterResult:
 
 @dataclass(slots=True)
 class PostFilterResult:
+    """Upstream PostFilterResult/NominatingInfo. ``mode`` "override" sets (or with "" clears)
+    the pod's nominated node; "noop" leaves it as it is."""
+
     nominated_node_name: str = ""
     victims: list[PodInfo] = field(default_factory=list)
+    mode: str = "override"
 
 
 class NodeToStatus:
@@ -172,11 +179,42 @@ class PodBinder(Protocol):
     async def bind(self, pod: PodInfo, node: str) -> None: ...
 
 
+class Nominator(Protocol):
+    """Pods nominated to nodes by preemption (upstream PodNominator); the queue implements it."""
+
+    def nominated_pods_for_node(self, node: str) -> list[PodInfo]: ...
+
+    def nominated_nodes(self) -> Mapping[str, Any]: ...
+
+
+class PreemptionActuator(Protocol):
+    """Carries out a preemption decision (upstream preemption.Executor): the live app deletes
+    the victims through the API off the scheduling loop; ``simulate`` removes them at once."""
+
+    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None: ...
+
+    def is_running(self, uid: str) -> bool: ...
+
+    def attempted(self) -> None:
+        """One PostFilter preemption attempt (scheduler_preemption_attempts_total)."""
+        ...
+
+
 class Handle:
     """What plugins may use from the framework: the current snapshot, the cluster listers and
-    the binder (``client``)."""
+    the binder (``client``); the nominator and the preemption actuator once the app wires them."""
 
-    __slots__ = ("client", "listers", "parallelism", "profile_name", "snapshot", "volume_api")
+    __slots__ = (
+        "client",
+        "listers",
+        "nominator",
+        "parallelism",
+        "preemption",
+        "profile_name",
+        "rng",
+        "snapshot",
+        "volume_api",
+    )
 
     def __init__(
         self,
@@ -193,6 +231,10 @@ class Handle:
         self.client = client
         # PV/PVC writes for VolumeBinding's PreBind (volumebinding.binder.VolumeAPI); None offline.
         self.volume_api: Any = None
+        self.nominator: Nominator | None = None
+        self.preemption: PreemptionActuator | None = None
+        # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
+        self.rng: random.Random = random.Random()
 
 
 # ---------------------------------------------------------------------------------------------

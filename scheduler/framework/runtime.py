@@ -74,6 +74,12 @@ def _status_name(s: Status | None) -> str:
     return "Success" if s is None else s.code.name.title().replace("_", "")
 
 
+def _has_extensions(pl: PreFilterPlugin) -> bool:
+    """Whether a PreFilter plugin overrides AddPod/RemovePod (upstream PreFilterExtensions != nil)."""
+    t = type(pl)
+    return t.add_pod is not PreFilterPlugin.add_pod or t.remove_pod is not PreFilterPlugin.remove_pod
+
+
 def _invalid_score(plugin: str, score: int) -> str:
     return (
         f"applying score defaultWeights on Score plugins: plugin {go_quote(plugin)} returns an invalid score "
@@ -147,6 +153,11 @@ class Framework:
         }
         # When True every plugin is run in its per-node reference form (tests compare both).
         self.reference_mode = False
+        # Plugins that drive the framework themselves (preemption's dry runs) get it here.
+        for pl in self.plugins.values():
+            setter = getattr(pl, "set_framework", None)
+            if setter is not None:
+                setter(self)
 
     def _instance(self, name: str, registry: Mapping[str, type[Plugin]], args: Mapping[str, Any] | None) -> Plugin:
         pl = self.plugins.get(name)
@@ -304,6 +315,25 @@ class Framework:
                         raise StatusError(s)
                     alive[p] = False
                     failures[p] = s
+        nom = self.handle.nominator
+        if nom is not None:
+            nodes = nom.nominated_nodes()
+            if nodes:
+                # Nodes with nominated pods are decided by the per-node form with those pods
+                # (upstream runs RunFilterPluginsWithNominatedPods for every node).
+                node_map = snap.node_map
+                held = np.array([node_map[n].index for n in nodes if n in node_map], dtype=np.int64)
+                for p in np.flatnonzero(np.isin(cand, held)).tolist():
+                    ni = infos[int(cand[p])]
+                    s = self.run_filter_with_nominated_pods(state, pod, ni)
+                    if s is None:
+                        alive[p] = True
+                        failures.pop(p, None)
+                        continue
+                    if s.code == Code.ERROR:
+                        raise StatusError(s)
+                    alive[p] = False
+                    failures[p] = s
         return alive, failures
 
     def status_for(self, state: CycleState, pod: PodInfo, node: NodeInfo, failure: Status | int) -> Status:
@@ -322,6 +352,9 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
+        """Upstream RunPostFilterPlugins: the first success or UnschedulableAndUnresolvable wins;
+        otherwise the rejections' reasons are joined (DynamicResources' then DefaultPreemption's)
+        and the last non-noop result is kept."""
         started = time.perf_counter()
         result: PostFilterResult | None = None
         reasons: list[str] = []
@@ -334,13 +367,18 @@ class Framework:
             except Exception as exc:
                 r, s = None, Status(Code.ERROR, str(exc))
             if s is None or s.code == Code.SUCCESS:
+                st = Status(Code.SUCCESS, *(s.reasons if s is not None else ()), plugin=pl.name)
                 self._observe("PostFilter", "", None, started)
-                return r, Status(Code.SUCCESS, plugin=pl.name)
+                return r, st
             if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return r, s.with_plugin(pl.name)
+                st = s.with_plugin(pl.name)
+                self._observe("PostFilter", "", st, started)
+                return r, st
             if not s.is_rejected():
-                return None, Status(Code.ERROR, s.message, plugin=pl.name)
-            if r is not None and r.nominated_node_name:
+                st = Status(Code.ERROR, s.message, plugin=pl.name)
+                self._observe("PostFilter", "", st, started)
+                return None, st
+            if r is not None and r.mode != "noop":
                 result = r
             reasons.extend(s.reasons)
             if not rejector:
@@ -348,6 +386,76 @@ class Framework:
         st = Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
         self._observe("PostFilter", "", st, started)
         return result, st
+
+    # -- PreFilter extensions and nominated pods (preemption) --------------------------------
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        return self._pre_filter_extension("AddPod", state, pod, to_add, node)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        return self._pre_filter_extension("RemovePod", state, pod, to_remove, node)
+
+    def _pre_filter_extension(
+        self, op: str, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        skip = state.skip_filter_plugins
+        for pl in self.pre_filter_plugins:
+            if pl.name in skip or not _has_extensions(pl):
+                continue
+            try:
+                if op == "AddPod":
+                    s = pl.add_pod(state, pod, other, node)
+                else:
+                    s = pl.remove_pod(state, pod, other, node)
+            except StatusError as exc:
+                s = exc.status
+            except Exception as exc:
+                s = Status(Code.ERROR, str(exc))
+            if s is not None and not s.is_success():
+                return Status(Code.ERROR, f"running {op} on PreFilter plugin {go_quote(pl.name)}: {s.message}",
+                              plugin=pl.name)
+        return None
+
+    def nominated_pods_for_node(self, node: str) -> list[PodInfo]:
+        nom = self.handle.nominator
+        return nom.nominated_pods_for_node(node) if nom is not None else []
+
+    def _add_ge_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> tuple[bool, CycleState, NodeInfo]:
+        """Upstream addGENominatedPods: a copy of the node and state with the pods nominated to
+        it that ``pod`` must yield to (priority >= its own), so it cannot take their room."""
+        nominated = self.nominated_pods_for_node(node.name)
+        if not nominated:
+            return False, state, node
+        node_out: NodeInfo | None = None
+        state_out: CycleState | None = None
+        for p in nominated:
+            if p.priority >= pod.priority and p.uid != pod.uid:
+                if node_out is None or state_out is None:
+                    node_out, state_out = node.clone(), state.clone()
+                node_out.add_pod(p)
+                s = self.run_pre_filter_extension_add_pod(state_out, pod, p, node_out)
+                if s is not None:
+                    raise StatusError(s)
+        if node_out is None or state_out is None:
+            return False, state, node
+        return True, state_out, node_out
+
+    def run_filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """Upstream RunFilterPluginsWithNominatedPods: with the >= priority nominated pods added,
+        then (only if that passed and some were added) again without them."""
+        try:
+            added, st2, ni2 = self._add_ge_nominated_pods(state, pod, node)
+        except StatusError as exc:
+            return exc.status
+        s = self.run_filter(st2, pod, ni2)
+        if not added or s is not None:
+            return s
+        return self.run_filter(state, pod, node)
 
     # -- PreScore / Score --------------------------------------------------------------------
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:

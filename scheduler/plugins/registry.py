@@ -35,12 +35,12 @@ IN_TREE: dict[str, str] = {
     "NodeVolumeLimits": "scheduler.plugins.nodevolumelimits:NodeVolumeLimits",
     "VolumeBinding": "scheduler.plugins.volumebinding:VolumeBinding",
     "VolumeZone": "scheduler.plugins.volumezone:VolumeZone",
+    "DefaultPreemption": "scheduler.plugins.defaultpreemption:DefaultPreemption",
+    "DynamicResources": "scheduler.plugins.dynamicresources:DynamicResources",
 }
 
 # Upstream plugins of the default profile that this project does not implement yet.
 NOT_AVAILABLE: tuple[str, ...] = (
-    "DynamicResources",
-    "DefaultPreemption",
 )
 
 

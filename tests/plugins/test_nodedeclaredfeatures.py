@@ -554,7 +554,10 @@ def test_simulate_reports_the_upstream_reason(tmp_path: Path) -> None:
     assert restarter["node"] == "n1"
     assert restarter["filtered"] == {"n2": {"plugin": "NodeDeclaredFeatures", "reasons": [ERR_REASON]}}
     assert userns["node"] is None
-    assert userns["message"] == "0/2 nodes are available: 2 node(s) didn't match Pod's required features."
+    assert userns["message"] == (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's required features. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
 
 async def test_requeued_only_when_declared_features_change() -> None:
@@ -570,7 +573,8 @@ async def test_requeued_only_when_declared_features_change() -> None:
     h.sched.on_pod("ADDED", make_pod("restarter", containers=[restart_all_container()]))
     await h.step()
     assert [e["note"] for e in h.events("FailedScheduling")] == [
-        "0/1 nodes are available: 1 node(s) didn't match Pod's required features."
+        "0/1 nodes are available: 1 node(s) didn't match Pod's required features. "
+        "no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     ]
     uid = "uid-default-restarter"
     assert h.queue.where(uid) == UNSCHEDULABLE

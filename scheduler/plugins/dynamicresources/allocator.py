@@ -1,0 +1,859 @@
+"""The structured-parameters allocator (upstream k8s.io/dynamic-resource-allocation/structured,
+the "incubating" variant that v1.36.3 picks with its default features: admin access,
+prioritized list, partitionable devices, device taints, binding conditions and consumable
+capacity all on).
+
+``Allocator(...)`` is built once per PreFilter from the allocated devices and the slices;
+``allocate(node_name, labels, claims)`` runs per node in Filter. It returns one allocation
+result (a ``status.allocation`` dict) per claim, ``None`` when the claims do not fit on the
+node, and raises ``AllocationError`` for what upstream reports as an error (a broken claim or
+class, a CEL error), ``FailedOnNode`` for ErrFailedAllocationOnNode.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from scheduler.dra import (
+    ALLOCATION_RESULTS_MAX,
+    Attribute,
+    Device,
+    DeviceClass,
+    ResourceClaim,
+    ResourceSlice,
+    SubRequest,
+)
+from scheduler.labels import NodeSelector
+from scheduler.plugins.dynamicresources.cel import Cache, CelError
+from scheduler.quantity import QuantityError, parse
+
+DeviceID = tuple[str, str, str]  # driver, pool, device
+
+
+class AllocationError(Exception):
+    pass
+
+
+class FailedOnNode(AllocationError):
+    """ErrFailedAllocationOnNode: the node cannot be used, others may."""
+
+
+class _MaxSizeExceeded(Exception):
+    pass
+
+
+def node_matches(
+    node_name: str, labels: Mapping[str, str], name_to_match: str, all_nodes: bool, selector: NodeSelector | None
+) -> bool:
+    if name_to_match:
+        return node_name == name_to_match
+    if all_nodes:
+        return True
+    if selector is not None:
+        return selector.matches(labels, node_name)
+    return False
+
+
+class Pool:
+    __slots__ = (
+        "counter_sets",
+        "driver",
+        "incomplete",
+        "invalid",
+        "invalid_reason",
+        "name",
+        "not_targeting",
+        "targeting",
+    )
+
+    def __init__(self, driver: str, name: str) -> None:
+        self.driver = driver
+        self.name = name
+        self.incomplete = False
+        self.invalid = False
+        self.invalid_reason = ""
+        self.targeting: list[ResourceSlice] = []
+        self.not_targeting: list[ResourceSlice] = []
+        self.counter_sets: dict[str, dict[str, Fraction]] = {}
+
+    @property
+    def pool_id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+
+def _build_pool(driver: str, name: str, slices: list[ResourceSlice], all_for_pool: list[ResourceSlice] | None) -> Pool:
+    p = Pool(driver, name)
+    slices = sorted(slices, key=lambda s: s.name)
+    device_slices = [s for s in slices if not s.shared_counters]
+    counter_slices = [s for s in slices if s.shared_counters]
+    seen: set[str] = set()
+    for s in device_slices:
+        for d in s.devices:
+            if d.name in seen:
+                p.invalid, p.invalid_reason = True, f"duplicate device name {d.name}"
+                return p
+            seen.add(d.name)
+    for s in counter_slices:
+        for cs_name, counters in s.shared_counters.items():
+            if cs_name in p.counter_sets:
+                p.invalid, p.invalid_reason = True, f"duplicate counter set name {cs_name}"
+                return p
+            p.counter_sets[cs_name] = {n: q.exact for n, q in counters.items()}
+
+    def check(ss: list[ResourceSlice]) -> str | None:
+        for s in ss:
+            for d in s.devices:
+                for cs_name, counters in d.consumes_counters:
+                    cs = p.counter_sets.get(cs_name)
+                    if cs is None:
+                        return f"counter set {cs_name} not found"
+                    for n in counters:
+                        if n not in cs:
+                            return f"counter {n} not found in counter set {cs_name}"
+        return None
+
+    err = check(slices)
+    if err is not None:
+        p.invalid, p.invalid_reason = True, err
+        return p
+    p.targeting = device_slices
+    if all_for_pool is None or len(slices) == len(all_for_pool):
+        return p
+    names = {s.name for s in slices}
+    p.not_targeting = [s for s in all_for_pool if s.name not in names]
+    err = check(p.not_targeting)
+    if err is not None:
+        p.invalid, p.invalid_reason = True, err
+        p.targeting, p.not_targeting = [], []
+    return p
+
+
+def gather_pools(
+    slices_for_node: Sequence[ResourceSlice],
+    node_name: str,
+    labels: Mapping[str, str],
+    all_slices: Sequence[ResourceSlice],
+) -> list[Pool]:
+    pools: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in slices_for_node:
+        if s.shared_counters:
+            relevant = True
+        elif s.node_name or s.all_nodes or s.node_selector is not None:
+            relevant = node_matches(node_name, labels, s.node_name, s.all_nodes, s.node_selector)
+        elif s.per_device_node_selection:
+            relevant = any(
+                node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector) for d in s.devices
+            )
+        else:
+            continue
+        if not relevant:
+            continue
+        pid = (s.driver, s.pool)
+        cur = pools.get(pid)
+        if cur is None or s.generation > cur[0].generation:
+            pools[pid] = [s]
+        elif s.generation == cur[0].generation:
+            cur.append(s)
+    result: list[Pool] = []
+    with_binding: list[Pool] = []
+    for (driver, pname), ss in pools.items():
+        gen, count = ss[0].generation, ss[0].resource_slice_count
+        if len(ss) == count:
+            p = _build_pool(driver, pname, ss, None)
+        else:
+            obsolete = False
+            all_for_pool: list[ResourceSlice] = []
+            for s in all_slices:
+                if s.driver != driver or s.pool != pname:
+                    continue
+                if s.generation == gen:
+                    all_for_pool.append(s)
+                elif s.generation > gen:
+                    obsolete = True
+                    break
+            if obsolete:
+                continue
+            if len(all_for_pool) != count:
+                p = Pool(driver, pname)
+                p.incomplete = True
+                result.append(p)
+                continue
+            p = _build_pool(driver, pname, ss, all_for_pool)
+        if any(d.binding_conditions is not None for s in p.targeting for d in s.devices):
+            with_binding.append(p)
+        else:
+            result.append(p)
+    result.sort(key=lambda p: (p.driver, p.name))
+    with_binding.sort(key=lambda p: (p.driver, p.name))
+    return result + with_binding
+
+
+def lookup_attribute(device: Device, driver: str, name: str) -> Attribute | None:
+    a = device.attributes.get(name)
+    if a is not None:
+        return a
+    i = name.find("/")
+    if i < 0 or name[:i] != driver:
+        return None
+    return device.attributes.get(name[i + 1 :])
+
+
+class _Constraint:
+    __slots__ = ("attribute", "attributes", "distinct", "name", "num", "requests")
+
+    def __init__(self, requests: list[str], name: str, distinct: bool) -> None:
+        self.requests = set(requests)
+        self.name = name
+        self.distinct = distinct
+        self.attribute: Attribute | None = None
+        self.attributes: dict[str, Attribute] = {}
+        self.num = 0
+
+    def _applies(self, req: str, sub: str) -> bool:
+        if not self.requests:
+            return True
+        if sub == "":
+            return req in self.requests
+        return req in self.requests or f"{req}/{sub}" in self.requests
+
+    def add(self, req: str, sub: str, device: Device, did: DeviceID) -> bool:
+        if not self._applies(req, sub):
+            return True
+        attr = lookup_attribute(device, did[0], self.name)
+        if attr is None:
+            return False
+        if self.distinct:
+            if self.num > 0 and attr in self.attributes.values():
+                return False
+            self.attributes[req] = attr
+            self.num += 1
+            return True
+        if self.num == 0:
+            self.attribute, self.num = attr, 1
+            return True
+        if self.attribute is None or attr.kind != self.attribute.kind or attr.value != self.attribute.value:
+            return False
+        self.num += 1
+        return True
+
+    def remove(self, req: str, sub: str) -> None:
+        if not self._applies(req, sub):
+            return
+        if self.distinct:
+            self.attributes.pop(req, None)
+        self.num -= 1
+
+
+class _RequestData:
+    __slots__ = ("all_devices", "cls", "num_devices", "parent", "request", "selected_sub")
+
+    def __init__(self, request: SubRequest, parent: str | None) -> None:
+        self.request = request
+        self.parent = parent  # name of the request holding this subrequest
+        self.cls: DeviceClass | None = None
+        self.num_devices = 0
+        self.selected_sub = 0
+        self.all_devices: list[tuple[DeviceID, Device, ResourceSlice, Pool]] = []
+
+    def request_name(self) -> str:
+        return f"{self.parent}/{self.request.name}" if self.parent is not None else self.request.name
+
+
+class _Result:
+    __slots__ = ("admin", "consumed", "device", "did", "parent", "request", "share_id", "slice", "sub")
+
+    def __init__(
+        self, request: SubRequest, parent: str | None, did: DeviceID, device: Device, sl: ResourceSlice
+    ) -> None:
+        self.request = request
+        self.parent = parent
+        self.did = did
+        self.device = device
+        self.slice = sl
+        self.admin: bool | None = None
+        self.share_id: str | None = None
+        self.consumed: dict[str, str] | None = None
+        self.sub = request
+
+    def request_name(self) -> str:
+        return f"{self.parent}/{self.request.name}" if self.parent is not None else self.request.name
+
+
+def _cap_requests(req: SubRequest) -> dict[str, Fraction] | None:
+    cap = req.capacity
+    if not isinstance(cap, Mapping) or not isinstance(cap.get("requests"), Mapping):
+        return None
+    return {str(k): parse(v).exact for k, v in cap["requests"].items()}
+
+
+class Allocator:
+    def __init__(
+        self,
+        allocated: set[DeviceID],
+        aggregated_capacity: Mapping[DeviceID, Mapping[str, Any]],
+        class_lookup: Callable[[str], DeviceClass | None],
+        slices: Sequence[ResourceSlice],
+        cel_cache: Cache,
+        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self.allocated = allocated
+        self.aggregated: dict[DeviceID, dict[str, Fraction]] = {
+            d: {n: q.exact for n, q in caps.items()} for d, caps in aggregated_capacity.items()
+        }
+        self.class_lookup = class_lookup
+        self.cel_cache = cel_cache
+        self.new_share_id = new_share_id
+        self.all_slices = list(slices)
+        self.on_node: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[ResourceSlice] = []
+        for s in self.all_slices:
+            if not s.node_name or s.shared_counters:
+                self.shared.append(s)
+            else:
+                self.on_node.setdefault(s.node_name, []).append(s)
+        self._available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+
+    def allocate(
+        self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
+    ) -> list[dict[str, Any]] | None:
+        return _Run(self, node_name, labels, claims).run()
+
+
+class _Run:
+    """One Allocate call (upstream's per-call ``allocator``)."""
+
+    def __init__(
+        self, a: Allocator, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
+    ) -> None:
+        self.a = a
+        self.node_name = node_name
+        self.labels = labels
+        self.claims = list(claims)
+        self.pools: list[Pool] = []
+        self.match_cache: dict[tuple[DeviceID, int, int, int], bool] = {}
+        self.constraints: list[list[_Constraint]] = []
+        self.consumed_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self.request_data: dict[tuple[int, int, int], _RequestData] = {}
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        self.results: list[list[_Result]] = [[] for _ in claims]
+
+    # -- set-up ----------------------------------------------------------------------------
+    def run(self) -> list[dict[str, Any]] | None:
+        slices_for_node = self.a.on_node.get(self.node_name, []) + self.a.shared
+        self.pools = gather_pools(slices_for_node, self.node_name, self.labels, self.a.all_slices)
+        for ci, claim in enumerate(self.claims):
+            min_per_claim = 0
+            for ri, req in enumerate(claim.requests):
+                if req.first_available:
+                    min_req = None
+                    for si, sub in enumerate(req.first_available):
+                        rd = self._validate(ci, ri, si, sub, req.name)
+                        self.request_data[(ci, ri, si)] = rd
+                        min_req = rd.num_devices if min_req is None else min(min_req, rd.num_devices)
+                    min_per_claim += min_req or 0
+                else:
+                    if req.exactly is None:
+                        raise AllocationError(
+                            f"claim {claim.kobj}, request {req.name}: missing device class name "
+                            "(unsupported request type?)"
+                        )
+                    rd = self._validate(ci, ri, 0, req.exactly, None)
+                    self.request_data[(ci, ri, 0)] = rd
+                    min_per_claim += rd.num_devices
+            if min_per_claim > ALLOCATION_RESULTS_MAX:
+                raise AllocationError(
+                    f"claim {claim.kobj}: number of requested devices {min_per_claim} exceeds the "
+                    f"claim limit of {ALLOCATION_RESULTS_MAX}"
+                )
+            cons: list[_Constraint] = []
+            for i, c in enumerate(claim.constraints):
+                if c.match_attribute is not None:
+                    cons.append(_Constraint(c.requests, c.match_attribute, False))
+                elif c.distinct_attribute is not None:
+                    cons.append(_Constraint(c.requests, c.distinct_attribute, True))
+                else:
+                    raise AllocationError(
+                        f"claim {claim.kobj}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                    )
+            self.constraints.append(cons)
+        self.match_cache = {}
+        try:
+            done = self._allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+        except _MaxSizeExceeded:
+            done = False
+        if not done:
+            for p in self.pools:
+                if p.invalid:
+                    raise FailedOnNode("invalid resource pools were encountered")
+            return None
+        return [self._result(ci) for ci in range(len(self.claims))]
+
+    def _validate(self, ci: int, ri: int, si: int, req: SubRequest, parent: str | None) -> _RequestData:
+        claim = self.claims[ci]
+        rd = _RequestData(req, parent)
+        for i, sel in enumerate(req.selectors):
+            if sel is None:
+                raise AllocationError(
+                    f"claim {claim.kobj}, request {req.name}, selector #{i}: CEL expression empty "
+                    "(unsupported selector type?)"
+                )
+        if not req.device_class_name:
+            raise AllocationError(
+                f"claim {claim.kobj}, request {req.name}: missing device class name (unsupported request type?)"
+            )
+        cls = self.a.class_lookup(req.device_class_name)
+        if cls is None:
+            raise AllocationError(
+                f"claim {claim.kobj}, request {req.name}: could not retrieve device class {req.device_class_name}: "
+                f'deviceclass.resource.k8s.io "{req.device_class_name}" not found'
+            )
+        rd.cls = cls
+        if req.allocation_mode == "ExactCount":
+            rd.num_devices = req.count
+        elif req.allocation_mode == "All":
+            for p in self.pools:
+                if p.incomplete:
+                    raise AllocationError(
+                        f"claim {claim.kobj}, request {req.name}: asks for all devices, but resource "
+                        f"pool {p.pool_id} is currently being updated"
+                    )
+                if p.invalid:
+                    raise AllocationError(
+                        f"claim {claim.kobj}, request {req.name}: asks for all devices, but resource "
+                        f"pool {p.pool_id} is currently invalid"
+                    )
+                for sl in p.targeting:
+                    for di in range(len(sl.devices)):
+                        if self._selectable((ci, ri, si), rd, sl, di):
+                            dev = sl.devices[di]
+                            did = (sl.driver, sl.pool, dev.name)
+                            ok = self._capacity_ok(rd.request, did, dev)
+                            if ok:
+                                rd.all_devices.append((did, dev, sl, p))
+            rd.num_devices = len(rd.all_devices)
+        else:
+            raise AllocationError(
+                f"claim {claim.kobj}, request {req.name}: unsupported count mode {req.allocation_mode}"
+            )
+        return rd
+
+    # -- the search ------------------------------------------------------------------------
+    def _allocate_one(
+        self, ci: int, ri: int, si: int, di: int, allocate_sub: bool, start: tuple[int, int, int]
+    ) -> bool:
+        if ci >= len(self.claims):
+            return True
+        claim = self.claims[ci]
+        if ri >= len(claim.requests):
+            try:
+                return self._allocate_one(ci + 1, 0, 0, 0, False, (0, 0, 0))
+            except _MaxSizeExceeded:
+                return False
+        rd = self.request_data[(ci, ri, si)]
+        if not allocate_sub and rd.parent is not None:
+            all_exceeded = True
+            sub = 0
+            while True:
+                if (ci, ri, sub) not in self.request_data:
+                    if all_exceeded:
+                        raise _MaxSizeExceeded
+                    return False
+                try:
+                    ok = self._allocate_one(ci, ri, sub, di, True, (0, 0, 0))
+                except _MaxSizeExceeded:
+                    sub += 1
+                    continue
+                all_exceeded = False
+                if ok:
+                    self.request_data[(ci, ri, 0)].selected_sub = sub
+                    return True
+                sub += 1
+        req = rd.request
+        do_all = req.allocation_mode == "All"
+        if do_all and not rd.all_devices:
+            return False
+        if di >= rd.num_devices:
+            return self._allocate_one(ci, ri + 1, 0, 0, False, (0, 0, 0))
+        if len(self.results[ci]) + rd.num_devices - di > ALLOCATION_RESULTS_MAX:
+            raise _MaxSizeExceeded
+        admin = bool(req.admin_access)
+        if do_all:
+            did, dev, sl, pool = rd.all_devices[di]
+            ok, undo = self._allocate_device(ci, ri, si, did, dev, sl, pool, True)
+            if not ok:
+                return False
+            done = False
+            try:
+                done = self._allocate_one(ci, ri, si, di + 1, allocate_sub, (0, 0, 0))
+            finally:
+                if not done:
+                    undo()
+            return done
+        for pi in range(start[0], len(self.pools)):
+            pool = self.pools[pi]
+            if pool.incomplete or pool.invalid:
+                continue
+            s_start = start[1] if pi == start[0] else 0
+            for sli in range(s_start, len(pool.targeting)):
+                sl = pool.targeting[sli]
+                d_start = start[2] if (pi == start[0] and sli == start[1]) else 0
+                for dvi in range(d_start, len(sl.devices)):
+                    dev = sl.devices[dvi]
+                    did = (pool.driver, pool.name, dev.name)
+                    if admin and ci in self.allocating.get(did, ()):
+                        continue
+                    if not admin and self._in_use(did):
+                        continue
+                    if not self._selectable((ci, ri, si), rd, sl, dvi):
+                        continue
+                    if not self._capacity_ok(req, did, dev):
+                        continue
+                    ok, undo = self._allocate_device(ci, ri, si, did, dev, sl, pool, False)
+                    if not ok:
+                        continue
+                    done = False
+                    try:
+                        done = self._allocate_one(ci, ri, si, di + 1, allocate_sub, (pi, sli, dvi + 1))
+                    finally:
+                        if not done:
+                            undo()
+                    if done:
+                        return True
+        return False
+
+    def _in_use(self, did: DeviceID) -> bool:
+        return did in self.a.allocated or bool(self.allocating.get(did))
+
+    def _selectable(self, key: tuple[int, int, int], rd: _RequestData, sl: ResourceSlice, di: int) -> bool:
+        dev = sl.devices[di]
+        did = (sl.driver, sl.pool, dev.name)
+        mk = (did, *key)
+        cached = self.match_cache.get(mk)
+        if cached is not None:
+            return cached
+        ok = True
+        if (
+            (rd.cls is not None and not self._selectors_match(key[0], dev, did, rd.cls, rd.cls.selectors))
+            or not self._selectors_match(key[0], dev, did, None, rd.request.selectors)
+            or (
+                sl.per_device_node_selection
+                and not node_matches(self.node_name, self.labels, dev.node_name, dev.all_nodes, dev.node_selector)
+            )
+        ):
+            ok = False
+        self.match_cache[mk] = ok
+        return ok
+
+    def _selectors_match(
+        self, ci: int, dev: Device, did: DeviceID, cls: DeviceClass | None, selectors: Sequence[str | None]
+    ) -> bool:
+        for i, sel in enumerate(selectors):
+            expr = self.a.cel_cache.get_or_compile(sel or "")
+            where = f"class {cls.name}" if cls is not None else f"claim {self.claims[ci].kobj}"
+            if expr.error is not None:
+                raise AllocationError(f"{where}: selector #{i}: CEL compile error: {expr.error}")
+            try:
+                matches = expr.device_matches(did[0], dev)
+            except CelError as exc:
+                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {exc}") from None
+            if not matches:
+                return False
+        return True
+
+    def _capacity_ok(self, req: SubRequest, did: DeviceID, dev: Device) -> bool:
+        """CmpRequestOverCapacity: what the request consumes of each capacity (rounded by the
+        capacity's request policy) must be allowed and fit next to what is already consumed."""
+        try:
+            wanted = _cap_requests(req)
+        except (QuantityError, ValueError):
+            return False
+        if wanted and any(n not in dev.capacity for n in wanted):
+            return False
+        current = self.a.aggregated.get(did, {})
+        allocating = self.allocating_capacity.get(did, {})
+        for name, q in dev.capacity.items():
+            consumed = _consumed(dev, name, wanted)
+            policy = dev.capacity_policy.get(name)
+            if policy is not None and policy.violated(consumed):
+                return False
+            total = current.get(name, Fraction(0)) + consumed + allocating.get(name, Fraction(0))
+            if total > q.exact:
+                return False
+        return True
+
+    def _allocate_device(
+        self, ci: int, ri: int, si: int, did: DeviceID, dev: Device, sl: ResourceSlice, pool: Pool, must: bool
+    ) -> tuple[bool, Callable[[], None]]:
+        claim = self.claims[ci]
+        rd = self.request_data[(ci, ri, si)]
+        req = rd.request
+        admin = bool(req.admin_access)
+        multi = dev.allow_multiple_allocations
+        if not multi and admin and ci in self.allocating.get(did, ()):
+            return False, _noop
+        if not admin and self._in_use(did):
+            return False, _noop
+        skip_counters = multi and (did in self.a.aggregated or did in self.allocating_capacity)
+        counters_reserved = False
+        if not skip_counters and dev.consumes_counters:
+            if not self._check_counters(pool, dev):
+                return False, _noop
+            counters_reserved = True
+        base, sub = (rd.parent, req.name) if rd.parent is not None else (req.name, "")
+        added = 0
+        marked = False
+        capacity_added: dict[str, Fraction] | None = None
+        n_results = len(self.results[ci])
+
+        def rollback() -> None:
+            del self.results[ci][n_results:]
+            if capacity_added is not None:
+                cur = self.allocating_capacity.get(did, {})
+                for n, q in capacity_added.items():
+                    cur[n] = cur.get(n, Fraction(0)) - q
+                if all(v == 0 for v in cur.values()):
+                    self.allocating_capacity.pop(did, None)
+            if marked:
+                self.allocating[did].discard(ci)
+            for i in range(added - 1, -1, -1):
+                self.constraints[ci][i].remove(base, sub)
+            if counters_reserved:
+                self._release_counters(pool, dev)
+
+        if _taint_prevents(dev, req):
+            rollback()
+            return False, _noop
+        for c in self.constraints[ci]:
+            if not c.add(base, sub, dev, did):
+                rollback()
+                if must:
+                    raise AllocationError(
+                        f"claim {claim.kobj}, request {req.name}: cannot add device {did[0]}/{did[1]}/{did[2]} "
+                        "because a claim constraint would not be satisfied"
+                    )
+                return False, _noop
+            added += 1
+        if not multi:
+            self.allocating.setdefault(did, set()).add(ci)
+            marked = True
+        if not self._capacity_ok(req, did, dev):
+            rollback()
+            return False, _noop
+        result = _Result(req, rd.parent, did, dev, sl)
+        if multi:
+            wanted = _cap_requests(req) or {}
+            consumed = {n: _consumed(dev, n, wanted) for n in dev.capacity}
+            cur = self.allocating_capacity.setdefault(did, {})
+            for n, q in consumed.items():
+                cur[n] = cur.get(n, Fraction(0)) + q
+            capacity_added = consumed
+            result.share_id = self.a.new_share_id()
+            if consumed:
+                result.consumed = {n: _render(req, dev, n, q) for n, q in consumed.items()}
+        if admin:
+            result.admin = True
+        self.results[ci].append(result)
+        return True, rollback
+
+    def _check_counters(self, pool: Pool, dev: Device) -> bool:
+        avail = self.a._available_counters.get(pool.name)
+        if avail is None:
+            avail = {cs: dict(c) for cs, c in pool.counter_sets.items()}
+            for sl in [*pool.targeting, *pool.not_targeting]:
+                for d in sl.devices:
+                    if (sl.driver, sl.pool, d.name) not in self.a.allocated:
+                        continue
+                    for cs, counters in d.consumes_counters:
+                        cur = avail.get(cs)
+                        if cur is None:
+                            continue
+                        for n, q in counters.items():
+                            if n in cur:
+                                cur[n] -= q.exact
+            self.a._available_counters[pool.name] = avail
+        consumed = self.consumed_counters.setdefault(pool.name, {})
+        for cs, dev_counters in dev.consumes_counters:
+            cur = consumed.setdefault(cs, {})
+            for n, q in dev_counters.items():
+                cur[n] = cur.get(n, Fraction(0)) + q.exact
+        for cs, avail_counters in avail.items():
+            used = consumed.get(cs, {})
+            for n, v in avail_counters.items():
+                if v < used.get(n, Fraction(0)):
+                    self._release_counters(pool, dev)
+                    return False
+        return True
+
+    def _release_counters(self, pool: Pool, dev: Device) -> None:
+        consumed = self.consumed_counters.get(pool.name, {})
+        for cs, counters in dev.consumes_counters:
+            cur = consumed.get(cs, {})
+            for n, q in counters.items():
+                cur[n] = cur.get(n, Fraction(0)) - q.exact
+
+    # -- results -----------------------------------------------------------------------------
+    def _result(self, ci: int) -> dict[str, Any]:
+        claim = self.claims[ci]
+        results: list[dict[str, Any]] = []
+        for r in self.results[ci]:
+            out: dict[str, Any] = {
+                "request": r.request_name(),
+                "driver": r.did[0],
+                "pool": r.did[1],
+                "device": r.did[2],
+            }
+            if r.admin is not None:
+                out["adminAccess"] = r.admin
+            if r.request.tolerations_raw:
+                out["tolerations"] = r.request.tolerations_raw
+            if r.device.binding_conditions:
+                out["bindingConditions"] = list(r.device.binding_conditions)
+            if r.device.binding_failure_conditions:
+                out["bindingFailureConditions"] = list(r.device.binding_failure_conditions)
+            if r.share_id is not None:
+                out["shareID"] = r.share_id
+            if r.consumed:
+                out["consumedCapacity"] = r.consumed
+            results.append(out)
+        config: list[dict[str, Any]] = []
+        class_ranges: dict[str, tuple[int, int]] = {}
+        for ri in range(len(claim.requests)):
+            rd = self.request_data[(ci, ri, 0)]
+            if rd.parent is not None:
+                rd = self.request_data[(ci, ri, rd.selected_sub)]
+            cls = rd.cls
+            if cls is None:
+                continue
+            rng = class_ranges.get(cls.name)
+            if rng is not None:
+                for i in range(*rng):
+                    config[i]["requests"].append(rd.request_name())
+                continue
+            begin = len(config)
+            for c in cls.config:
+                entry = {"source": "FromClass", "requests": [rd.request_name()]}
+                entry.update({k: v for k, v in c.items()})
+                config.append(entry)
+            class_ranges[cls.name] = (begin, len(config))
+        for c in claim.config:
+            reqs = [str(x) for x in c.get("requests") or []]
+            body = {k: v for k, v in c.items() if k != "requests"}
+            if not reqs:
+                config.append({"source": "FromClaim", **body})
+                continue
+            for ri, req in enumerate(claim.requests):
+                if req.name in reqs:
+                    config.append({"source": "FromClaim", "requests": reqs, **body})
+                    continue
+                rd = self.request_data[(ci, ri, 0)]
+                if rd.parent is None:
+                    continue
+                sub = req.first_available[rd.selected_sub]
+                if f"{req.name}/{sub.name}" in reqs:
+                    config.append({"source": "FromClaim", "requests": reqs, **body})
+        devices: dict[str, Any] = {"results": results}
+        if config:
+            devices["config"] = config
+        alloc: dict[str, Any] = {"devices": devices}
+        ns = self._node_selector(self.results[ci])
+        if ns is not None:
+            alloc["nodeSelector"] = ns
+        return alloc
+
+    def _node_selector(self, results: list[_Result]) -> dict[str, Any] | None:
+        fields: list[dict[str, Any]] = []
+        exprs: list[dict[str, Any]] = []
+        for r in results:
+            sl = r.slice
+            if sl.per_device_node_selection:
+                name, sel_raw = r.device.node_name, _raw_selector(sl, r.device)
+            else:
+                name, sel_raw = sl.node_name, (sl.raw.get("spec") or {}).get("nodeSelector")
+            if name or r.device.binds_to_node:
+                return {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [self.node_name]}]}
+                    ]
+                }
+            if sel_raw is not None:
+                terms = sel_raw.get("nodeSelectorTerms") or []
+                if len(terms) == 1:
+                    _add_reqs(terms[0].get("matchFields") or [], fields)
+                    _add_reqs(terms[0].get("matchExpressions") or [], exprs)
+                elif len(terms) > 1:
+                    raise AllocationError(
+                        f"create NodeSelector for claim {self.claims[0].name}: unsupported "
+                        f"ResourceSlice.NodeSelector with {len(terms)} terms"
+                    )
+        if fields or exprs:
+            term: dict[str, Any] = {}
+            if exprs:
+                term["matchExpressions"] = exprs
+            if fields:
+                term["matchFields"] = fields
+            return {"nodeSelectorTerms": [term]}
+        return None
+
+
+def _raw_selector(sl: ResourceSlice, dev: Device) -> Any:
+    for d in (sl.raw.get("spec") or {}).get("devices") or []:
+        if isinstance(d, Mapping) and d.get("name") == dev.name:
+            return d.get("nodeSelector")
+    return None
+
+
+def _add_reqs(src: list[Any], dst: list[dict[str, Any]]) -> None:
+    for r in src:
+        vals = set(r.get("values") or [])
+        if not any(
+            e.get("key") == r.get("key")
+            and e.get("operator") == r.get("operator")
+            and set(e.get("values") or []) == vals
+            for e in dst
+        ):
+            dst.append(dict(r))
+
+
+def _consumed(dev: Device, name: str, wanted: Mapping[str, Fraction] | None) -> Fraction:
+    """calculateConsumedCapacity: the request (rounded by the policy), else the policy's
+    default, else the whole capacity."""
+    requested = wanted.get(name) if wanted else None
+    policy = dev.capacity_policy.get(name)
+    if policy is None:
+        return requested if requested is not None else dev.capacity[name].exact
+    return policy.consumed(requested, dev.capacity[name].exact)
+
+
+def _taint_prevents(dev: Device, req: SubRequest) -> bool:
+    for t in dev.taints:
+        if t.effect in ("NoExecute", "NoSchedule") and not any(tol.tolerates(t) for tol in req.tolerations):
+            return True
+    return False
+
+
+def _render(req: SubRequest, dev: Device, name: str, q: Fraction) -> str:
+    """A consumed amount as upstream writes it: the quantity it was copied from (request,
+    policy default or the capacity itself) in canonical form, else a plain number."""
+    cap = req.capacity.get("requests") if isinstance(req.capacity, Mapping) else None
+    text = cap.get(name) if isinstance(cap, Mapping) else None
+    if isinstance(text, (str, int, float)):
+        qq = parse(text)
+        if qq.exact == q:
+            return qq.canonical()
+    if dev.capacity[name].exact == q:
+        return dev.capacity[name].canonical()
+    return _fmt(q)
+
+
+def _fmt(q: Fraction) -> str:
+    if q.denominator == 1:
+        return str(q.numerator)
+    return str(parse(f"{float(q)}").canonical())
+
+
+def _noop() -> None:
+    return None
