@@ -115,7 +115,7 @@ class App:
         # DefaultPreemption: the queue's nominator and the API side of preemption.
         self.preemption = LivePreemption(
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
-            activate=self._activate,
+            activate=self._activate, release=self._release_preemptor,
         )
         for h in handle_list:
             h.nominator = self.queue.nominator
@@ -130,6 +130,10 @@ class App:
     def _activate(self, pod: PodInfo) -> None:
         """A failed preemption: move the preemptor back to activeQ (upstream fh.Activate)."""
         self.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE, None, pod, pre_check=lambda p: p.uid == pod.uid)
+
+    def _release_preemptor(self, pod: PodInfo) -> None:
+        """A preemption ended: its preemptor, if still gated by DefaultPreemption, is let through."""
+        self.queue.release_gated(pod.uid, "DefaultPreemption", "PreemptionFinished")
 
     # -- health / metrics --------------------------------------------------------------------
     async def _healthz(self, _: web.Request) -> web.Response:

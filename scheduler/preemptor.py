@@ -75,6 +75,7 @@ class LivePreemption:
         metrics: Metrics,
         *,
         activate: Callable[[PodInfo], None] | None = None,
+        release: Callable[[PodInfo], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.binder = binder
@@ -83,6 +84,11 @@ class LivePreemption:
         self.nominator = nominator
         self.metrics = metrics
         self.activate = activate
+        # Called when a preemption ends without error. Upstream relies on the victims' deletion
+        # events to re-run PreEnqueue; when the last of them arrived before this task had
+        # registered its last victim (it was deleted by a concurrent preemptor), nothing would
+        # wake the gated preemptor until the 5-minute unschedulable flush.
+        self.release = release
         self.clock = clock
         self._running: set[str] = set()
         self._last_victim: dict[str, str] = {}  # preemptor uid -> uid of the victim deleted last
@@ -156,6 +162,8 @@ class LivePreemption:
             self.metrics.preemption_goroutines_execution_total.labels(result).inc()
             if result == "error" and self.activate is not None:
                 self.activate(preemptor)
+            elif result == "success" and self.release is not None:
+                self.release(preemptor)
             log.info("preemption_finished", pod=preemptor.key, node=node, result=result)
 
     async def _clear_nomination(self, p: PodInfo) -> None:

@@ -378,6 +378,15 @@ class SchedulingQueue:
                 moved += 1
         return moved
 
+    def release_gated(self, uid: str, plugin: str, event: str) -> str:
+        """Run PreEnqueue again for a pod that ``plugin`` gated (backoffQ/activeQ if it now
+        passes). For a gate whose end no cluster event announces, e.g. an async preemption whose
+        last victim another preemptor had already deleted. Returns where the pod is now."""
+        q = self._unschedulable.get(uid)
+        if q is None or self._where.get(uid, ("", 0))[0] != GATED or q.gating_plugin != plugin:
+            return self.where(uid)
+        return self._requeue(q, event)
+
     # -- scheduling-cycle side ---------------------------------------------------------------
     def pop_nowait(self) -> QueuedPodInfo | None:
         self.flush_backoff_completed()

@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from scheduler.algorithm import Algorithm
+from scheduler.binder import ApiError
 from scheduler.cache import Cache
 from scheduler.config import PluginRef, Profile
 from scheduler.framework.cycle_state import CycleState
@@ -33,6 +34,7 @@ from scheduler.schedule_one import scheduling_cycle
 from scheduler.simulate import run
 from scheduler.snapshot import Listers, Snapshot
 from tests.builders import make_node, make_pod
+from tests.test_binder import FakeAPI
 from tests.test_scheduler_loop import Harness
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -192,6 +194,55 @@ async def test_preemptor_is_gated_while_its_preemption_runs() -> None:
     raw["metadata"]["labels"] = {"x": "y"}
     h.sched.on_pod("MODIFIED", raw)
     assert h.queue.where("uid-default-pre") != GATED
+
+
+class _VictimAlreadyGone(FakeAPI):
+    """The API side when a concurrent preemptor has already deleted the victim."""
+
+    def patch_pod_status(self, namespace: str, name: str, body: dict) -> None:
+        if name == "victim":
+            raise ApiError(404, 'pods "victim" not found')
+        super().patch_pod_status(namespace, name, body)
+
+
+async def test_gated_preemptor_is_released_when_its_preemption_ends() -> None:
+    # executor.go prepareCandidateAsync + PreEnqueue: the victim's deletion event arrived while
+    # the preemptor was gated and before its task had registered the last victim (a concurrent
+    # preemptor deleted it: PreemptPod treats 404 as done). No event will follow; the end of
+    # the task itself must let the preemptor through, not the 5-minute leftover flush.
+    h = Harness(api=_VictimAlreadyGone())
+    lp = _live(h)
+    lp.release = lambda pod: h.queue.release_gated(pod.uid, "DefaultPreemption", "PreemptionFinished")
+    h.sched.on_node(None, make_node("n1", cpu="2"))
+    victim = make_pod("victim", cpu="1500m", node_name="n1", priority=0)
+    h.sched.on_pod("ADDED", victim)
+    pre = PodInfo(make_pod("pre", cpu="1", priority=100))
+    lp._running.add(pre.uid)
+    h.sched.on_pod("ADDED", make_pod("pre", cpu="1", priority=100))
+    h.sched.on_pod("DELETED", victim)  # the deletion event: still running, so it stays gated
+    assert h.queue.where(pre.uid) == GATED
+    lp._running.discard(pre.uid)
+    await lp._run(pre, "n1", [PodInfo(victim)], "DefaultPreemption")
+    assert h.api.deleted == []  # the 404 ended it: nothing deleted by us, no error
+    assert h.metrics.registry.get_sample_value(
+        "scheduler_preemption_goroutines_execution_total", {"result": "success"}
+    ) == 1.0
+    assert h.queue.where(pre.uid) not in (GATED, "")
+    h.clock.step(2)
+    h.queue.flush_backoff_completed()
+    assert await h.step()
+    assert h.bound() == {"pre": "n1"}
+
+
+async def test_release_leaves_pods_gated_by_other_plugins() -> None:
+    # SchedulingGates gates are lifted only by the pod's own update, never by a preemption.
+    h = Harness()
+    raw = make_pod("gated", cpu="1")
+    raw["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    h.sched.on_pod("ADDED", raw)
+    uid = PodInfo(raw).uid
+    assert h.queue.where(uid) == GATED
+    assert h.queue.release_gated(uid, "DefaultPreemption", "PreemptionFinished") == GATED
 
 
 async def test_never_policy_message() -> None:
