@@ -306,40 +306,58 @@ class BindObserver(threading.Thread):
 
     def run(self) -> None:
         try:
-            path = (
-                f"/api/v1/namespaces/{self.namespace}/pods?watch=1&resourceVersion={self.rv}"
-                "&fieldSelector=spec.nodeName%21%3D&timeoutSeconds=3600"
-            )
-            self._conn.request("GET", path, headers=self.kube.headers)
-            resp = self._conn.getresponse()
-            if resp.status != 200:
-                self.error = f"watch: HTTP {resp.status} {resp.read()[:200]!r}"
-                return
-            self.ready.set()
-            while not self._stopping:
-                line = resp.readline()
-                if not line:
-                    if not self.done.is_set():
-                        self.error = "watch ended early"
+            resumes = 0
+            while not self._stopping and not self.done.is_set():
+                ended = self._watch_once()
+                if ended is None:
                     return
-                now = time.monotonic()
-                ev = json.loads(line)
-                if ev.get("type") == "ERROR":
-                    self.error = f"watch error: {ev.get('object')}"
+                # The API server ends a watch whose reader falls behind (or at its timeout):
+                # resume from the last event seen, as a reflector would, a bounded number of times.
+                resumes += 1
+                if resumes > 20:
+                    self.error = f"watch ended early {resumes} times ({ended})"
                     return
-                obj = ev["object"]
-                name = obj["metadata"]["name"]
-                node = obj.get("spec", {}).get("nodeName")
-                if node and name not in self.times:
-                    self.times[name] = now
-                    self.nodes[node] += 1
-                    if len(self.times) >= self.expected:
-                        self.done.set()
+                self._conn.close()
+                self._conn = self.kube.connect(timeout=None)
         except Exception as exc:
             if not self._stopping:
                 self.error = f"watch failed: {exc!r}"
         finally:
             self.ready.set()
+
+    def _watch_once(self) -> str | None:
+        """One WATCH from self.rv. Returns why it ended when it may be resumed, else None."""
+        path = (
+            f"/api/v1/namespaces/{self.namespace}/pods?watch=1&resourceVersion={self.rv}"
+            "&fieldSelector=spec.nodeName%21%3D&timeoutSeconds=3600&allowWatchBookmarks=true"
+        )
+        self._conn.request("GET", path, headers=self.kube.headers)
+        resp = self._conn.getresponse()
+        if resp.status != 200:
+            self.error = f"watch: HTTP {resp.status} {resp.read()[:200]!r}"
+            return None
+        self.ready.set()
+        while not self._stopping:
+            line = resp.readline()
+            if not line:
+                return None if self.done.is_set() else "closed by the server"
+            now = time.monotonic()
+            ev = json.loads(line)
+            obj = ev["object"]
+            if ev.get("type") == "ERROR":
+                self.error = f"watch error: {obj}"
+                return None
+            self.rv = obj["metadata"].get("resourceVersion") or self.rv
+            if ev.get("type") == "BOOKMARK":
+                continue
+            name = obj["metadata"]["name"]
+            node = obj.get("spec", {}).get("nodeName")
+            if node and name not in self.times:
+                self.times[name] = now
+                self.nodes[node] += 1
+                if len(self.times) >= self.expected:
+                    self.done.set()
+        return None
 
     def stop(self) -> None:
         self._stopping = True

@@ -451,10 +451,13 @@ class SchedulingQueue:
             self._push_backoff(q, "ScheduleAttemptFailure")
             return BACKOFF
         q.unschedulable_count += 1
-        if fl is not None:
-            for ev, old, new in fl.events:
-                if self._worth_requeuing(q, ev, old, new) == QueueingHint.QUEUE:
-                    return self._requeue(q, "ScheduleAttemptFailure")
+        if fl is None:
+            # done() was called already (a PreBind/Bind failure): like upstream, which finds no
+            # in-flight events for the pod, retry it after backoff.
+            return self._requeue(q, "ScheduleAttemptFailure")
+        for ev, old, new in fl.events:
+            if self._worth_requeuing(q, ev, old, new) == QueueingHint.QUEUE:
+                return self._requeue(q, "ScheduleAttemptFailure")
         self._push_unschedulable(q, "ScheduleAttemptFailure")
         return UNSCHEDULABLE
 

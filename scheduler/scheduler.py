@@ -360,6 +360,12 @@ class Scheduler:
     ) -> None:
         """Requeue and tell the cluster (upstream handleSchedulingFailure)."""
         pod = q.pod
+        if pod.uid not in self._pending:
+            # Upstream checks the pod informer first: deleted, or bound by someone else, while
+            # its attempt ran (after Done the queue no longer tracks that): never requeued.
+            self.queue.done(pod.uid)
+            log.info("pod_gone", pod=pod.key)
+            return
         where = self.queue.add_unschedulable_if_not_present(q)
         if not where:
             log.info("pod_gone", pod=pod.key)
@@ -398,6 +404,10 @@ class Scheduler:
                     Code.UNSCHEDULABLE, f"rejected due to timeout after waiting {out.permit_timeout}s at plugin Permit"
                 )
             if s is None:
+                # Past Permit the pod can no longer be "unschedulable" for in-flight events:
+                # upstream calls Done here, so a burst of binds does not make every watch event
+                # be recorded once per binding pod.
+                self.queue.done(uid)
                 s = await fw.run_pre_bind(state, assumed, node)
             if s is None:
                 s = await fw.run_bind(state, assumed, node)
@@ -431,6 +441,11 @@ class Scheduler:
         # Binding failed: undo Reserve and the assumption.
         fw.run_unreserve(state, assumed, node)
         self.cache.forget_pod(uid)
+        # The forgotten assumption freed its room: an AssignedPod delete for the others
+        # (upstream handleBindingCycleError; the pod itself is requeued by _failure).
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent("AssignedPod", ActionType.DELETE), assumed, None, pre_check=lambda p: p.uid != uid
+        )
         err = getattr(self.binder, "bind_errors", {}).pop(uid, None)
         if isinstance(err, Fenced):
             # Not sent: we may no longer lead. The next leader schedules the pod.

@@ -167,6 +167,45 @@ async def test_pod_deleted_while_binding_is_not_requeued():
     assert h.api.status_patches == []
 
 
+async def test_binding_pod_is_done_before_its_bind_call():
+    # schedule_one.go bindingCycle: SchedulingQueue.Done right after WaitOnPermit, so watch
+    # events during a burst of bindings are not recorded once per binding pod.
+    h = Harness()
+    seen: list[list[str]] = []
+    real = h.api.create_binding
+
+    def create_binding(namespace, name, body, timeout=None):
+        seen.append([qi.pod.name for qi in h.queue.in_flight()])
+        real(namespace, name, body, timeout)
+
+    h.api.create_binding = create_binding
+    h.sched.on_node(None, make_node("n1"))
+    h.sched.on_pod("ADDED", make_pod("a"))
+    assert await h.step()
+    assert h.bound() == {"a": "n1"}
+    assert seen == [[]]
+
+
+async def test_failed_binding_frees_room_for_waiting_pods():
+    # handleBindingCycleError: forgetting the assumed pod is an AssignedPodDelete for the
+    # others; the failed pod itself goes to backoff (no in-flight events after Done).
+    h = Harness(FakeAPI(ApiError(500, "boom")))
+    h.sched.on_node(None, make_node("n1", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1", priority=10))
+    h.sched.on_pod("ADDED", make_pod("b", cpu="1"))
+    qa = h.queue.pop_nowait()
+    assert qa is not None and qa.pod.name == "a"
+    h.sched.schedule_one(qa)  # assumed; its Bind runs when the loop yields
+    qb = h.queue.pop_nowait()
+    assert qb is not None and qb.pod.name == "b"
+    h.sched.schedule_one(qb)  # no room while a is assumed
+    assert h.queue.where("uid-default-b") == UNSCHEDULABLE
+    await h.settle()
+    assert h.bound() == {}
+    assert h.queue.where("uid-default-a") == BACKOFF
+    assert h.queue.where("uid-default-b") in (ACTIVE, BACKOFF)
+
+
 async def test_priority_order():
     h = Harness()
     h.sched.on_node(None, make_node("n1", cpu="1"))
