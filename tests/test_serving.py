@@ -17,6 +17,8 @@ from typing import Any
 import aiohttp
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from scheduler import cli
 from scheduler.config import DEFAULT_SCHEDULER_NAME, load_config, load_run_config
@@ -393,6 +395,12 @@ def test_self_signed_pair_like_kube_scheduler() -> None:
     assert san.get_values_for_type(x509.DNSName) == ["localhost"]
     assert [str(ip) for ip in san.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
     assert b"PRIVATE KEY" in key
+    # The leaf is signed by the CA and its key is the one returned (ECDSA, not kube-scheduler's
+    # RSA: see self_signed_pair).
+    priv = serialization.load_pem_private_key(key, password=None)
+    assert isinstance(priv, ec.EllipticCurvePrivateKey)
+    assert priv.public_key().public_numbers() == leaf.public_key().public_numbers()
+    ca.public_key().verify(leaf.signature, leaf.tbs_certificate_bytes, ec.ECDSA(leaf.signature_hash_algorithm))
 
 
 def test_tls_files_errors_are_one_line(tmp_path) -> None:

@@ -368,8 +368,15 @@ def device_activation(driver: str, dev: Device) -> dict[str, Any]:
 # Compile + evaluate, with an LRU cache
 
 
-_ENV = celpy.Environment()
+_ENV: Any = None  # built on the first compile: its parser costs ~0.3 s, a start-up cost
 _KEY_ERR = re.compile(r"no such member in mapping: '(.*)'")
+
+
+def _env() -> Any:
+    global _ENV
+    if _ENV is None:
+        _ENV = celpy.Environment()
+    return _ENV
 
 
 def _go_error(exc: CELEvalError) -> str:
@@ -390,8 +397,9 @@ class CompiledExpression:
         self.error: str | None = None
         self.program: Any = None
         try:
-            ast = _ENV.compile(expression)
-            self.program = _ENV.program(ast, functions=FUNCTIONS)
+            env = _env()
+            ast = env.compile(expression)
+            self.program = env.program(ast, functions=FUNCTIONS)
         except Exception as exc:  # celpy raises its parser's errors
             self.error = " ".join(str(exc).split()) or type(exc).__name__
 
