@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler.labels import NodeSelector
+from scheduler.objects import toleration_matches
 from scheduler.quantity import Quantity, QuantityError, parse
 
 Raw = Mapping[str, Any]
@@ -265,16 +266,8 @@ class Toleration:
         self.effect = str(raw.get("effect") or "")
 
     def tolerates(self, taint: DeviceTaint) -> bool:
-        # resourceclaim.ToleratesTaint: effect and key must match unless empty; Exists ignores value.
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        if self.operator in ("Equal", ""):
-            return self.value == taint.value
-        return False
+        """resourceclaim.ToleratesTaint."""
+        return toleration_matches(self.key, self.operator, self.value, self.effect, taint)
 
 
 class SubRequest:

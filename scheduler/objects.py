@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler.labels import (
     LabelSelector,
@@ -190,6 +190,31 @@ class Taint:
     time_added: int | None = None
 
 
+class _TaintLike(Protocol):
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def effect(self) -> str: ...
+
+
+def toleration_matches(key: str, operator: str, value: str, effect: str, taint: _TaintLike) -> bool:
+    """ToleratesTaint, shared by node taints (v1.Toleration) and device taints (DRA's
+    DeviceToleration): effect and key must match unless empty; Exists ignores the value."""
+    if effect and effect != taint.effect:
+        return False
+    if key and key != taint.key:
+        return False
+    if operator == "Exists":
+        return True
+    if operator in ("", "Equal"):
+        return value == taint.value
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Toleration:
     key: str
@@ -201,15 +226,7 @@ class Toleration:
 
     def tolerates(self, taint: Taint) -> bool:
         """v1.Toleration.ToleratesTaint."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        if self.operator in ("", "Equal"):
-            return self.value == taint.value
-        return False
+        return toleration_matches(self.key, self.operator, self.value, self.effect, taint)
 
 
 def tolerates_taint(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
