@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import harness
@@ -26,6 +27,7 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from prometheus_client.parser import text_string_to_metric_families
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SCHEDULER = "pyscheduler"
@@ -103,6 +105,24 @@ class SchedulerProcess:
                 out.append(json.loads(line))
         return out
 
+    def metrics(self, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+        """The /metrics samples, keyed by (sample name, sorted labels); None unless 200 (the
+        token's review may not have reached the API server's RBAC yet: callers wait_for it)."""
+        try:
+            status, text = self.get("/metrics", token=token)
+        except OSError:
+            return None
+        return parse_metrics(text) if status == 200 else None
+
+    def last_failures(self, namespace: str, names: list[str]) -> dict[str, dict[str, Any]]:
+        """The latest ``pod_unschedulable`` record the scheduler logged for each pod that has one."""
+        keys = {f"{namespace}/{n}": n for n in names}
+        out: dict[str, dict[str, Any]] = {}
+        for e in self.log_events():
+            if e.get("event") == "pod_unschedulable" and e.get("pod") in keys:
+                out[keys[e["pod"]]] = e
+        return out
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -142,6 +162,55 @@ def group(namespace: str) -> dict[str, str]:
     return {GROUP: namespace}
 
 
+def parse_metrics(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
+
+
+def sample(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    """One sample's value; 0 when the scheduler has not exported it (a counter never incremented)."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+@pytest.fixture
+def metrics_token(api_client: client.ApiClient, namespace: str) -> str:
+    """A token allowed to read the scheduler's /metrics (ClusterRole pyscheduler-metrics-reader)."""
+    return harness.metrics_reader_token(api_client, namespace)
+
+
+def wait_metrics(
+    proc: SchedulerProcess,
+    token: str,
+    ok: Any,
+    desc: str,
+    timeout: float = 30.0,
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Scrape /metrics until ``ok(samples)`` holds; return those samples."""
+    last: list[Any] = [None]
+
+    def check() -> Any:
+        m = proc.metrics(token)
+        last[0] = m
+        return m is not None and ok(m) and m
+
+    try:
+        return harness.wait_for(check, timeout=timeout, interval=0.3, desc=desc)
+    except harness.WaitTimeout as exc:
+        shown = {
+            k: v
+            for k, v in (last[0] or {}).items()
+            if k[0].startswith(("scheduler_pending", "scheduler_cache", "scheduler_schedule_attempts_total"))
+        }
+        raise harness.WaitTimeout(f"{exc}; metrics: {shown}") from None
+
+
+def pending_total(m: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> float:
+    return sum(sample(m, "scheduler_pending_pods", queue=q) for q in ("active", "backoff", "unschedulable", "gated"))
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading what the cluster shows
 
@@ -155,6 +224,12 @@ def events_for(
 
 def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
     return core.read_namespaced_pod(name, namespace).spec.node_name
+
+
+def scheduled_message(core: client.CoreV1Api, namespace: str, name: str) -> str:
+    """The message of the pod's PodScheduled condition ("" without one)."""
+    cond = harness.pod_condition(core.read_namespaced_pod(name, namespace), "PodScheduled")
+    return (cond.message or "") if cond is not None else ""
 
 
 def wait_bound(core: client.CoreV1Api, namespace: str, name: str, timeout: float = 30.0) -> str:
@@ -345,7 +420,20 @@ def priority_classes(api_client) -> Iterator[tuple[str, str]]:
             sched.delete_priority_class(name)
 
 
-def test_priority_order(scheduler, api_client, core_v1, node_factory, namespace, priority_classes):
+def backoff_seconds(config: str, attempts: int) -> float:
+    """The queue's backoff after ``attempts`` failed attempts (initial x 2^(attempts-1), capped)."""
+    cfg = yaml.safe_load(pathlib.Path(config).read_text())
+    initial = float(cfg.get("podInitialBackoffSeconds", 1))
+    return min(float(cfg.get("podMaxBackoffSeconds", 10)), initial * 2 ** max(0, attempts - 1))
+
+
+def log_time(record: dict[str, Any]) -> float:
+    return datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp()
+
+
+def test_priority_order(
+    scheduler, api_client, core_v1, node_factory, namespace, priority_classes, metrics_token, scheduler_config_path
+):
     high, low = priority_classes
     target = {GROUP: namespace + "-prio"}
     node_factory(1, labels={GROUP: namespace + "-decoy"})  # so both fail on a FitError, not "no nodes"
@@ -353,22 +441,83 @@ def test_priority_order(scheduler, api_client, core_v1, node_factory, namespace,
     harness.create_pod(core_v1, namespace, "high", cpu="1", node_selector=target, priority_class_name=high)
     wait_failed_scheduling(api_client, core_v1, namespace, "low")
     wait_failed_scheduling(api_client, core_v1, namespace, "high")
-    time.sleep(2.5)  # both past their first backoff: the node event moves both to activeQ at once
+    # Both parked in the unschedulable queue, waiting for an event that may help them.
+    failures = harness.wait_for(
+        lambda: (f := scheduler.last_failures(namespace, ["low", "high"])) and len(f) == 2 and f,
+        timeout=10,
+        desc="pod_unschedulable logged for both",
+    )
+    assert {n: (e["queue"], e["attempts"]) for n, e in failures.items()} == {
+        "low": ("unschedulable", 1),
+        "high": ("unschedulable", 1),
+    }, failures
+    wait_metrics(
+        scheduler,
+        metrics_token,
+        lambda m: sample(m, "scheduler_pending_pods", queue="unschedulable") == 2,
+        "both pods in the unschedulable queue",
+    )
+    # The node must arrive after both pods' first backoff is over, so that its event moves both
+    # to activeQ at once and the priority order decides. Nothing shows "backoff over": a pod
+    # parked in unschedulable stays there whatever its backoff, and only an event that moves it
+    # makes the queue compare the clock with the pod's timestamp (queue.py _requeue). So this
+    # waits for the deadline the scheduler's own records give: the queue stamps the pod, then
+    # logs pod_unschedulable, so the backoff ends at the latest one backoff after that line.
+    ends = max(log_time(e) + backoff_seconds(scheduler_config_path, e["attempts"]) for e in failures.values())
+    harness.wait_for(lambda: time.time() > ends + 0.1, timeout=15, interval=0.05, desc="first backoff of both over")
     node = node_factory(1, cpu="1", labels=target)[0]
     assert wait_bound(core_v1, namespace, "high") == node
-    time.sleep(2)
+    # The node's arrival moved both pods to activeQ (not one of them to backoffQ): the case was tested.
+    m = wait_metrics(
+        scheduler,
+        metrics_token,
+        lambda m: sample(m, "scheduler_queue_incoming_pods_total", queue="active", event="NodeADD") >= 2,
+        "the node event to requeue both pods",
+    )
+    assert sample(m, "scheduler_queue_incoming_pods_total", queue="backoff", event="NodeADD") == 0
+    # "low" was tried again with "high" on the node (not just left waiting) and did not fit.
+    harness.wait_for(
+        lambda: "Insufficient cpu" in scheduled_message(core_v1, namespace, "low"),
+        timeout=30,
+        desc="low rejected for Insufficient cpu on the new node",
+    )
     assert node_of(core_v1, namespace, "low") is None
 
 
-def test_other_schedulers_pods_untouched(scheduler, api_client, core_v1, node_factory, namespace, group):
+def test_other_schedulers_pods_untouched(scheduler, api_client, core_v1, node_factory, namespace, group, metrics_token):
     node = node_factory(1, cpu="2", labels=group)[0]
     harness.create_pod(core_v1, namespace, "theirs", cpu="1500m", scheduler_name="someone-else", node_selector=group)
     harness.create_pod(core_v1, namespace, "default", cpu="100m", scheduler_name=None, node_selector=group)
-    time.sleep(3)
+    # A pod of ours created after them: one pod watch delivers in resourceVersion order, so once
+    # the scheduler has bound this one it has seen the other two, and would have queued them
+    # before it (same priority, earlier).
+    harness.create_pod(core_v1, namespace, "probe", cpu=None, node_selector=group)
+    assert wait_bound(core_v1, namespace, "probe") == node
+    m = wait_metrics(
+        scheduler,
+        metrics_token,
+        lambda m: (
+            sample(m, "scheduler_schedule_attempts_total", result="scheduled", profile=SCHEDULER) >= 1
+            and sample(m, "scheduler_cache_size", type="assumed_pods") == 0
+        ),
+        "the probe's binding to finish",
+    )
+    # Exactly one attempt (the probe), nothing of theirs queued or waiting for a binding.
+    attempts = {
+        r: sample(m, "scheduler_schedule_attempts_total", result=r, profile=SCHEDULER)
+        for r in ("scheduled", "unschedulable", "error")
+    }
+    assert attempts == {"scheduled": 1, "unschedulable": 0, "error": 0}, attempts
+    assert pending_total(m) == 0, m
     assert node_of(core_v1, namespace, "theirs") is None
     # (a kube-scheduler peer, PYSCHED_WITH_KUBE_SCHEDULER=1, may bind "default"; we must not)
-    ours = [e for e in events_for(api_client, namespace) if e.reporting_controller == SCHEDULER]
+    ours = [
+        e
+        for e in events_for(api_client, namespace)
+        if e.reporting_controller == SCHEDULER and e.regarding.name != "probe"
+    ]
     assert ours == []
+    assert not any(e.get("pod") in (f"{namespace}/theirs", f"{namespace}/default") for e in scheduler.log_events())
     # Bound by "someone else": its requests count against the node for our pods.
     harness.bind_pod(core_v1, namespace, "theirs", node)
     harness.create_pod(core_v1, namespace, "mine", cpu="1", node_selector=group)
@@ -376,30 +525,66 @@ def test_other_schedulers_pods_untouched(scheduler, api_client, core_v1, node_fa
     assert "Insufficient cpu" in ev.note
 
 
-def test_pod_deleted_while_being_scheduled(scheduler, api_client, core_v1, node_factory, namespace, group):
+def test_pod_deleted_while_being_scheduled(
+    scheduler, api_client, core_v1, node_factory, namespace, group, metrics_token
+):
     node_factory(2, labels=group)
     names = harness.create_pods(core_v1, 20, namespace, prefix="d", node_selector=group)
-    for n in names[::2]:
+    deleted, kept = names[::2], names[1::2]
+    for n in deleted:
         core_v1.delete_namespaced_pod(n, namespace, grace_period_seconds=0)
-    for n in names[1::2]:
+    for n in kept:
         wait_bound(core_v1, namespace, n)
-    time.sleep(1)
+    # Every pod settled in the scheduler: none queued (a deleted pod kept for a retry would be),
+    # no binding in flight, and the Scheduled events of the kept pods written.
+    wait_metrics(
+        scheduler,
+        metrics_token,
+        lambda m: pending_total(m) == 0 and sample(m, "scheduler_cache_size", type="assumed_pods") == 0,
+        "an empty queue and no binding in flight",
+    )
+    harness.wait_for(
+        lambda: {e.regarding.name for e in events_for(api_client, namespace, reason="Scheduled")} >= set(kept),
+        timeout=30,
+        desc="Scheduled events of the kept pods",
+    )
     assert scheduler.proc.poll() is None
     assert scheduler.get("/healthz")[0] == 200
     # Nothing crashed, and nothing was retried for a deleted pod.
-    bad = [e for e in scheduler.log_events() if e.get("level") in ("error", "critical")]
+    events = scheduler.log_events()
+    bad = [e for e in events if e.get("level") in ("error", "critical")]
     assert bad == [], bad
+    gone = {f"{namespace}/{n}" for n in deleted}
+    retried = [
+        e
+        for e in events
+        if e.get("pod") in gone
+        and e.get("event") in ("pod_unschedulable", "scheduling_error", "bind_failed", "bind_outcome_unknown")
+    ]
+    assert retried == [], retried
 
 
-def test_node_deleted(scheduler, api_client, core_v1, node_factory, namespace, group):
+def test_node_deleted(scheduler, api_client, core_v1, node_factory, namespace, group, metrics_token):
+    def cache_has_api_nodes() -> Any:
+        return wait_metrics(
+            scheduler,
+            metrics_token,
+            lambda m: sample(m, "scheduler_cache_size", type="nodes") == len(core_v1.list_node().items),
+            "the scheduler's node count to match the API's",
+        )
+
     keep, gone = node_factory(1, labels=group)[0], node_factory(1, labels={**group, "only": "me"})[0]
+    before = sample(cache_has_api_nodes(), "scheduler_cache_size", type="nodes")  # "gone" is in the cache
     core_v1.delete_node(gone)
     harness.wait_for_deleted(lambda: core_v1.read_node(gone), timeout=30, desc=f"node {gone}")
-    time.sleep(1)
+    after = sample(cache_has_api_nodes(), "scheduler_cache_size", type="nodes")  # ... and out of it
+    assert after == before - 1
     harness.create_pod(core_v1, namespace, "pinned", node_selector={**group, "only": "me"})
     harness.create_pod(core_v1, namespace, "free", node_selector=group)
     assert wait_bound(core_v1, namespace, "free") == keep
-    wait_failed_scheduling(api_client, core_v1, namespace, "pinned")
+    ev, _ = wait_failed_scheduling(api_client, core_v1, namespace, "pinned")
+    # Weighed against the nodes that exist, the deleted one not among them.
+    assert ev.note.startswith(f"0/{int(after)} nodes are available"), ev.note
     assert node_of(core_v1, namespace, "pinned") is None
 
 
@@ -558,15 +743,85 @@ def test_lost_lease_stops_and_exits(start_scheduler, api_client, core_v1, node_f
         lost = [i for i, e in enumerate(events) if e.get("event") == "leader_election_lost"]
         assert lost, proc.logs()
         assert not any(e.get("event") == "pod_scheduled" for e in events[lost[0] :])
-        harness.create_pod(core_v1, namespace, "orphan", node_selector=group)
-        time.sleep(2)
-        assert node_of(core_v1, namespace, "orphan") is None
+        # (Whether a pod created now stays unbound says nothing: the process is gone. A leader
+        # that is still alive past its lease is test_paused_leader_schedules_nothing.)
         assert lease_holder(api_client) == "intruder"  # it did not release a lease it no longer holds
     finally:
+        free_lease(api_client)
+
+
+def free_lease(api_client: client.ApiClient) -> None:
+    """Clear the holder (1 s duration), so that the next case's scheduler takes the lease at once."""
+    coord = client.CoordinationV1Api(api_client)
+    lease = coord.read_namespaced_lease(LEASE_NAME, LEASE_NS)
+    lease.spec.holder_identity = ""
+    lease.spec.lease_duration_seconds = 1
+    coord.replace_namespaced_lease(LEASE_NAME, LEASE_NS, lease)
+
+
+def process_stopped(pid: int) -> bool:
+    """The kernel shows the process stopped (SIGSTOP delivered: state T)."""
+    stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
+def test_paused_leader_schedules_nothing(
+    start_scheduler, api_client, core_v1, node_factory, namespace, group, scheduler_config_path, tmp_path
+):
+    """A leader frozen past its lease wakes up with work to do (a pod it had queued, made
+    schedulable by a node change it has not seen yet) and must do none of it: no Binding, no
+    Lease write, exit non-zero. Nobody else takes the lease meanwhile, so only the fence (its
+    own clock) stands between the stale leader and a Binding another replica could race."""
+    renew_deadline, lease_duration = 4.0, 6.0
+    cfg = yaml.safe_load(pathlib.Path(scheduler_config_path).read_text())
+    cfg["leaderElection"].update(
+        leaseDuration=f"{lease_duration:g}s", renewDeadline=f"{renew_deadline:g}s", retryPeriod="1s"
+    )
+    short = tmp_path / "short-lease.yaml"
+    short.write_text(yaml.safe_dump(cfg))
+    node = node_factory(1, labels=group)[0]
+    proc = start_scheduler(str(short), name="paused")
+    me = harness.wait_for(lambda: lease_identity(proc), timeout=40, desc="leader")
+    harness.create_pod(core_v1, namespace, "orphan", node_selector={**group, "wake": "yes"})
+    # Positive evidence that the leader holds the pod in its queue, waiting for a node event.
+    harness.wait_for(lambda: scheduler_failure(proc, namespace, "orphan"), timeout=30, desc="orphan queued")
+    coord = client.CoordinationV1Api(api_client)
+    proc.proc.send_signal(signal.SIGSTOP)
+    try:
+        harness.wait_for(lambda: process_stopped(proc.proc.pid), timeout=10, interval=0.05, desc="leader frozen")
+        frozen = time.monotonic()
+        # The node now fits the orphan: the event waits in the frozen leader's watch.
+        core_v1.patch_node(node, {"metadata": {"labels": {"wake": "yes"}}})
+        # No renewal can start while the leader is frozen, so a lease duration from here its lease
+        # has expired for every candidate (and its fence, a renew deadline after its last renewal,
+        # has closed). A frozen process shows nothing; only the clock can tell when that is.
+        harness.wait_for(
+            lambda: time.monotonic() > frozen + lease_duration + 0.5,
+            timeout=lease_duration + 5,
+            interval=0.1,
+            desc="lease duration passed",
+        )
+        # As the frozen leader last wrote it (a renewal in flight at the freeze has landed by now).
         lease = coord.read_namespaced_lease(LEASE_NAME, LEASE_NS)
-        lease.spec.holder_identity = ""
-        lease.spec.lease_duration_seconds = 1
-        coord.replace_namespaced_lease(LEASE_NAME, LEASE_NS, lease)
+        assert lease.spec.holder_identity == me
+    finally:
+        proc.proc.send_signal(signal.SIGCONT)
+    try:
+        code = proc.proc.wait(timeout=30)
+        events = proc.log_events()
+        assert code == 1, proc.logs()
+        assert any(e.get("event") == "leader_election_lost" for e in events), proc.logs()
+        assert [e for e in events if e.get("event") == "pod_scheduled"] == []
+        assert node_of(core_v1, namespace, "orphan") is None
+        # Not renewed (nor released) on waking: no Lease write since.
+        after = coord.read_namespaced_lease(LEASE_NAME, LEASE_NS)
+        assert after.metadata.resource_version == lease.metadata.resource_version
+    finally:
+        free_lease(api_client)
+
+
+def scheduler_failure(proc: SchedulerProcess, namespace: str, pod: str) -> dict[str, Any] | None:
+    return proc.last_failures(namespace, [pod]).get(pod)
 
 
 # ---------------------------------------------------------------------------------------------

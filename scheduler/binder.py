@@ -45,6 +45,18 @@ class ApiError(Exception):
         self.message = message or f"HTTP {status}"
 
 
+# Transport errors raised before the request was sent (urllib3 wraps them in MaxRetryError).
+_NOT_SENT = ("NewConnectionError", "Failed to establish a new connection", "Connection refused")
+
+
+def never_stored(exc: ApiError) -> bool:
+    """The write certainly did not happen: the API server answered a 4xx (forbidden, throttled,
+    invalid; 404 and 409 have their own meaning), or the connection was never made."""
+    if 400 <= exc.status < 500:
+        return True
+    return exc.status == 0 and any(m in exc.message for m in _NOT_SENT)
+
+
 class BindConflict(ApiError):
     """409: the pod is already bound (or being deleted, or was replaced): not ours to bind."""
 
@@ -346,6 +358,8 @@ class Binder:
                 err: ApiError = BindConflict(409, exc.message) if exc.status == 409 else PodGone(404, exc.message)
                 self.bind_errors[pod.uid] = err
                 raise err from exc
+            if never_stored(exc):
+                raise  # refused before storage: a plain failure, the pod is retried
             # Ambiguous (a reset connection, a timeout, a 5xx while the API server went down):
             # the Binding may have been stored. Forgetting the assumption now would free the
             # slot while the pod holds it, and the next pod placed there overcommits the node.

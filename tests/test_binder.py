@@ -224,6 +224,25 @@ async def test_ambiguous_bind_error_outcomes(bound_to, uid, want):
     assert type(info.value) is want and api.gets == 1
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        ApiError(403, 'pods "p" is forbidden: User "x" cannot create resource "pods/binding"'),
+        ApiError(429, "Too many requests, please try again later."),
+        ApiError(0, "MaxRetryError: HTTPSConnectionPool(host='127.0.0.1', port=6443): Max retries exceeded "
+                    "(Caused by NewConnectionError('Failed to establish a new connection: [Errno 111] "
+                    "Connection refused'))"),
+    ],
+)
+async def test_refused_binding_is_a_plain_failure(error):
+    # Refused before storage: no pod read (the assumption is forgotten and the pod retried).
+    api = FakeAPI(error)
+    b = Binder(api, unlimited())
+    with pytest.raises(ApiError) as info:
+        await b.bind(POD, "n1")
+    assert type(info.value) is ApiError and api.gets == 0
+
+
 class FakeFence:
     def __init__(self, open_for: float, lease_left: float = 100.0) -> None:
         self.open = open_for
