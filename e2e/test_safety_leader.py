@@ -37,6 +37,7 @@ from typing import Any
 import harness
 import pytest
 import yaml
+from controlplane.freeport import free_port
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.utils.quantity import parse_quantity
@@ -94,14 +95,6 @@ def _reap_orphans() -> None:
                                env={**os.environ, "PYSCHED_RUN": str(d)}, stdout=subprocess.DEVNULL)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _admin_client(kubeconfig: str) -> client.ApiClient:
     cfg = client.Configuration()
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
@@ -147,7 +140,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     # restarting its API server frees its port for a moment (a plane started then takes it,
     # and the other session's clients end up talking to this one).
     for port in ("ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KWOK_PORT"):
-        env[f"PYSCHED_{port}"] = str(_free_port())
+        env[f"PYSCHED_{port}"] = str(free_port())
     out = subprocess.run([str(harness.CONTROLPLANE_DIR / "up.sh")], env=env, check=True,
                          stdout=subprocess.PIPE, text=True).stdout
     kubeconfig = next(ln.split("=", 1)[1].strip() for ln in out.splitlines() if ln.startswith("export KUBECONFIG="))

@@ -13,7 +13,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import harness
 import pytest
 import yaml
+from controlplane.freeport import free_port
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
@@ -40,12 +40,6 @@ pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
 # ---------------------------------------------------------------------------------------------
 # The scheduler process
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class SchedulerProcess:

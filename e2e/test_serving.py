@@ -22,18 +22,13 @@ import sys
 import harness
 import pytest
 import yaml
+from controlplane.freeport import free_port
 from cryptography import x509
 from kubernetes import client
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

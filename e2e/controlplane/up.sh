@@ -75,7 +75,7 @@ fi
 command -v curl >/dev/null || { cp_log "curl is required"; exit 1; }
 
 port_busy() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$CP_DIR/freeport.py"; }  # below the ephemeral range (see there)
 # pick_port <VAR> <env-name>: keep the value if free; replace a busy default.
 pick_port() {
   local var=$1 envname=$2 port=${!1}
