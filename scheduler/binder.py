@@ -37,24 +37,27 @@ RESOLVE_BACKOFF = (0.5, 5.0)  # first and longest wait between reads of a pod wh
 
 
 class ApiError(Exception):
-    """An API call failed; ``status`` is the HTTP status (0 for a transport error)."""
+    """An API call failed; ``status`` is the HTTP status (0 for a transport error).
+    ``sent`` is False when the request certainly never left (no connection was made)."""
 
-    def __init__(self, status: int, message: str = "") -> None:
+    def __init__(self, status: int, message: str = "", sent: bool = True) -> None:
         super().__init__(message or f"HTTP {status}")
         self.status = status
         self.message = message or f"HTTP {status}"
-
-
-# Transport errors raised before the request was sent (urllib3 wraps them in MaxRetryError).
-_NOT_SENT = ("NewConnectionError", "Failed to establish a new connection", "Connection refused")
+        self.sent = sent
 
 
 def never_stored(exc: ApiError) -> bool:
     """The write certainly did not happen: the API server answered a 4xx (forbidden, throttled,
     invalid; 404 and 409 have their own meaning), or the connection was never made."""
-    if 400 <= exc.status < 500:
-        return True
-    return exc.status == 0 and any(m in exc.message for m in _NOT_SENT)
+    return 400 <= exc.status < 500 or not exc.sent
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """urllib3 could not open the connection (MaxRetryError wraps that as its reason)."""
+    from urllib3.exceptions import NewConnectionError
+
+    return isinstance(exc, NewConnectionError) or isinstance(getattr(exc, "reason", None), NewConnectionError)
 
 
 class BindConflict(ApiError):
@@ -206,7 +209,7 @@ class KubeCoreAPI:
         except Exception as exc:
             status = _status_of(exc)
             if status == 0 and not hasattr(exc, "status"):
-                raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
+                raise ApiError(0, f"{type(exc).__name__}: {exc}", sent=not _never_connected(exc)) from exc
             raise ApiError(status, _reason_of(exc)) from exc
 
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> None:

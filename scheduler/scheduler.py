@@ -436,7 +436,6 @@ class Scheduler:
                 f"Successfully assigned {assumed.namespace}/{assumed.name} to {node}",
             )
             fw.run_post_bind(state, assumed, node)
-            self.queue.done(uid)
             return
         # Binding failed: undo Reserve and the assumption.
         fw.run_unreserve(state, assumed, node)
@@ -451,7 +450,6 @@ class Scheduler:
             # Not sent: we may no longer lead. The next leader schedules the pod.
             self.metrics.binding_errors.labels("fenced").inc()
             log.warning("bind_fenced", pod=assumed.key, node=node)
-            self.queue.done(uid)
             self._fence_closed()
             return
         if isinstance(err, BindConflict | PodGone):
@@ -461,7 +459,6 @@ class Scheduler:
             # Bound by someone else, being deleted, replaced, or gone: the watch tells the rest.
             log.info("bind_skipped", pod=assumed.key, node=node, reason=kind, error=str(err))
             self.queue.delete(uid)
-            self.queue.done(uid)
             self._pending.pop(uid, None)
             return
         self.metrics.binding_errors.labels("error").inc()

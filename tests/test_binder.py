@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from scheduler.binder import ApiError, BindConflict, Binder, Fenced, PodGone, TokenBucket
+from scheduler.binder import ApiError, BindConflict, Binder, Fenced, KubeCoreAPI, PodGone, TokenBucket
 from scheduler.objects import PodInfo
 from tests.builders import make_pod
 
@@ -229,9 +229,7 @@ async def test_ambiguous_bind_error_outcomes(bound_to, uid, want):
     [
         ApiError(403, 'pods "p" is forbidden: User "x" cannot create resource "pods/binding"'),
         ApiError(429, "Too many requests, please try again later."),
-        ApiError(0, "MaxRetryError: HTTPSConnectionPool(host='127.0.0.1', port=6443): Max retries exceeded "
-                    "(Caused by NewConnectionError('Failed to establish a new connection: [Errno 111] "
-                    "Connection refused'))"),
+        ApiError(0, "MaxRetryError: ... (Caused by NewConnectionError(...Connection refused))", sent=False),
     ],
 )
 async def test_refused_binding_is_a_plain_failure(error):
@@ -241,6 +239,26 @@ async def test_refused_binding_is_a_plain_failure(error):
     with pytest.raises(ApiError) as info:
         await b.bind(POD, "n1")
     assert type(info.value) is ApiError and api.gets == 0
+
+
+def test_transport_errors_say_whether_the_request_left() -> None:
+    # A refused connection never carried the Binding; a reset after connecting may have.
+    from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
+
+    def raising(exc: Exception):
+        def call(*args, **kwargs):
+            raise exc
+
+        return call
+
+    api = KubeCoreAPI.__new__(KubeCoreAPI)
+    refused = MaxRetryError(None, "/x", NewConnectionError(None, "Connection refused"))
+    with pytest.raises(ApiError) as info:
+        api._call(raising(refused))
+    assert (info.value.status, info.value.sent) == (0, False)
+    with pytest.raises(ApiError) as info:
+        api._call(raising(MaxRetryError(None, "/x", ProtocolError("Connection aborted"))))
+    assert (info.value.status, info.value.sent) == (0, True)
 
 
 class FakeFence:
