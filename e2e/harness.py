@@ -22,6 +22,7 @@ import dataclasses
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -87,15 +88,34 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Go's listeners do
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def kill_apiserver(run: pathlib.Path) -> list[str]:
+    """SIGKILL the local kube-apiserver (a crash, no graceful drain of long-running watches) and
+    wait until its port is free; returns its command line. The pid alone is not enough: a
+    killed Go process's main thread shows as a zombie while its other threads, which still
+    hold the listening socket, are exiting, and a restart then fails "address already in use"."""
+    pid = int((run / "pids" / "kube-apiserver.pid").read_text().strip())
+    argv = [a.decode() for a in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    port = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--secure-port=")), 6443)
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not _pid_alive(pid) and _port_free(port), timeout=30, desc="kube-apiserver to stop")
+    return argv
+
+
 def restart_apiserver(run: pathlib.Path, kubeconfig: str, down_seconds: float = 2.0, timeout: float = 90.0) -> None:
     """Kill the local kube-apiserver, leave it down for ``down_seconds``, start it again with the
     same command line (its PID file updated for down.sh), and wait until it answers."""
     pidfile = run / "pids" / "kube-apiserver.pid"
-    pid = int(pidfile.read_text().strip())
-    argv = [a.decode() for a in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-    # SIGKILL: a crash, and no waiting out the graceful drain of long-running watches.
-    os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not _pid_alive(pid), timeout=30, desc="kube-apiserver to stop")
+    argv = kill_apiserver(run)
     time.sleep(down_seconds)
     with open(run / "logs" / "kube-apiserver.log", "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)

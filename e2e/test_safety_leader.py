@@ -534,14 +534,6 @@ def test_apiserver_restart_mid_burst(plane, replicas, namespace):
     assert after_loss == 0, bad
 
 
-def _stop_apiserver(run: pathlib.Path) -> list[str]:
-    pid = int((run / "pids" / "kube-apiserver.pid").read_text().strip())
-    argv = [x.decode() for x in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if x]
-    os.kill(pid, signal.SIGKILL)
-    harness.wait_for(lambda: not harness._pid_alive(pid), timeout=30, desc="kube-apiserver to stop")
-    return argv
-
-
 def _start_apiserver(run: pathlib.Path, argv: list[str], kubeconfig: str) -> None:
     with open(run / "logs" / "kube-apiserver.log", "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
@@ -555,7 +547,7 @@ def test_start_while_apiserver_down(plane, replicas, namespace):
     and no traceback, then schedules once the API is up."""
     core = plane.core
     group = {"safety": namespace}
-    argv = _stop_apiserver(plane.run)
+    argv = harness.kill_apiserver(plane.run)
     try:
         a = replicas("a", ready=False)
 

@@ -14,7 +14,6 @@ the end of the module.
 from __future__ import annotations
 
 import contextlib
-import os
 import pathlib
 import signal
 import subprocess
@@ -41,9 +40,7 @@ def _apiserver_argv(run: pathlib.Path) -> tuple[int, list[str]]:
 
 def restart_apiserver_with(run: pathlib.Path, kubeconfig: str, argv: list[str]) -> None:
     """harness.restart_apiserver, but with the given command line (flags added or restored)."""
-    pid, _ = _apiserver_argv(run)
-    os.kill(pid, signal.SIGKILL)
-    harness.wait_for(lambda: not harness._pid_alive(pid), timeout=30, desc="kube-apiserver to stop")
+    harness.kill_apiserver(run)
     with open(run / "logs" / "kube-apiserver.log", "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     (run / "pids" / "kube-apiserver.pid").write_text(f"{proc.pid}\n")
