@@ -3,13 +3,15 @@
 A benchmark, not a test (never part of `make test`). Per workload (bench/live_shapes.py: the
 offline shapes of bench/shapes.py at 5,000 kwok nodes; ``--quick``: SchedulingBasic at 1,000)
 it creates the nodes and the shape's initial pods (pre-bound round-robin, so every contestant
-sees the same occupied cluster), then for each round and each contestant, in an order that
+sees the same occupied cluster), waits until kube-controller-manager has lifted every new
+node's not-ready taint, then for each round and each contestant, in an order that
 rotates per round:
 
 1. creates the measured pods (``--pods``, default 2,000), all pending, none scheduled yet;
 2. watches bindings of that namespace from the list's resourceVersion, pauses kwok (SIGSTOP,
    so its status updates of bound pods do not compete for the 2 cores; ``--kwok-live`` keeps it
-   running) and starts the contestant;
+   running; the plane's node-monitor grace period is raised so that unrenewed node leases do
+   not turn nodes NotReady during a long run) and starts the contestant;
 3. stops when every measured pod is bound (or on timeout / exit of the contestant), samples
    the contestant's CPU (utime+stime of its process tree) and peak RSS (VmHWM) from /proc,
    and the API server's CPU since the start;
@@ -18,7 +20,8 @@ rotates per round:
 Contestants (same kubeconfig identity system:kube-scheduler, so API priority and fairness
 treats them alike; qps/burst 5000; leader election off; one config file for both schedulers):
 ``kube`` the real kube-scheduler v1.36.3, ``bind`` bench/live_bind.py (list pending, POST
-Bindings round-robin: the API path's limit), ``ours`` ``python -m scheduler run``.
+Bindings round-robin from ``--bind-workers`` threads: the API path's limit; ``--bind-workers 1``
+gives a sequential client), ``ours`` ``python -m scheduler run``.
 
 Metrics (median over rounds): pods/s from process start to the last bind; pods/s between the
 10% and 90% binds; seconds to the first bind; scheduler CPU-s per 1000 pods; API server CPU-s
@@ -30,6 +33,7 @@ unless it was already up.
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import dataclasses
 import datetime as dt
@@ -239,6 +243,15 @@ def create_pods(kube: Kube, pods: list[dict[str, Any]]) -> None:
     kube.parallel([("POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", _clean(p)) for p in pods])
 
 
+def not_ready_nodes(kube: Kube) -> int:
+    doc = kube.request("GET", f"/api/v1/nodes?labelSelector={BENCH_LABEL}")
+    return sum(
+        1
+        for n in doc.get("items") or []
+        if any(t.get("key") in harness.NOT_READY_TAINT_KEYS for t in (n.get("spec") or {}).get("taints") or [])
+    )
+
+
 def prepare_workload(
     kube: Kube, wl: Workload, nodes: list[dict[str, Any]], init: list[dict[str, Any]], namespaces: set[str]
 ) -> None:
@@ -279,6 +292,15 @@ def prepare_workload(
             600,
             1.0,
         )
+    # A new node carries node.kubernetes.io/not-ready until kube-controller-manager's node
+    # lifecycle controller lifts it (tens per second at 5,000 nodes, minutes in all): a run
+    # started earlier would see most nodes filtered out and the rest changing under it.
+    wait_until(
+        "bench nodes free of not-ready/unreachable taints",
+        lambda: not_ready_nodes(kube) == 0,
+        900,
+        2.0,
+    )
     reused = " (reused)" if keep_pods else ""
     say(f"{wl.name}: {len(nodes)} nodes, {len(init)} init pods ready{reused} in {time.monotonic() - t:.0f}s")
 
@@ -665,6 +687,9 @@ def _interrupt(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("PYSCHED_RUN", f"/tmp/pyscheduler-bench-live-{os.getpid()}")
+    # kwok is paused during runs, so node leases go unrenewed: with kube-controller-manager's
+    # 50 s a slow contestant's run would see nodes turn NotReady and tainted under it.
+    os.environ.setdefault("PYSCHED_NODE_MONITOR_GRACE_PERIOD", "30m")
     # Stop cleanly (finally blocks run) on SIGTERM/SIGHUP as on Ctrl-C.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
@@ -691,6 +716,9 @@ def main(argv: list[str] | None = None) -> int:
     plane: Plane | None = None
     kwok: Kwok | None = None
     tables: list[str] = []
+    # An installed scheduler starts from bytecode (pip compiles the wheel, the image keeps it);
+    # a checkout under PYTHONDONTWRITEBYTECODE would compile every module at each start.
+    compileall.compile_dir(str(ROOT / "scheduler"), quiet=1)
     try:
         plane = start_plane()
         kwok = Kwok(plane, enabled=not args.kwok_live)

@@ -143,8 +143,11 @@ async def test_unschedulable_condition_patch_and_skip():
     assert cond["reason"] == "Unschedulable" and cond["message"] == "0/1 nodes are available"
     # The pod already carries the same condition: no write (upstream UpdatePodCondition).
     raw = make_pod("web", "prod", uid="u-1")
-    raw["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                     "message": "0/1 nodes are available"}]}
+    raw["status"] = {
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}
+        ]
+    }
     assert not await b.set_unschedulable(PodInfo(raw), "Unschedulable", "0/1 nodes are available")
     assert len(api.status_patches) == 1
 
@@ -181,8 +184,12 @@ async def test_bindings_and_events_have_separate_buckets():
         return sleep
 
     api, events = FakeAPI(), FakeAPI()
-    b = Binder(api, TokenBucket(qps=1, burst=1, clock=lambda: t[0], sleep=sleeper("bind")), events_api=events,
-               events_limiter=TokenBucket(qps=1, burst=1, clock=lambda: t[0], sleep=sleeper("events")))
+    b = Binder(
+        api,
+        TokenBucket(qps=1, burst=1, clock=lambda: t[0], sleep=sleeper("bind")),
+        events_api=events,
+        events_limiter=TokenBucket(qps=1, burst=1, clock=lambda: t[0], sleep=sleeper("events")),
+    )
     await b.event(POD, "p", "Normal", "Scheduled", "Binding", "x")
     await b.set_unschedulable(POD, "Unschedulable", "m")
     assert waits == ["events"]
@@ -245,19 +252,28 @@ def test_transport_errors_say_whether_the_request_left() -> None:
     # A refused connection never carried the Binding; a reset after connecting may have.
     from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
 
-    def raising(exc: Exception):
-        def call(*args, **kwargs):
-            raise exc
+    class RaisingPool:
+        def __init__(self, exc: Exception) -> None:
+            self.exc = exc
 
-        return call
+        def urlopen(self, *args, **kwargs):
+            raise self.exc
+
+    class Client:
+        user_agent = "test"
+
+        def update_params_for_auth(self, headers, queries, settings):
+            pass
 
     api = KubeCoreAPI.__new__(KubeCoreAPI)
-    refused = MaxRetryError(None, "/x", NewConnectionError(None, "Connection refused"))
+    api.api, api._host = Client(), "https://x"
+    api._pool = RaisingPool(MaxRetryError(None, "/x", NewConnectionError(None, "Connection refused")))
     with pytest.raises(ApiError) as info:
-        api._call(raising(refused))
+        api.create_binding("ns", "p", {})
     assert (info.value.status, info.value.sent) == (0, False)
+    api._pool = RaisingPool(MaxRetryError(None, "/x", ProtocolError("Connection aborted")))
     with pytest.raises(ApiError) as info:
-        api._call(raising(MaxRetryError(None, "/x", ProtocolError("Connection aborted"))))
+        api.create_binding("ns", "p", {})
     assert (info.value.status, info.value.sent) == (0, True)
 
 

@@ -218,6 +218,11 @@ KCM_CONTROLLERS+=,persistentvolume-binder-controller,persistentvolumeclaim-prote
 KCM_CONTROLLERS+=,persistentvolume-protection-controller,node-lifecycle-controller
 KCM_CONTROLLERS+=,resourceclaim-controller
 # PYSCHED_KCM_CONTROLLERS replaces the list (kube-controller-manager --controllers syntax).
+# qps 1000: the node lifecycle controller lifts the not-ready taint of new nodes at a rate its
+# client's qps sets (about 40 nodes/s at qps 100, two minutes for a 5,000-node bench cluster).
+# PYSCHED_NODE_MONITOR_GRACE_PERIOD (default 50s, kube-controller-manager's): how long a node
+# lease may go unrenewed before its node turns NotReady and is tainted; `make bench-live`
+# pauses kwok for whole runs and raises it.
 KCM_CONTROLLERS=${PYSCHED_KCM_CONTROLLERS:-$KCM_CONTROLLERS}
 start kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
   --kubeconfig="$PKI/kube-controller-manager.kubeconfig" \
@@ -231,7 +236,8 @@ start kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
   --use-service-account-credentials=true \
   --service-account-private-key-file="$PKI/sa.key" \
   --root-ca-file="$PKI/ca.crt" \
-  --kube-api-qps=100 --kube-api-burst=200 \
+  --kube-api-qps=1000 --kube-api-burst=2000 \
+  --node-monitor-grace-period="${PYSCHED_NODE_MONITOR_GRACE_PERIOD:-50s}" \
   --profiling=false
 
 # Stages: node-initialize + node-heartbeat-with-lease + pod-ready + pod-delete.

@@ -21,7 +21,8 @@ from scheduler.framework.status import Code
 from scheduler.objects import NodeInfo, PodInfo
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
-from scheduler.plugins.dynamicresources.cel import Cache, CelError, CompiledExpression
+from scheduler.plugins.dynamicresources.cel import CompiledExpression
+from scheduler.plugins.dynamicresources.celcache import Cache, CelError
 
 # ---------------------------------------------------------------------------------------------
 # CEL (compile_test.go)

@@ -57,7 +57,7 @@ from scheduler.framework.status import SKIP, Code, Status
 from scheduler.labels import NodeSelector
 from scheduler.objects import NodeInfo, PodInfo
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
-from scheduler.plugins.dynamicresources.cel import Cache
+from scheduler.plugins.dynamicresources.celcache import Cache
 from scheduler.plugins.helper import default_normalize_score
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from scheduler.dra import (
     SubRequest,
 )
 from scheduler.labels import NodeSelector
-from scheduler.plugins.dynamicresources.cel import Cache, CelError
+from scheduler.plugins.dynamicresources.celcache import Cache, CelError
 from scheduler.quantity import QuantityError, parse
 
 DeviceID = tuple[str, str, str]  # driver, pool, device

@@ -15,7 +15,6 @@ only fails when evaluated), and runtime error texts are cel-go-like only for mis
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from fractions import Fraction
 from typing import Any
 
@@ -24,15 +23,8 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
 from scheduler.dra import Attribute, Device
+from scheduler.plugins.dynamicresources.celcache import CelError
 from scheduler.quantity import Quantity, QuantityError, parse
-
-# upstream NewCache(10, ...): the most recent expressions stay compiled.
-CACHE_SIZE = 10
-
-
-class CelError(Exception):
-    """A compile or runtime error, with cel-go-like text where known."""
-
 
 # ---------------------------------------------------------------------------------------------
 # Kubernetes library types
@@ -420,22 +412,3 @@ class CompiledExpression:
         if not isinstance(result, (bool, celtypes.BoolType)):
             raise CelError(f"CEL result of type {type(result).__name__} could not be converted to bool")
         return bool(result)
-
-
-class Cache:
-    """Compiled expressions, the most recently used ``size`` kept (upstream cel.Cache)."""
-
-    def __init__(self, size: int = CACHE_SIZE) -> None:
-        self.size = size
-        self._entries: OrderedDict[str, CompiledExpression] = OrderedDict()
-
-    def get_or_compile(self, expression: str) -> CompiledExpression:
-        e = self._entries.get(expression)
-        if e is not None:
-            self._entries.move_to_end(expression)
-            return e
-        e = CompiledExpression(expression)
-        self._entries[expression] = e
-        if len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-        return e
