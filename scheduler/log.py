@@ -2,16 +2,44 @@
 
 Configured once, at start-up. Events have fixed snake_case names (``pod_scheduled``,
 ``pod_unschedulable``, ``bind_failed``); data goes in fields (``pod``, ``node``, ...).
-Standard-library loggers (kopf, aiohttp, the kubernetes client) go through the same renderer.
+
+Our events are rendered by structlog and written directly, one write per line: routing them
+through the standard library's logging (a LogRecord, handler and formatter per line) cost about
+four times as much, and the scheduling loop logs once per pod. Standard-library loggers (kopf,
+aiohttp, the kubernetes client) go through the same renderer on a handler that takes the same
+lock, so lines from the binding threads and from those libraries never interleave.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import Any
 
 import structlog
+
+
+class LineLogger:
+    """structlog's logger: writes each rendered event as one line under ``lock``."""
+
+    __slots__ = ("_lock", "_stream")
+
+    def __init__(self, stream: Any, lock: Any) -> None:
+        self._stream = stream
+        self._lock = lock
+
+    def msg(self, message: str) -> None:
+        with self._lock:
+            try:
+                self._stream.write(message + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                # A closed or broken stderr loses the line, never a pod (the standard
+                # library's handlers swallow such errors too).
+                pass
+
+    debug = info = warning = warn = error = critical = exception = fatal = log = msg
 
 
 def configure(level: str | int = "INFO", json_output: bool | None = None, stream: Any = None) -> None:
@@ -23,20 +51,20 @@ def configure(level: str | int = "INFO", json_output: bool | None = None, stream
         lvl = logging.INFO
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
-        structlog.stdlib.add_log_level,
+        structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer: Any = (
-        structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer(colors=False)
-    )
+    renderer: Any = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer(colors=False)
+    lock = threading.RLock()
+    line_logger = LineLogger(stream, lock)
     structlog.configure(
         processors=[
             *shared,
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+            renderer,
         ],
-        logger_factory=structlog.stdlib.LoggerFactory(),
+        logger_factory=lambda *args: line_logger,
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         cache_logger_on_first_use=True,
     )
@@ -49,6 +77,7 @@ def configure(level: str | int = "INFO", json_output: bool | None = None, stream
         ],
     )
     handler = logging.StreamHandler(stream)
+    handler.lock = lock  # the structlog writer's lock: one writer at a time on the stream
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]

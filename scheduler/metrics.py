@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -25,6 +26,20 @@ ERROR = "error"
 
 def _count_of(counts: Callable[[], dict[str, int]], name: str) -> int:
     return counts().get(name, 0)
+
+
+def _children(metric: Any) -> Callable[..., Any]:
+    """``metric.labels(*values)`` with the children kept: the client's ``labels`` validates
+    and locks on every call, and the cycle records several per pod."""
+    cache: dict[tuple[str, ...], Any] = {}
+
+    def child(*values: str) -> Any:
+        c = cache.get(values)
+        if c is None:
+            c = cache[values] = metric.labels(*values)
+        return c
+
+    return child
 
 
 class Metrics:
@@ -149,13 +164,16 @@ class Metrics:
             ["name"],
             registry=r,
         )
+        self._incoming = _children(self.queue_incoming_pods)
+        self._attempts = _children(self.schedule_attempts)
+        self._attempt_duration = _children(self.scheduling_attempt_duration)
 
     # -- hooks -------------------------------------------------------------------------------
     def extension_point_observer(self, profile: str) -> DurationObserver:
-        hist = self.framework_extension_point_duration
+        hist = _children(self.framework_extension_point_duration)
 
         def observe(point: str, plugin: str, status: str, seconds: float) -> None:
-            hist.labels(point, status, profile).observe(seconds)
+            hist(point, status, profile).observe(seconds)
 
         return observe
 
@@ -170,11 +188,11 @@ class Metrics:
             self.cache_size.labels(name).set_function(functools.partial(_count_of, counts, name))
 
     def incoming(self, queue: str, event: str) -> None:
-        self.queue_incoming_pods.labels(queue, event).inc()
+        self._incoming(queue, event).inc()
 
     def attempt(self, result: str, profile: str, seconds: float) -> None:
-        self.schedule_attempts.labels(result, profile).inc()
-        self.scheduling_attempt_duration.labels(result, profile).observe(seconds)
+        self._attempts(result, profile).inc()
+        self._attempt_duration(result, profile).observe(seconds)
 
     def object_error(self, kind: str, stage: str = "watch") -> None:
         self.object_errors.labels(kind, stage).inc()
