@@ -133,12 +133,6 @@ def loadavg() -> float:
     return float(pathlib.Path("/proc/loadavg").read_text().split()[0])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # ---------------------------------------------------------------------------
 # Control plane
 # ---------------------------------------------------------------------------
@@ -416,8 +410,9 @@ def contestant_argv(key: str, plane: Plane, config: pathlib.Path, args: argparse
         ]  # fmt: skip
     if key == "ours":
         return [
-            sys.executable, "-m", "scheduler", "run", "--config", str(config),
-            "--port", str(free_port()), "--bind-address", "127.0.0.1",
+            # Serving off, as kube-scheduler's --secure-port=0 above: neither pays for a
+            # self-signed certificate and an HTTPS listener before its first bind.
+            sys.executable, "-m", "scheduler", "run", "--config", str(config), "--secure-port", "0",
         ]  # fmt: skip
     raise ValueError(key)
 

@@ -5,7 +5,12 @@ minute (transport.NewCachedFileTokenSource); separate clients per purpose."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import pathlib
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import structlog
@@ -34,6 +39,31 @@ def write_kubeconfig(tmp: pathlib.Path, user: dict) -> str:
     path = tmp / "kubeconfig"
     path.write_text(yaml.safe_dump(doc))
     return str(path)
+
+
+@contextlib.contextmanager
+def plain_http_api(tmp_path: pathlib.Path, handler: type, token: str) -> Iterator[Any]:
+    """An ApiClient from a kubeconfig (CredentialSource) for ``handler`` served over plain HTTP
+    on a loopback port: the real client stack, a scripted API server."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        path = tmp_path / "kubeconfig"
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "x",
+                    "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+                    "users": [{"name": "u", "user": {"token": token}}],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                }
+            )
+        )
+        yield CredentialSource(str(path)).api_client("scheduler", pool_size=1)
+    finally:
+        server.shutdown()
 
 
 def test_token_file_is_reread_when_rotated(tmp_path):
@@ -120,9 +150,6 @@ def test_describe_error_unwraps_urllib3():
 def test_fence_checked_right_before_the_bytes_leave(tmp_path):
     # The fence is open when the bind thread checks it and closes before the request is
     # written (a SIGSTOP between the two): the connection itself refuses to send.
-    import http.server
-    import threading
-
     from scheduler.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
     from scheduler.objects import PodInfo
     from tests.builders import make_pod
@@ -140,23 +167,7 @@ def test_fence_checked_right_before_the_bytes_leave(tmp_path):
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        path = tmp_path / "kubeconfig"
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "x",
-                    "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
-                    "users": [{"name": "u", "user": {"token": "t"}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                }
-            )
-        )
-        api = CredentialSource(str(path)).api_client("scheduler", pool_size=1)
+    with plain_http_api(tmp_path, Handler, "t") as api:
 
         class Fence:
             def __init__(self, open_checks: int) -> None:
@@ -177,109 +188,57 @@ def test_fence_checked_right_before_the_bytes_leave(tmp_path):
         with pytest.raises(Fenced):
             asyncio.run(closing.bind(pod, "n1"))
         assert len(received) == 1  # nothing reached the server
-    finally:
-        server.shutdown()
 
 
 @pytest.mark.parametrize(
-    ("call", "reply", "method", "path", "content_type", "status"),
+    ("method_name", "args", "body", "reply", "request_line", "content_type", "status"),
     [
         # A Binding the API server refuses as already bound: its Status message is the error
         # (kube-scheduler logs and reports that message).
-        (
-            lambda api: api.create_binding("prod", "web", {"kind": "Binding"}),
-            409,
-            "POST",
-            "/api/v1/namespaces/prod/pods/web/binding",
-            "application/json",
-            409,
-        ),
-        (lambda api: api.get_pod("prod", "web"), 404, "GET", "/api/v1/namespaces/prod/pods/web", None, 404),
+        ("create_binding", ("prod", "web"), {"kind": "Binding"}, 409,
+         "POST /api/v1/namespaces/prod/pods/web/binding", "application/json", 409),
+        ("get_pod", ("prod", "web"), None, 404, "GET /api/v1/namespaces/prod/pods/web", None, 404),
         # Conditions merge by type (strategic merge patch), as client-go's status patch does.
-        (
-            lambda api: api.patch_pod_status("prod", "web", {"status": {}}),
-            200,
-            "PATCH",
-            "/api/v1/namespaces/prod/pods/web/status",
-            "application/strategic-merge-patch+json",
-            0,
-        ),
-        (
-            lambda api: api.create_event("prod", {"kind": "Event"}),
-            201,
-            "POST",
-            "/apis/events.k8s.io/v1/namespaces/prod/events",
-            "application/json",
-            0,
-        ),
-        (lambda api: api.delete_pod("prod", "victim"), 200, "DELETE", "/api/v1/namespaces/prod/pods/victim", None, 0),
+        ("patch_pod_status", ("prod", "web"), {"status": {}}, 200,
+         "PATCH /api/v1/namespaces/prod/pods/web/status", "application/strategic-merge-patch+json", 0),
+        ("create_event", ("prod",), {"kind": "Event"}, 201,
+         "POST /apis/events.k8s.io/v1/namespaces/prod/events", "application/json", 0),
+        ("delete_pod", ("prod", "victim"), None, 200, "DELETE /api/v1/namespaces/prod/pods/victim", None, 0),
     ],
-)
-def test_core_api_requests_and_status_errors(tmp_path, call, reply, method, path, content_type, status):
-    import http.server
+)  # fmt: skip
+def test_core_api_requests_and_status_errors(tmp_path, method_name, args, body, reply, request_line, content_type,
+                                             status):  # fmt: skip
     import json
-    import threading
 
     from scheduler.binder import ApiError, KubeCoreAPI
 
-    seen: list[tuple[str, str, str | None, str | None, bytes]] = []
+    seen: list[tuple[str, str | None, str | None, bytes]] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def _answer(self) -> None:
             n = int(self.headers.get("Content-Length") or 0)
-            seen.append(
-                (
-                    self.command,
-                    self.path,
-                    self.headers.get("Content-Type"),
-                    self.headers.get("Authorization"),
-                    self.rfile.read(n),
-                )
-            )
-            body = json.dumps({"kind": "Status", "message": f"answer {reply}"}).encode()
+            seen.append((f"{self.command} {self.path}", self.headers.get("Content-Type"),
+                         self.headers.get("Authorization"), self.rfile.read(n)))  # fmt: skip
+            reply_body = json.dumps({"kind": "Status", "message": f"answer {reply}"}).encode()
             self.send_response(reply)
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(len(reply_body)))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(reply_body)
 
         do_GET = do_POST = do_PATCH = do_DELETE = _answer
 
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        kc = tmp_path / "kubeconfig"
-        kc.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "x",
-                    "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
-                    "users": [{"name": "u", "user": {"token": "t0k"}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                }
-            )
-        )
-        api = KubeCoreAPI(CredentialSource(str(kc)).api_client("scheduler", pool_size=1))
+    with plain_http_api(tmp_path, Handler, "t0k") as client:
+        call = getattr(KubeCoreAPI(client), method_name)
+        call_args = (*args, body) if body is not None else args
         if status:
             with pytest.raises(ApiError) as info:
-                call(api)
+                call(*call_args)
             assert (info.value.status, info.value.message) == (status, f"answer {reply}")
         else:
-            call(api)
-        ((got_method, got_path, got_type, auth, body),) = seen
-        assert (got_method, got_path, got_type, auth) == (method, path, content_type, "Bearer t0k")
-        assert (json.loads(body) if body else None) == (
-            {"kind": "Binding"}
-            if method == "POST" and "binding" in path
-            else {"kind": "Event"}
-            if method == "POST"
-            else {"status": {}}
-            if method == "PATCH"
-            else None
-        )
-    finally:
-        server.shutdown()
+            call(*call_args)
+    ((got_line, got_type, auth, sent),) = seen
+    assert (got_line, got_type, auth) == (request_line, content_type, "Bearer t0k")
+    assert (json.loads(sent) if sent else None) == body
