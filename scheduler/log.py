@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 from typing import Any
 
 import structlog
@@ -55,8 +54,9 @@ def configure(level: str | int = "INFO", json_output: bool | None = None, stream
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     renderer: Any = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer(colors=False)
-    lock = threading.RLock()
-    line_logger = LineLogger(stream, lock)
+    # One lock for both writers: the standard-library handler's own.
+    handler = logging.StreamHandler(stream)
+    line_logger = LineLogger(stream, handler.lock)
     structlog.configure(
         processors=[
             *shared,
@@ -76,8 +76,6 @@ def configure(level: str | int = "INFO", json_output: bool | None = None, stream
             renderer,
         ],
     )
-    handler = logging.StreamHandler(stream)
-    handler.lock = lock  # the structlog writer's lock: one writer at a time on the stream
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]
