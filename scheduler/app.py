@@ -367,7 +367,9 @@ def build(cfg: SchedulerConfig, metrics: Metrics) -> tuple[dict[str, Framework],
 def main(args: argparse.Namespace) -> int:
     logconf.configure()
     cfg_name = args.config or "default configuration"
-    # Everything that can be checked offline is checked before touching the cluster.
+    # Everything that can be checked offline is checked before touching the cluster. As for
+    # the imports (cli.py), no collection while the long-lived plugin objects are built.
+    gc.disable()
     try:
         cfg = load_run_config(args.config)
         metrics = Metrics()
@@ -375,6 +377,8 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, FrameworkError) as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
+    finally:
+        gc.enable()
     for name in cfg.not_available:
         log.warning("plugin_not_available", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 
@@ -76,8 +77,13 @@ def main(argv: list[str] | None = None) -> int:
 
         return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats)
     if args.command == "run":
-        from scheduler.app import main as app_main
-
+        # The imports create several hundred thousand objects that live as long as the
+        # process; collecting while they arrive only rescans them (about 0.1 s of every start).
+        gc.disable()
+        try:
+            from scheduler.app import main as app_main
+        finally:
+            gc.enable()
         return app_main(args)
     return 2
 

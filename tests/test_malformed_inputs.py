@@ -216,3 +216,13 @@ def test_bad_config_file_for_run(
     assert line.startswith(f"error: {config}: ") and line.count(config) == 1, line
     for frag in fragments:
         assert frag in line, f"{frag!r} not in {line!r}"
+
+
+def test_run_leaves_the_cyclic_gc_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `run` turns collection off while it imports the scheduler; a start that ends early (here a
+    # bad config) must not leave it off.
+    import gc
+
+    config = _write(tmp_path / "config.yaml", "apiVersion: [")
+    assert main(["run", "--config", config]) == 2
+    assert gc.isenabled()
