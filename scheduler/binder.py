@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import structlog
+import urllib3
+from urllib3.exceptions import NewConnectionError
 
 from scheduler.objects import PodInfo
 
@@ -56,8 +58,6 @@ def never_stored(exc: ApiError) -> bool:
 
 def _never_connected(exc: BaseException) -> bool:
     """urllib3 could not open the connection (MaxRetryError wraps that as its reason)."""
-    from urllib3.exceptions import NewConnectionError
-
     return isinstance(exc, NewConnectionError) or isinstance(getattr(exc, "reason", None), NewConnectionError)
 
 
@@ -205,8 +205,6 @@ class KubeCoreAPI:
     def _request(
         self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float = REQUEST_TIMEOUT
     ) -> bytes:
-        import urllib3
-
         headers = {"Accept": JSON, "User-Agent": self.api.user_agent}
         data = None
         if body is not None:
