@@ -348,10 +348,22 @@ def test_prebind_timeout_requeues_then_binds(
     pod["spec"]["schedulerName"] = TIMEOUT_SCHEDULER
     core_v1.create_namespaced_pod(namespace, pod)
 
-    ev, cond = wait_failed(core_v1, namespace, "p")
-    assert cond.reason == "SchedulerError"
-    assert cond.message == 'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+    # The first failure is the timeout. The retry that follows may fail differently before this
+    # test looks (the PV controller, seeing the claimRef, writes the PV's phase, so the retry's
+    # PV update can meet a 409 Conflict, as kube-scheduler's would): look for the timeout among
+    # the pod's FailedScheduling events, not just the latest.
+    timed_out = 'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+
+    def timeout_event() -> Any:
+        evs = core_v1.list_namespaced_event(
+            namespace, field_selector="involvedObject.kind=Pod,involvedObject.name=p,reason=FailedScheduling"
+        ).items
+        return next((e for e in evs if e.message == timed_out), None)
+
+    ev = harness.wait_for(timeout_event, timeout=30, desc="the PreBind timeout's FailedScheduling event")
     assert ev.reporting_component == TIMEOUT_SCHEDULER
+    _, cond = wait_failed(core_v1, namespace, "p")
+    assert cond.reason == "SchedulerError"
     assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
 
     core_v1.patch_namespaced_persistent_volume_claim(
