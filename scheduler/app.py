@@ -378,6 +378,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
     finally:
+        gc.freeze()
         gc.enable()
     for name in cfg.not_available:
         log.warning("plugin_not_available", plugin=name)
