@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import signal
 import sys
@@ -38,6 +37,7 @@ from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_
 from scheduler.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework, FrameworkError
+from scheduler.gcpolicy import long_lived_objects
 from scheduler.metrics import Metrics
 from scheduler.objects import PodInfo
 from scheduler.plugins.registry import default_registry
@@ -259,15 +259,9 @@ class App:
             log.info("cache_syncing")
             sync_start = time.monotonic()
             # The initial LISTs create millions of long-lived objects that the cyclic GC would
-            # scan again and again (about a second at 5,000 nodes, on the way to the first
-            # bind). Collect nothing while they arrive, then freeze them out of later
-            # collections; reference counting still frees them when their objects go away.
-            gc.disable()
-            try:
+            # scan again and again (about a second at 5,000 nodes, on the way to the first bind).
+            with long_lived_objects():
                 synced = await self._until(self.wait_synced(), watcher_task)
-            finally:
-                gc.freeze()
-                gc.enable()
             if not synced:
                 if watcher_task.done():
                     raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
@@ -367,19 +361,15 @@ def build(cfg: SchedulerConfig, metrics: Metrics) -> tuple[dict[str, Framework],
 def main(args: argparse.Namespace) -> int:
     logconf.configure()
     cfg_name = args.config or "default configuration"
-    # Everything that can be checked offline is checked before touching the cluster. As for
-    # the imports (cli.py), no collection while the long-lived plugin objects are built.
-    gc.disable()
+    # Everything that can be checked offline is checked before touching the cluster.
     try:
-        cfg = load_run_config(args.config)
-        metrics = Metrics()
-        frameworks, handles, snapshot, listers = build(cfg, metrics)
+        with long_lived_objects():
+            cfg = load_run_config(args.config)
+            metrics = Metrics()
+            frameworks, handles, snapshot, listers = build(cfg, metrics)
     except (ConfigError, FrameworkError) as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
-    finally:
-        gc.freeze()
-        gc.enable()
     for name in cfg.not_available:
         log.warning("plugin_not_available", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None

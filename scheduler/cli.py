@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
+
+from scheduler.gcpolicy import long_lived_objects
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,15 +78,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats)
     if args.command == "run":
-        # The imports create several hundred thousand objects that live as long as the
-        # process; collecting while they arrive only rescans them (about 0.1 s of every start),
-        # and so would the first collection after (0.06 s): freeze them out of it.
-        gc.disable()
-        try:
+        # Several hundred thousand objects: about 0.15 s of every start without this.
+        with long_lived_objects():
             from scheduler.app import main as app_main
-        finally:
-            gc.freeze()
-            gc.enable()
         return app_main(args)
     return 2
 
