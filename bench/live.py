@@ -21,7 +21,9 @@ Contestants (same kubeconfig identity system:kube-scheduler, so API priority and
 treats them alike; qps/burst 5000; leader election off; one config file for both schedulers):
 ``kube`` the real kube-scheduler v1.36.3, ``bind`` bench/live_bind.py (list pending, POST
 Bindings round-robin from ``--bind-workers`` threads: the API path's limit; ``--bind-workers 1``
-gives a sequential client), ``ours`` ``python -m scheduler run``.
+gives a sequential client), ``bindev`` the same client writing kube-scheduler's Scheduled Event
+after each Binding (the limit for a scheduler that writes what kube-scheduler writes; not in the
+default set), ``ours`` ``python -m scheduler run``.
 
 Metrics (median over rounds): pods/s from process start to the last bind; pods/s between the
 10% and 90% binds; seconds to the first bind; scheduler CPU-s per 1000 pods; API server CPU-s
@@ -79,7 +81,7 @@ def _all_namespaces() -> set[str]:
 
 
 ALL_NAMESPACES = _all_namespaces()
-CONTESTANTS = {"kube": "kube-scheduler", "bind": "bind-only", "ours": "pyscheduler"}
+CONTESTANTS = {"kube": "kube-scheduler", "bind": "bind-only", "bindev": "bind+event", "ours": "pyscheduler"}
 
 
 def say(msg: str) -> None:
@@ -402,11 +404,11 @@ def scheduler_config(path: pathlib.Path, kubeconfig: str, qps: int) -> None:
 def contestant_argv(key: str, plane: Plane, config: pathlib.Path, args: argparse.Namespace) -> list[str]:
     if key == "kube":
         return [plane.kube_scheduler_bin, f"--config={config}", "--secure-port=0"]
-    if key == "bind":
+    if key in ("bind", "bindev"):
         return [
             sys.executable, str(ROOT / "bench" / "live_bind.py"), "--kubeconfig", plane.sched_kubeconfig,
             "--scheduler-name", SCHEDULER_NAME, "--qps", str(args.qps), "--burst", str(args.qps),
-            "--workers", str(args.bind_workers),
+            "--workers", str(args.bind_workers), *(["--events"] if key == "bindev" else []),
         ]  # fmt: skip
     if key == "ours":
         return [
@@ -635,7 +637,7 @@ def table(wl: str, meta: str, med: dict[str, dict[str, float | None]]) -> str:
         cells = "".join(f"{(fmt.format(m[c]) if m[c] is not None else '-'):>17}" for c, _, fmt in COLUMNS)
         lines.append(f"  {CONTESTANTS[key]:22}{cells}{m['rounds_ok']:>9}")
     if "ours" in med:
-        for other in ("kube", "bind"):
+        for other in ("kube", "bind", "bindev"):
             if other not in med:
                 continue
             cells = ""
@@ -658,7 +660,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pods", type=int, default=2000, help="measured pods per run")
     ap.add_argument("--nodes", type=int, help="override the node count of every workload")
-    ap.add_argument("--contestants", default="kube,bind,ours", help="comma-separated: kube, bind, ours")
+    ap.add_argument("--contestants", default="kube,bind,ours", help="comma-separated: kube, bind, bindev, ours")
     ap.add_argument("--qps", type=int, default=5000, help="client qps and burst of every contestant")
     ap.add_argument("--bind-workers", type=int, default=16, help="threads of the bind-only client")
     ap.add_argument("--run-timeout", type=float, default=600.0, help="seconds per contestant run")

@@ -5,6 +5,10 @@ nodes taken round-robin, from ``--workers`` threads with one keep-alive connecti
 the same client-side rate limit (qps/burst) as the schedulers. No filtering, no scoring, no
 watch. When every pod is bound it prints a JSON summary on stdout and stays alive (idle) until
 terminated, so the driver samples its CPU and peak RSS from /proc like the other contestants'.
+
+With ``--events`` each Binding is followed by the events.k8s.io/v1 ``Scheduled`` Event that
+kube-scheduler writes for a bound pod (same fields, same size): the API path's limit for any
+scheduler that writes what kube-scheduler writes per pod (contestant ``bindev``).
 """
 
 from __future__ import annotations
@@ -46,6 +50,28 @@ class TokenBucket:
             time.sleep(wait)
 
 
+def scheduled_event(ns: str, name: str, uid: str, rv: str, node: str) -> bytes:
+    """The Event kube-scheduler records for a bound pod (reason Scheduled, action Binding)."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+    return json.dumps(
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{int(now * 1e9):x}", "namespace": ns},
+            "eventTime": stamp,
+            "reportingController": "default-scheduler",
+            "reportingInstance": f"default-scheduler-{os.uname().nodename}",
+            "action": "Binding",
+            "reason": "Scheduled",
+            "type": "Normal",
+            "note": f"Successfully assigned {ns}/{name} to {node}",
+            "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name, "uid": uid,
+                          "resourceVersion": rv},
+        }
+    ).encode()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kubeconfig", required=True)
@@ -54,13 +80,15 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=5000)
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--exit", action="store_true", help="exit when done instead of idling")
+    ap.add_argument("--events", action="store_true", help="POST kube-scheduler's Scheduled Event after each bind")
     args = ap.parse_args()
 
     kube = Kube(args.kubeconfig)
     nodes = [name for _, name in kube.list_names("/api/v1/nodes")[0]]
-    pending, _ = kube.list_names(
+    metas, _ = kube.list_meta(
         "/api/v1/pods", f"fieldSelector=spec.nodeName%3D,spec.schedulerName%3D{args.scheduler_name}"
     )
+    pending = [(m.get("namespace", ""), m["name"], m.get("uid", ""), m.get("resourceVersion", "")) for m in metas]
     if not nodes:
         print(json.dumps({"error": "no nodes"}), flush=True)
         return 1
@@ -76,19 +104,24 @@ def main() -> int:
                 item = next(work, None)
             if item is None:
                 return
-            i, (ns, name) = item
+            i, (ns, name, uid, rv) = item
+            node = nodes[i % len(nodes)]
             body = json.dumps(
                 {
                     "apiVersion": "v1",
                     "kind": "Binding",
                     "metadata": {"name": name, "namespace": ns},
-                    "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node},
                 }
             ).encode()
             bucket.take()
             try:
                 kube.request("POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body, ok=(201,))
                 next(bound)
+                if args.events:
+                    bucket.take()
+                    kube.request("POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                                 scheduled_event(ns, name, uid, rv, node), ok=(201,))
             except (ApiError, OSError) as exc:
                 failures.append(f"{ns}/{name}: {exc}")
 

@@ -8,7 +8,7 @@ below and reports the first bad field as ``path: message`` in apimachinery's fie
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.quantity import QuantityError
@@ -100,6 +100,106 @@ def check_quantity(path: str, v: Any) -> None:
 
 def check(v: Any, schema: Any, path: str) -> None:
     """Raise FieldError for the first field of ``v`` that does not fit ``schema``."""
+    if not _validator(schema)(v):
+        _explain(v, schema, path)
+
+
+Validator = Callable[[Any], bool]
+# Compiled validators by schema identity; the schema is kept so its id cannot be reused.
+_COMPILED: dict[int, tuple[Any, Validator]] = {}
+
+
+def _validator(schema: Any) -> Validator:
+    hit = _COMPILED.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    fn = _compile(schema)
+    _COMPILED[id(schema)] = (schema, fn)
+    return fn
+
+
+def _is_map(v: Any) -> bool:
+    return type(v) is dict or isinstance(v, Mapping)
+
+
+def _is_list(v: Any) -> bool:
+    return type(v) is list or isinstance(v, list | tuple)
+
+
+def _compile(schema: Any) -> Validator:
+    """A yes/no version of ``_explain`` for one schema: no paths, no messages, no schema-type
+    dispatch per value. Parsing checks every pod and node event, so this is on the watch's hot
+    path; ``_explain`` runs only when the answer is no, to name the field."""
+    if schema is ANY:
+        return lambda v: True
+    if isinstance(schema, dict):
+        fields = tuple((key, _compile(sub)) for key, sub in schema.items())
+
+        def obj(v: Any) -> bool:
+            if v is None:
+                return True
+            if not _is_map(v):
+                return False
+            for key, ok in fields:
+                if key in v and not ok(v[key]):
+                    return False
+            return True
+
+        return obj
+    if isinstance(schema, list):
+        item_ok = _compile(schema[0])
+
+        def seq(v: Any) -> bool:
+            if v is None:
+                return True
+            if not _is_list(v):
+                return False
+            return all(map(item_ok, v))
+
+        return seq
+    if isinstance(schema, MapOf):
+        value_ok = _compile(schema.value)
+
+        def mapping(v: Any) -> bool:
+            if v is None:
+                return True
+            if not _is_map(v):
+                return False
+            return all(map(value_ok, v.values()))
+
+        return mapping
+    if schema is STR:
+        return lambda v: type(v) is str or v is None or not isinstance(v, Mapping | list | tuple)
+    if schema is BOOL:
+        return lambda v: v is None or isinstance(v, bool)
+    if schema is QTY:
+
+        def qty(v: Any) -> bool:
+            if v is None:
+                return True
+            try:
+                check_quantity("", v)
+            except FieldError:
+                return False
+            return True
+
+        return qty
+    if isinstance(schema, Int):
+        lo, hi = schema.lo, schema.hi
+
+        def integer(v: Any) -> bool:
+            if v is None:
+                return True
+            if isinstance(v, bool) or not isinstance(v, int):
+                return False
+            return not ((lo is not None and v < lo) or (hi is not None and v > hi))
+
+        return integer
+    return lambda v: True  # a schema type this module does not know accepts anything, as _explain
+
+
+def _explain(v: Any, schema: Any, path: str) -> None:
+    """The slow walk behind ``check``: builds each field's path, raises at the first bad one."""
     if v is None or schema is ANY:
         return
     if isinstance(schema, dict):
@@ -107,19 +207,19 @@ def check(v: Any, schema: Any, path: str) -> None:
             raise FieldError(path, f"expected an object, got {_tname(v)}")
         for key, sub in schema.items():
             if key in v:
-                check(v[key], sub, f"{path}.{key}" if path else key)
+                _explain(v[key], sub, f"{path}.{key}" if path else key)
         return
     if isinstance(schema, list):
         if not isinstance(v, list | tuple):
             raise FieldError(path, f"expected a list, got {_tname(v)}")
         for i, item in enumerate(v):
-            check(item, schema[0], f"{path}[{i}]")
+            _explain(item, schema[0], f"{path}[{i}]")
         return
     if isinstance(schema, MapOf):
         if not isinstance(v, Mapping):
             raise FieldError(path, f"expected an object, got {_tname(v)}")
         for key, item in v.items():
-            check(item, schema.value, f"{path}[{key}]")
+            _explain(item, schema.value, f"{path}[{key}]")
         return
     if schema is STR:
         if isinstance(v, Mapping | list | tuple):
