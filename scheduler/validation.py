@@ -52,6 +52,9 @@ class Int:
     def __init__(self, lo: int | None = None, hi: int | None = None, msg: str = "") -> None:
         self.lo, self.hi, self.msg = lo, hi, msg
 
+    def in_range(self, v: int) -> bool:
+        return not ((self.lo is not None and v < self.lo) or (self.hi is not None and v > self.hi))
+
 
 class MapOf:
     def __init__(self, value: Any) -> None:
@@ -185,14 +188,14 @@ def _compile(schema: Any) -> Validator:
 
         return qty
     if isinstance(schema, Int):
-        lo, hi = schema.lo, schema.hi
+        in_range = schema.in_range
 
         def integer(v: Any) -> bool:
             if v is None:
                 return True
             if isinstance(v, bool) or not isinstance(v, int):
                 return False
-            return not ((lo is not None and v < lo) or (hi is not None and v > hi))
+            return in_range(v)
 
         return integer
     return lambda v: True  # a schema type this module does not know accepts anything, as _explain
@@ -235,7 +238,7 @@ def _explain(v: Any, schema: Any, path: str) -> None:
     if isinstance(schema, Int):
         if isinstance(v, bool) or not isinstance(v, int):
             raise FieldError(path, f"expected an integer, got {_tname(v)}")
-        if (schema.lo is not None and v < schema.lo) or (schema.hi is not None and v > schema.hi):
+        if not schema.in_range(v):
             raise _invalid(path, v, schema.msg or f"must be between {schema.lo} and {schema.hi}, inclusive")
         return
 
