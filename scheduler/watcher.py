@@ -10,8 +10,9 @@ resourceVersion, re-list on 410 Gone) with three differences that matter here:
 * every (re-)list ends with client-go's Replace: objects the list lacks are deleted from the
   cache with the events that implies (informer.Store), so a watch gap cannot leave deleted pods
   holding capacity or deleted nodes in the snapshot; a periodic re-list is the backstop;
-* bodies are decoded with orjson (lists and watch lines), and no-op updates are dropped before
-  any parsing (informer.Store);
+* bodies are decoded with orjson (lists and watch lines), a list's items while the rest of the
+  body is still arriving (``ListDecoder``), and no-op updates are dropped before any parsing
+  (informer.Store);
 * pods are filtered server-side as kube-scheduler does (no Succeeded/Failed pods).
 
 The first completed LIST of every kind is the informer "synced" barrier (``synced``).
@@ -163,6 +164,84 @@ async def _iter_lines(content: aiohttp.StreamReader) -> AsyncIterator[list[bytes
         yield [line for line in lines if line]
     if buffer.strip():
         yield [buffer]
+
+
+# Between two items of a LIST body, as the API server writes it (encoding/json, no spaces, each
+# built-in item starting with its metadata). Inside a JSON string every '"' is escaped, so the
+# bytes can only be a boundary between objects; one inside an item would leave the piece before
+# it unbalanced, which the decoder notices.
+_ITEM_BOUNDARY = b'},{"metadata":{'
+_ITEMS_OPEN = b'"items":['
+_HEAD_MAX = 64 * 1024
+
+
+class ListDecoder:
+    """Decodes a LIST response body piece by piece while it is still arriving.
+
+    A 26 MB pod list takes the API server about as long to write as orjson takes to decode it;
+    decoding the items that are complete while the rest is on its way overlaps the two. The body
+    is cut only at item boundaries and every piece goes through orjson whole; a piece that does
+    not decode (a boundary that was not one, a body of another shape) ends the cutting, and
+    ``close`` decodes the list's head with everything not yet returned, as one document."""
+
+    __slots__ = ("_buf", "_head", "_scanned", "_whole", "meta", "min_piece")
+
+    def __init__(self, min_piece: int = 256 * 1024) -> None:
+        self.min_piece = min_piece
+        self._buf = bytearray()  # bytes not yet decoded, starting at an item (once the head is cut)
+        self._head: bytes | None = None  # the body up to and including '"items":['
+        self._whole = False  # stop cutting: decode what is left in one go at close
+        self._scanned = 0  # bytes of the buffer already searched in vain for a boundary
+        self.meta: dict[str, Any] = {}  # the list's metadata, once closed
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Items that are complete in the bytes so far (possibly none)."""
+        buf = self._buf
+        buf += chunk
+        if self._whole:
+            return []
+        if self._head is None:
+            i = buf.find(_ITEMS_OPEN)
+            if i < 0:
+                # The list's metadata comes first and is short: a body without it early is
+                # not one to cut.
+                self._whole = len(buf) > _HEAD_MAX
+                return []
+            end = i + len(_ITEMS_OPEN)
+            self._head = bytes(buf[:end])
+            del buf[:end]
+        if len(buf) < self.min_piece:
+            return []
+        cut = buf.rfind(_ITEM_BOUNDARY, max(0, self._scanned - len(_ITEM_BOUNDARY)))
+        if cut < 0:
+            self._scanned = len(buf)  # one huge item: search only the new bytes next time
+            return []
+        try:
+            items: list[Any] = orjson.loads(b"[" + buf[: cut + 1] + b"]")
+        except orjson.JSONDecodeError:
+            self._whole = True
+            return []
+        del buf[: cut + 2]  # through the comma: the next item's '{' starts the buffer
+        self._scanned = 0
+        return items
+
+    def close(self) -> list[Any]:
+        """The items not returned by ``feed``; sets ``meta``. Raises on a bad body."""
+        doc = orjson.loads((self._head or b"") + self._buf)
+        self._buf = bytearray()
+        if not isinstance(doc, dict):
+            raise ValueError(f"list body is a JSON {type(doc).__name__}, not an object")
+        meta = doc.get("metadata")
+        self.meta = meta if isinstance(meta, dict) else {}
+        return list(doc.get("items") or ())
+
+    async def items(self, content: aiohttp.StreamReader) -> AsyncIterator[Any]:
+        """Every item of the body read from ``content``, in order, as soon as it is complete."""
+        async for chunk in content.iter_any():
+            for item in self.feed(chunk):
+                yield item
+        for item in self.close():
+            yield item
 
 
 class Watcher:
@@ -320,14 +399,15 @@ class Watcher:
             while True:
                 pages += 1
                 resp = await self._get(self._url(kind, params), timeout)
+                decoder = ListDecoder()
                 async with resp:
-                    body = orjson.loads(await resp.read())
-                meta = body.get("metadata") or {}
-                for i, item in enumerate(body.get("items") or ()):
-                    self.dispatch(kind, None, item)
-                    if i % 500 == 499:
-                        await asyncio.sleep(0)  # a big list must not freeze the loop (health, lease)
-                del body
+                    n = 0
+                    async for item in decoder.items(resp.content):
+                        self.dispatch(kind, None, item)
+                        n += 1
+                        if n % 500 == 0:
+                            await asyncio.sleep(0)  # a big list must not freeze the loop (health, lease)
+                meta = decoder.meta
                 rv = str(meta.get("resourceVersion") or rv)
                 cont = meta.get("continue")
                 if not cont:

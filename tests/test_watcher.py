@@ -22,7 +22,7 @@ from aiohttp import web
 
 from scheduler.informer import ADDED, DELETED, MODIFIED, Store, store_for
 from scheduler.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from scheduler.watcher import Credentials, Watcher, WatchSettings
+from scheduler.watcher import Credentials, ListDecoder, Watcher, WatchSettings
 from tests.builders import make_node, make_pod
 from tests.test_scheduler_loop import Harness
 
@@ -536,3 +536,76 @@ async def test_the_loop_holds_cycles_while_the_view_is_stale() -> None:
     finally:
         h.sched.stop()
         await asyncio.wait_for(loop, 5)
+
+
+# ------------------------------------------------------------------------------------------------
+# ListDecoder: a LIST body decoded while it arrives. Every case compares with orjson's decode of
+# the whole body, for several chunk sizes and a piece size small enough that cutting happens.
+# Bodies are written as the API server writes them (apimachinery serializer/json collections.go:
+# kind, apiVersion, metadata, then items, compact, items starting with their metadata).
+
+
+def _api_body(items: list[Any], kind: str = "PodList", meta: dict[str, Any] | None = None) -> bytes:
+    head = {"kind": kind, "apiVersion": "v1", "metadata": meta or {"resourceVersion": "42"}}
+    return orjson.dumps({**head, "items": items}) + b"\n"
+
+
+def _pods(n: int) -> list[dict[str, Any]]:
+    out = []
+    for i in range(n):
+        p = make_pod(f"p{i}", cpu="100m", node_name=f"n{i % 3}" if i % 2 else "", labels={"app": "a"})
+        out.append({"metadata": p["metadata"], **{k: v for k, v in p.items() if k != "metadata"}})
+    return out
+
+
+_NESTED = {  # an item holding the boundary bytes one level down: a cut there must not stick
+    "metadata": {"name": "tricky"},
+    "spec": {"xs": [{"a": 1}, {"metadata": {"name": "inner"}}, {"metadata": {"name": "inner2"}}]},
+}
+_IN_STRING = {"metadata": {"name": "s", "annotations": {"x": '},{"metadata":{"name":"fake"}}'}}}
+
+DECODER_CASES = [
+    ("pods, cut many times", _api_body(_pods(300))),
+    ("nodes", _api_body([make_node(f"n{i}") for i in range(200)], "NodeList")),
+    ("empty items", _api_body([])),
+    ("items null", b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":null}\n'),
+    ("boundary inside an item", _api_body([*_pods(50), _NESTED, *_pods(50)])),
+    ("boundary inside a string", _api_body([*_pods(50), _IN_STRING, *_pods(50)])),
+    ("continue token", _api_body(_pods(80), meta={"resourceVersion": "9", "continue": "abc=="})),
+    # Unstructured lists sort their keys: items before metadata. Nothing is lost.
+    ("metadata after items", orjson.dumps({"apiVersion": "v1", "items": _pods(80), "kind": "List",
+                                           "metadata": {"resourceVersion": "5"}})),
+    ("a Status, not a list", orjson.dumps({"kind": "Status", "status": "Failure", "code": 500})),
+]
+
+
+@pytest.mark.parametrize("name,body", DECODER_CASES, ids=[c[0] for c in DECODER_CASES])
+@pytest.mark.parametrize("chunk", [1, 7, 512, 1 << 20])
+def test_list_decoder_gives_what_a_whole_decode_gives(name: str, body: bytes, chunk: int) -> None:
+    whole = orjson.loads(body)
+    dec = ListDecoder(min_piece=1024)
+    items: list[Any] = []
+    for i in range(0, len(body), chunk):
+        items.extend(dec.feed(body[i:i + chunk]))
+    items.extend(dec.close())
+    assert items == list(whole.get("items") or [])
+    assert dec.meta == (whole.get("metadata") or {})
+
+
+def test_list_decoder_hands_out_items_before_the_body_ends() -> None:
+    body = _api_body(_pods(400))
+    dec = ListDecoder(min_piece=4096)
+    step = len(body) // 8 + 1
+    per_feed = [dec.feed(body[i:i + step]) for i in range(0, len(body), step)]
+    # Every eighth of the body completes items: cutting goes on after the first piece.
+    assert all(per_feed), [len(x) for x in per_feed]
+    items = [p for got in per_feed for p in got] + dec.close()
+    assert [p["metadata"]["name"] for p in items] == [f"p{i}" for i in range(400)]
+
+
+@pytest.mark.parametrize("body", [b'{"kind":"PodList","items":[{"metadata":{}}', b"", b"[1,2]"])
+def test_list_decoder_raises_on_a_broken_body(body: bytes) -> None:
+    dec = ListDecoder(min_piece=1)
+    dec.feed(body)
+    with pytest.raises((orjson.JSONDecodeError, ValueError)):
+        dec.close()
