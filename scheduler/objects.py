@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
+import orjson
+
 from scheduler.labels import (
     LabelSelector,
     NodeSelector,
@@ -279,6 +281,61 @@ def _parse_taints(raw: list[Raw] | None) -> tuple[Taint, ...]:
         )
         for t in raw or []
     )
+
+
+# Pods of one workload carry byte-identical tolerations and node affinity (and every pod gets
+# the same two default tolerations at admission), so their checked, parsed and immutable forms
+# are kept by the JSON of the subtree: a repeat costs one orjson.dumps and a lookup. Bounded:
+# cleared when full, so distinct values cannot grow it without limit.
+_SUBTREE_MEMO_MAX = 4096
+_tolerations_memo: dict[bytes, tuple[Toleration, ...]] = {}
+_node_affinity_memo: dict[bytes, tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]] = {}
+
+
+def _memo_key(raw: Any) -> bytes | None:
+    try:
+        return orjson.dumps(raw)
+    except TypeError:  # not JSON (a test's or a YAML file's odd value): parse it every time
+        return None
+
+
+def _remember(memo: dict[bytes, Any], key: bytes | None, value: Any) -> None:
+    if key is not None:
+        if len(memo) >= _SUBTREE_MEMO_MAX:
+            memo.clear()
+        memo[key] = value
+
+
+def checked_tolerations(raw: list[Raw] | None) -> tuple[Toleration, ...]:
+    """spec.tolerations checked and parsed (raises the check's FieldError)."""
+    if not raw:
+        return ()
+    key = _memo_key(raw)
+    hit = _tolerations_memo.get(key) if key is not None else None
+    if hit is None:
+        check(raw, TOLERATIONS, "spec.tolerations")
+        hit = _parse_tolerations(raw)
+        _remember(_tolerations_memo, key, hit)
+    return hit
+
+
+def checked_node_affinity(
+    affinity: Raw | None,
+) -> tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]:
+    """spec.affinity checked whole (pod affinity too), and its node affinity parsed."""
+    if not affinity:
+        return None, ()
+    key = _memo_key(affinity)
+    hit = _node_affinity_memo.get(key) if key is not None else None
+    if hit is None:
+        check(affinity, AFFINITY, "spec.affinity")
+        na = affinity.get("nodeAffinity") or {}
+        hit = (
+            NodeSelector.parse(na.get("requiredDuringSchedulingIgnoredDuringExecution")),
+            parse_preferred_terms(na.get("preferredDuringSchedulingIgnoredDuringExecution")),
+        )
+        _remember(_node_affinity_memo, key, hit)
+    return hit
 
 
 def _parse_tolerations(raw: list[Raw] | None) -> tuple[Toleration, ...]:
@@ -613,13 +670,10 @@ class PodInfo:
         # Subtrees where a wrong type would parse quietly into nonsense: checked when present.
         tolerations, affinity = spec.get("tolerations"), spec.get("affinity")
         spread = spec.get("topologySpreadConstraints")
-        if tolerations:
-            check(tolerations, TOLERATIONS, "spec.tolerations")
-        if affinity:
-            check(affinity, AFFINITY, "spec.affinity")
+        self.tolerations = checked_tolerations(tolerations)
+        self.node_affinity_required, self.node_affinity_preferred = checked_node_affinity(affinity)
         if spread:
             check(spread, SPREAD_CONSTRAINTS, "spec.topologySpreadConstraints")
-        self.tolerations = _parse_tolerations(tolerations)
         self.node_selector: dict[str, str] = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         volumes = spec.get("volumes")
         if volumes:
@@ -646,13 +700,6 @@ class PodInfo:
         self._compute_requests(raw)
 
         affinity = affinity or {}
-        na = affinity.get("nodeAffinity") or {}
-        self.node_affinity_required: NodeSelector | None = NodeSelector.parse(
-            na.get("requiredDuringSchedulingIgnoredDuringExecution")
-        )
-        self.node_affinity_preferred: tuple[PreferredSchedulingTerm, ...] = parse_preferred_terms(
-            na.get("preferredDuringSchedulingIgnoredDuringExecution")
-        )
         pa = affinity.get("podAffinity") or {}
         paa = affinity.get("podAntiAffinity") or {}
         ns, lbl = self.namespace, self.labels

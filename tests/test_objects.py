@@ -162,3 +162,97 @@ def test_allocatable_defaults_to_capacity() -> None:
     raw = make_node("n1")
     del raw["status"]["allocatable"]
     assert NodeInfo(raw).allocatable.milli_cpu == 4000
+
+
+# ------------------------------------------------------------------------------------------------
+# Tolerations and node affinity are kept by the JSON of the subtree (objects._tolerations_memo,
+# _node_affinity_memo): a pod whose subtrees were seen before must get exactly what a fresh parse
+# gives, a bad subtree must fail every time, and pod-affinity terms stay per pod (they take the
+# pod's namespace, upstream's GetAffinityTerms).
+
+_DEFAULT_TOLERATIONS = [  # what DefaultTolerationSeconds admission adds to every pod
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+]
+_ZONE_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1", "zone2"]}]}]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}}
+        ],
+    },
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    },
+}
+
+
+def _fresh(tolerations: list, affinity: dict) -> tuple:
+    from scheduler.labels import NodeSelector, parse_preferred_terms
+    from scheduler.objects import _parse_tolerations
+
+    na = affinity.get("nodeAffinity") or {}
+    return (
+        _parse_tolerations(tolerations),
+        NodeSelector.parse(na.get("requiredDuringSchedulingIgnoredDuringExecution")),
+        parse_preferred_terms(na.get("preferredDuringSchedulingIgnoredDuringExecution")),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "affinity"),
+    [
+        (_DEFAULT_TOLERATIONS, _ZONE_AFFINITY),
+        ([{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}], {}),
+        ([], {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}),
+    ],
+)
+def test_repeated_subtrees_parse_as_a_fresh_parse(tolerations: list, affinity: dict) -> None:
+    import copy
+
+    a = PodInfo(make_pod("a", "ns-a", tolerations=copy.deepcopy(tolerations), affinity=copy.deepcopy(affinity)))
+    b = PodInfo(make_pod("b", "ns-b", tolerations=copy.deepcopy(tolerations), affinity=copy.deepcopy(affinity)))
+    want = _fresh(tolerations, affinity)
+    for p in (a, b):
+        assert (p.tolerations, p.node_affinity_required, p.node_affinity_preferred) == want
+    if tolerations:
+        assert b.tolerations is a.tolerations  # the second pod reused the first one's parse
+    # Pod-affinity terms are the pod's own: each names its pod's namespace.
+    assert [t.namespaces for t in a.anti_affinity_required] == [frozenset({"ns-a"})] * len(a.anti_affinity_required)
+    assert [t.namespaces for t in b.anti_affinity_required] == [frozenset({"ns-b"})] * len(b.anti_affinity_required)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "path"),
+    [
+        ("tolerations", [{"key": "k", "tolerationSeconds": "5"}], "spec.tolerations[0].tolerationSeconds"),
+        ("affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": 7}}},
+         "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"),
+    ],
+)
+def test_a_bad_subtree_is_rejected_every_time(field: str, value: object, path: str) -> None:
+    from scheduler.validation import ObjectError
+
+    for name in ("first", "second"):
+        with pytest.raises(ObjectError) as err:
+            PodInfo(make_pod(name, **{field: value}))  # type: ignore[arg-type]
+        assert err.value.path == path
+
+
+def test_subtree_memo_is_bounded_and_skips_values_that_are_not_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler import objects
+
+    monkeypatch.setattr(objects, "_SUBTREE_MEMO_MAX", 8)
+    monkeypatch.setattr(objects, "_tolerations_memo", {})
+    for i in range(20):
+        PodInfo(make_pod(f"p{i}", tolerations=[{"key": f"k{i}", "operator": "Exists"}]))
+        assert len(objects._tolerations_memo) <= 8
+    odd = [{"key": "k", "operator": "Exists", 1: "not a JSON key"}]
+    p = PodInfo(make_pod("odd", tolerations=odd))
+    assert [(t.key, t.operator) for t in p.tolerations] == [("k", "Exists")]
+    assert all(b"not a JSON key" not in k for k in objects._tolerations_memo)
