@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -288,54 +288,50 @@ def _parse_taints(raw: list[Raw] | None) -> tuple[Taint, ...]:
 # are kept by the JSON of the subtree: a repeat costs one orjson.dumps and a lookup. Bounded:
 # cleared when full, so distinct values cannot grow it without limit.
 _SUBTREE_MEMO_MAX = 4096
+_T = TypeVar("_T")
 _tolerations_memo: dict[bytes, tuple[Toleration, ...]] = {}
 _node_affinity_memo: dict[bytes, tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]] = {}
 
 
-def _memo_key(raw: Any) -> bytes | None:
+def _memoized(memo: dict[bytes, _T], raw: Any, compute: Callable[[Any], _T]) -> _T:
+    """``compute(raw)`` (which checks, so it may raise), kept in ``memo`` by raw's JSON."""
     try:
-        return orjson.dumps(raw)
+        key = orjson.dumps(raw)
     except TypeError:  # not JSON (a test's or a YAML file's odd value): parse it every time
-        return None
-
-
-def _remember(memo: dict[bytes, Any], key: bytes | None, value: Any) -> None:
-    if key is not None:
+        return compute(raw)
+    hit = memo.get(key)
+    if hit is None:
+        hit = compute(raw)  # a failed check raises here: bad subtrees are never kept
         if len(memo) >= _SUBTREE_MEMO_MAX:
             memo.clear()
-        memo[key] = value
+        memo[key] = hit
+    return hit
+
+
+def _check_parse_tolerations(raw: list[Raw]) -> tuple[Toleration, ...]:
+    check(raw, TOLERATIONS, "spec.tolerations")
+    return _parse_tolerations(raw)
+
+
+def _check_parse_node_affinity(affinity: Raw) -> tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]:
+    check(affinity, AFFINITY, "spec.affinity")
+    na = affinity.get("nodeAffinity") or {}
+    return (
+        NodeSelector.parse(na.get("requiredDuringSchedulingIgnoredDuringExecution")),
+        parse_preferred_terms(na.get("preferredDuringSchedulingIgnoredDuringExecution")),
+    )
 
 
 def checked_tolerations(raw: list[Raw] | None) -> tuple[Toleration, ...]:
     """spec.tolerations checked and parsed (raises the check's FieldError)."""
-    if not raw:
-        return ()
-    key = _memo_key(raw)
-    hit = _tolerations_memo.get(key) if key is not None else None
-    if hit is None:
-        check(raw, TOLERATIONS, "spec.tolerations")
-        hit = _parse_tolerations(raw)
-        _remember(_tolerations_memo, key, hit)
-    return hit
+    return _memoized(_tolerations_memo, raw, _check_parse_tolerations) if raw else ()
 
 
 def checked_node_affinity(
     affinity: Raw | None,
 ) -> tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]:
     """spec.affinity checked whole (pod affinity too), and its node affinity parsed."""
-    if not affinity:
-        return None, ()
-    key = _memo_key(affinity)
-    hit = _node_affinity_memo.get(key) if key is not None else None
-    if hit is None:
-        check(affinity, AFFINITY, "spec.affinity")
-        na = affinity.get("nodeAffinity") or {}
-        hit = (
-            NodeSelector.parse(na.get("requiredDuringSchedulingIgnoredDuringExecution")),
-            parse_preferred_terms(na.get("preferredDuringSchedulingIgnoredDuringExecution")),
-        )
-        _remember(_node_affinity_memo, key, hit)
-    return hit
+    return _memoized(_node_affinity_memo, affinity, _check_parse_node_affinity) if affinity else (None, ())
 
 
 def _parse_tolerations(raw: list[Raw] | None) -> tuple[Toleration, ...]:
