@@ -191,3 +191,31 @@ def test_bad_input_exits_2_with_one_line(
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--cluster", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err
+
+
+_THREADS_AFTER_CLI = """
+import contextlib, io, os, sys
+from scheduler.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["simulate", "--cluster", sys.argv[1], "--output", "placements"])
+print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
+@pytest.mark.parametrize(("given", "want"), [(None, "1"), ("2", "2")], ids=["default", "user-set"])
+def test_cli_keeps_numpy_to_one_blas_thread_unless_told(given: str | None, want: str) -> None:
+    # Nothing calls BLAS; OpenBLAS's per-core threads only cost start-up CPU. A value the user
+    # set is left alone.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", _THREADS_AFTER_CLI, str(EXAMPLE)], env=env, check=True,
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout.split()
+    assert out[0] == want
+    if given is None:
+        assert out[1] == "1"  # numpy imported, no OpenBLAS thread started
