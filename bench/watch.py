@@ -33,22 +33,30 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scheduler.algorithm import Algorithm  # noqa: E402
-from scheduler.app import build, load_kube  # noqa: E402
+from scheduler.app import build  # noqa: E402
 from scheduler.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
 from scheduler.cache import Cache  # noqa: E402
+from scheduler.clients import CredentialSource  # noqa: E402
 from scheduler.config import load_config  # noqa: E402
 from scheduler.metrics import Metrics  # noqa: E402
 from scheduler.queue import SchedulingQueue  # noqa: E402
 from scheduler.scheduler import Scheduler  # noqa: E402
+from scheduler.watcher import Credentials  # noqa: E402
 
 NS = "bench-watch"
 LABEL = "bench-watch"
 
 
+def load_kube() -> tuple[Any, Credentials]:
+    """An API client and the watcher's credentials from $KUBECONFIG (in-cluster otherwise)."""
+    source = CredentialSource(os.environ.get("KUBECONFIG"))
+    return source.api_client("scheduler", pool_size=32), source.credentials()
+
+
 def _core() -> Any:
     from kubernetes import client
 
-    api, _ = load_kube(os.environ.get("KUBECONFIG"))
+    api, _ = load_kube()
     return client.CoreV1Api(api)
 
 
@@ -129,7 +137,7 @@ def _list_uids(core: Any) -> dict[str, set[str]]:
 
 
 async def _start(impl: str, rev: str) -> tuple[Any, Scheduler, asyncio.Task[Any], float, float]:
-    api_client, creds = load_kube(os.environ.get("KUBECONFIG"))
+    api_client, creds = load_kube()
     sched = _scheduler(api_client)
     t0, c0 = time.monotonic(), time.process_time()
     if impl == "new":
