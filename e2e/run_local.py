@@ -236,7 +236,14 @@ def submit_and_watch(core: client.CoreV1Api, timeout: float) -> bool:
     return True
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    # `kill` or a supervisor's SIGTERM ends the run as Ctrl-C does: the scheduler drains and the
+    # local control plane stops (Python's default for SIGTERM would skip the clean-up).
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     ap = argparse.ArgumentParser()
     ap.add_argument("--once", action="store_true", help="exit once the example pods are placed")
     ap.add_argument("--timeout", type=float, default=60.0)
