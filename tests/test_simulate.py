@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -207,10 +210,6 @@ print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task"))
 def test_cli_keeps_numpy_to_one_blas_thread_unless_told(given: str | None, want: str) -> None:
     # Nothing calls BLAS; OpenBLAS's per-core threads only cost start-up CPU. A value the user
     # set is left alone.
-    import os
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if given is not None:
         env["OPENBLAS_NUM_THREADS"] = given
