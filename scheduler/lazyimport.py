@@ -1,0 +1,189 @@
+"""Deferred loading of the third-party packages whose ``__init__`` only re-exports names.
+
+``import kubernetes.client`` runs package ``__init__`` files that import every API class and all
+of the ~700 generated model modules (plus ``kubernetes.dynamic``, ``.stream``, ``.watch``...);
+``import kopf`` loads the whole operator framework (handlers, reactor, admission webhooks). The
+scheduler uses a handful of those names (kopf's HTTP client layer; the client's Configuration,
+ApiClient and a few APIs) but paid for all of them at every start (kopf itself imports
+``kubernetes.client`` just to look for ``V1ObjectMeta``): about 0.25 s of CPU, more than a third
+of the imports, and start-up is what delays the first bind.
+
+``defer_reexports()`` installs an import hook for those packages: their ``__init__`` is read,
+not run; each name it would import is imported on first access instead (PEP 562
+``__getattr__``). Submodules import as usual (the package keeps its real ``__path__``). An
+``__init__`` holding anything but ``from X import Y`` statements and constant dunders
+(``__version__``, ``__all__``) runs as usual, so another release is never half loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.abc
+import importlib.machinery
+import re
+import sys
+from types import ModuleType
+from typing import Any
+
+# Packages whose __init__ is only re-exports (kubernetes 30-34, kopf 1.45; checked at load).
+DEFERRED_PACKAGES = (
+    "kopf",
+    "kubernetes",
+    "kubernetes.client",
+    "kubernetes.client.api",
+    "kubernetes.client.models",
+)
+
+_DOCSTRING = re.compile(r'^\s*(?:#[^\n]*\n|\s)*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')', re.MULTILINE)
+_FROM_IMPORT = re.compile(r"^from\s+(\.*)([\w.]*)\s+import\s+(\w+)(?:\s+as\s+(\w+))?\s*$")
+_DUNDER = re.compile(r"^(__\w+__)\s*=\s*(.+)$")
+
+
+Exports = dict[str, tuple[str, str | None]]
+
+
+def _export(exports: Exports, package: str, level: int, module: str, name: str, alias: str | None) -> None:
+    if level:
+        base = package.rsplit(".", level - 1)[0] if level > 1 else package
+        module = f"{base}.{module}" if module else base
+    if module == package:
+        exports[alias or name] = (f"{package}.{name}", None)  # "from . import client": a submodule
+    else:
+        exports[alias or name] = (module, name)
+
+
+def _parse_lines(source: str, package: str) -> tuple[Exports, dict[str, Any]] | None:
+    # The generated client's one-import-per-line files, several times faster than ast.parse.
+    m = _DOCSTRING.match(source)
+    body = source[m.end():] if m else source
+    exports: Exports = {}
+    dunders: dict[str, Any] = {}
+    for raw in body.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or line.startswith("from __future__ import"):
+            continue
+        dm = _DUNDER.match(line)
+        if dm is not None:
+            try:
+                dunders[dm.group(1)] = ast.literal_eval(dm.group(2))
+            except (ValueError, SyntaxError):
+                return None
+            continue
+        im = _FROM_IMPORT.match(line)
+        if im is None:
+            return None
+        dots, mod, name, alias = im.groups()
+        _export(exports, package, len(dots), mod, name, alias)
+    return exports, dunders
+
+
+def _parse_tree(source: str, package: str) -> tuple[Exports, dict[str, Any]] | None:
+    # Any other layout of the same statements (parenthesised imports, a literal __all__).
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    exports: Exports = {}
+    dunders: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # the docstring
+        if isinstance(node, ast.ImportFrom):
+            if node.module == "__future__":
+                continue
+            for a in node.names:
+                if a.name == "*":
+                    return None
+                _export(exports, package, node.level, node.module or "", a.name, a.asname)
+            continue
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.startswith("__") and node.targets[0].id.endswith("__")):
+            try:
+                dunders[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            continue
+        return None
+    return exports, dunders
+
+
+def parse_exports(source: str, package: str) -> tuple[Exports, dict[str, Any]] | None:
+    """``{exported name: (module, attribute or None for the module itself)}`` and the constant
+    dunders (``__version__ = "34.1.0"``, ``__all__``) of an ``__init__`` that holds nothing but
+    ``from ... import ...`` statements; None if it holds anything else."""
+    return _parse_lines(source, package) or _parse_tree(source, package)
+
+
+class _DeferredExportsLoader(importlib.abc.Loader):
+    def __init__(self, real: Any, path: str) -> None:
+        self.real = real
+        self.path = path
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.real, attr)  # get_data, is_package, resource readers: the real loader's
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None  # the default module object
+
+    def exec_module(self, module: ModuleType) -> None:
+        name = module.__name__
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                parsed = parse_exports(f.read(), name)
+        except OSError:
+            parsed = None
+        if parsed is None:
+            self.real.exec_module(module)
+            return
+        exports, dunders = parsed
+        module.__dict__.update(dunders)
+
+        def __getattr__(attr: str) -> Any:
+            target = exports.get(attr)
+            if target is None:
+                raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+            mod = importlib.import_module(target[0])
+            if target[1] is None:
+                value: Any = mod
+            elif hasattr(mod, target[1]):
+                value = getattr(mod, target[1])
+            else:  # "from pkg import submodule", as the import statement resolves it
+                value = importlib.import_module(f"{target[0]}.{target[1]}")
+            setattr(module, attr, value)
+            return value
+
+        def __dir__() -> list[str]:
+            return sorted(set(module.__dict__) | set(exports))
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dir__ = __dir__  # type: ignore[method-assign]
+        # "from pkg import *" imported every name before; with __all__ it still does.
+        module.__dict__.setdefault("__all__", [n for n in exports if not n.startswith("_")])
+
+
+class DeferredExportsFinder(importlib.abc.MetaPathFinder):
+    """Import hook: ``packages`` (full names) get their ``__init__`` deferred as described above."""
+
+    def __init__(self, packages: tuple[str, ...]) -> None:
+        self.packages = frozenset(packages)
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.packages:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not spec.origin or not spec.origin.endswith("__init__.py"):
+            return spec
+        spec.loader = _DeferredExportsLoader(spec.loader, spec.origin)
+        return spec
+
+
+def defer_reexports() -> bool:
+    """Install the hook for DEFERRED_PACKAGES unless one is already imported (it would then be
+    imported whole anyway). Returns whether the hook is active."""
+    if any(isinstance(f, DeferredExportsFinder) for f in sys.meta_path):
+        return True
+    if any(p in sys.modules for p in DEFERRED_PACKAGES):
+        return False
+    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES))
+    return True
