@@ -22,7 +22,7 @@ from aiohttp import web
 
 from scheduler.informer import ADDED, DELETED, MODIFIED, Store, store_for
 from scheduler.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from scheduler.watcher import Credentials, ListDecoder, Watcher, WatchSettings
+from scheduler.watcher import Credentials, ListDecoder, Watcher, WatchSettings, drop_managed_fields, loads
 from tests.builders import make_node, make_pod
 from tests.test_scheduler_loop import Harness
 
@@ -609,3 +609,89 @@ def test_list_decoder_raises_on_a_broken_body(body: bytes) -> None:
     dec.feed(body)
     with pytest.raises((orjson.JSONDecodeError, ValueError)):
         dec.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# managedFields dropped from the bytes of Pods and Nodes before decoding. Every case must decode
+# to what decoding the whole bytes and deleting metadata.managedFields gives (the informer
+# transform of kube-scheduler's scheduler.go); objects the markers cannot be trusted on keep them
+# (the watcher's dispatch deletes them after decoding).
+
+_MF = [  # as kwok and the API server write them: nested objects, keys holding JSON-ish text
+    {"manager": "kwok", "operation": "Update", "apiVersion": "v1", "time": "2026-11-26T08:12:26Z",
+     "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {".": {}, 'k:{"type":"Ready"}': {
+         ".": {}, "f:status": {}}}, "f:podIPs": {'k:{"ip":"10.128.0.7"}': {".": {}, "f:ip": {}}}}},
+     "subresource": "status"},
+    {"manager": "kube-scheduler", "operation": "Update", "apiVersion": "v1", "time": "2026-11-26T08:12:27Z",
+     "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:nodeName": {}}}},
+]
+
+
+def _with_mf(obj: dict[str, Any], mf: list[Any] = _MF) -> dict[str, Any]:
+    # A list item as the API server writes it (no kind/apiVersion): ObjectMeta with
+    # managedFields as its last field, then spec, then status.
+    out: dict[str, Any] = {"metadata": {**obj["metadata"], "managedFields": mf}, "spec": obj.get("spec") or {}}
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
+
+
+def _without_mf(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return {k: _without_mf(v) for k, v in doc.items() if k != "managedFields"}
+    if isinstance(doc, list):
+        return [_without_mf(v) for v in doc]
+    return doc
+
+
+_POD = _with_mf(_pods(1)[0])
+_NODE = _with_mf(make_node("n1"))
+_NO_SPEC = {"metadata": {"name": "nospec", "managedFields": _MF}, "status": {"phase": "Running"}}
+_MF_NOT_LAST = {"metadata": {"name": "late", "managedFields": [{"a": {}}], "labels": {"x": "y"}}, "spec": {}}
+_MARKERS_IN_STRINGS = _with_mf({"metadata": {"name": "s", "annotations": {
+    "a": ',"managedFields":[{', "b": '}]},"spec":', "c": '"metadata":{'}}, "spec": {}})
+# A list inside an entry ending right before a "spec" key: the first end marker is not the real
+# end, the cut bytes do not decode, and the whole bytes are decoded instead.
+_MISLEADING = {"metadata": {"name": "m", "managedFields": [{"a": {"l": [{"b": 1}]}, "spec": 2}]}, "spec": {}}
+
+TRIM_CASES = [
+    ("pod list", [_POD] * 3, True),
+    ("node list", [_NODE] * 3, True),
+    ("watch event", {"type": "MODIFIED", "object": {"kind": "Pod", "apiVersion": "v1", **_POD}}, True),
+    ("object without spec, then a pod", [_NO_SPEC, _POD], True),
+    ("managedFields not last in metadata, then a pod", [_MF_NOT_LAST, _POD], True),
+    ("markers inside strings", [_MARKERS_IN_STRINGS], True),
+    ("end marker inside an entry", [_MISLEADING, _POD], False),
+    ("no managedFields", _pods(3), False),
+]
+
+
+@pytest.mark.parametrize("name,doc,trimmed", TRIM_CASES, ids=[c[0] for c in TRIM_CASES])
+def test_managed_fields_dropped_before_decoding(name: str, doc: Any, trimmed: bool) -> None:
+    data = orjson.dumps(doc)
+    got = loads(data, trim=True)
+    whole = orjson.loads(data)
+    # What the bytes kept is exactly what the whole decode has, less managedFields.
+    assert _without_mf(got) == _without_mf(whole)
+    cut = drop_managed_fields(data)
+    if trimmed:
+        assert len(cut) < len(data)
+        kept = [o for o in (got if isinstance(got, list) else [got["object"]])
+                if "managedFields" in o["metadata"]]
+        untrusted = [o for o in (doc if isinstance(doc, list) else []) if o in (_NO_SPEC, _MF_NOT_LAST)]
+        assert len(kept) == len(untrusted)
+    else:
+        assert got == whole
+
+
+def test_list_decoder_trims_pods_as_they_arrive() -> None:
+    items = [_with_mf(p) for p in _pods(200)]
+    body = _api_body(items)
+    for chunk in (7, 512, 1 << 20):
+        dec = ListDecoder(min_piece=1024, trim=True)
+        got: list[Any] = []
+        for i in range(0, len(body), chunk):
+            got.extend(dec.feed(body[i:i + chunk]))
+        got.extend(dec.close())
+        assert got == _without_mf(items)
+        assert dec.meta == {"resourceVersion": "42"}
