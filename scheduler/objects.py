@@ -557,6 +557,31 @@ def pod_resource_inputs(raw: Raw) -> PodResourceInputs:
     )
 
 
+# Pods of one workload carry the same container resources too. Without status resources (an
+# in-place resize, reported per pod) the requests follow from the spec's resource fields alone,
+# so they are kept by those fields' JSON like the subtrees above. The memo's maps are shared:
+# read only (resource_from_map copies).
+_requests_memo: dict[bytes, tuple[dict[str, int], int, int]] = {}
+
+
+def _requests_key(raw: Raw) -> list[Any] | None:
+    """What a pod's requests follow from when its status reports no resources; None otherwise."""
+    status = raw.get("status") or {}
+    if status.get("resources") is not None:
+        return None
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or []:
+            if cs.get("resources") is not None:
+                return None
+    spec = raw.get("spec") or {}
+    return [
+        [c.get("resources") for c in spec.get("containers") or []],
+        [[c.get("resources"), c.get("restartPolicy")] for c in spec.get("initContainers") or []],
+        spec.get("resources"),
+        spec.get("overhead"),
+    ]
+
+
 def has_pod_level_requests(raw: Raw) -> bool:
     """resourcehelper.IsPodLevelRequestsSet: spec.resources.requests names cpu, memory or hugepages."""
     reqs = ((raw.get("spec") or {}).get("resources") or {}).get("requests") or {}
@@ -714,7 +739,13 @@ class PodInfo:
         self.spread_constraints = _parse_spread_constraints(spread, self.labels)
 
     def _compute_requests(self, raw: Raw) -> None:
-        requests, self.non0_cpu, self.non0_mem = calculate_resource(pod_resource_inputs(raw))
+        key = _requests_key(raw)
+        if key is None:
+            requests, self.non0_cpu, self.non0_mem = calculate_resource(pod_resource_inputs(raw))
+        else:
+            requests, self.non0_cpu, self.non0_mem = _memoized(
+                _requests_memo, key, lambda _: calculate_resource(pod_resource_inputs(raw))
+            )
         self.requests = resource_from_map(requests)
 
     # -- helpers used by several plugins -------------------------------------------------------

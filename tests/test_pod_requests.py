@@ -516,3 +516,50 @@ def test_actuated_scale_down_of_assigned_pod_is_an_event() -> None:
     new = PodInfo(pod([ctr("c", {"cpu": "1"})], statuses=[cst("c", {"cpu": "1"}, {"cpu": "1"})], node="n"))
     assert assigned_pod_update_action(old, new) & ActionType.UPDATE_POD_SCALE_DOWN
     assert not assigned_pod_update_action(new, old) & ActionType.UPDATE_POD_SCALE_DOWN
+
+
+# ---------------------------------------------------------------------------------------------
+# PodInfo keeps the requests of pods whose status reports no resources by their spec's resource
+# fields (objects._requests_memo). Every case above, built twice (the second from the memo
+# where it applies), must give what the computation gives.
+
+@pytest.mark.parametrize(
+    "raw",
+    [c[1] for c in CALCULATE_RESOURCES] + [_resize_pod(*c[1:10]) for c in WITH_RESIZE],
+    ids=[c[0] for c in CALCULATE_RESOURCES] + [c[0] for c in WITH_RESIZE],
+)
+def test_kept_requests_are_the_computed_ones(raw: Raw) -> None:
+    requests, non0_cpu, non0_mem = calculate_resource(pod_resource_inputs(raw))
+    for _ in range(2):
+        p = PodInfo(raw)
+        assert {k: p.requests.get(k) for k in requests} == requests
+        assert (p.non0_cpu, p.non0_mem) == (non0_cpu, non0_mem)
+
+
+def test_status_resources_bypass_kept_requests() -> None:
+    # types_test.go "Pod with infeasible resize": spec 700m/800Mi, actuated 500m/500Mi. The same
+    # spec without status resources counts the spec: neither answer may leak into the other.
+    resized = _resize_pod(None, None, M78, M5, None, None, None, None, INFEASIBLE)
+    plain = pod([ctr("c1", M78)])
+    for order in ((plain, resized), (resized, plain)):
+        got = [(PodInfo(r).requests.milli_cpu, PodInfo(r).requests.memory) for r in order]
+        want = [(500, 500 * MI) if r is resized else (700, 800 * MI) for r in order]
+        assert got == want
+
+
+def test_pods_of_one_workload_compute_their_requests_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scheduler.objects as objects
+
+    calls = []
+    real = objects.calculate_resource
+    monkeypatch.setattr(objects, "_requests_memo", {})
+    monkeypatch.setattr(objects, "calculate_resource", lambda inp: calls.append(1) or real(inp))
+    for i in range(5):
+        raw = pod([{**ctr("c", {"cpu": "100m", "memory": "500Mi"}),
+                    "volumeMounts": [{"name": f"kube-api-access-{i}", "mountPath": "/var/run/secrets"}]}])
+        raw["metadata"] = {"name": f"p{i}", "namespace": "default", "uid": f"u{i}"}
+        assert (PodInfo(raw).requests.milli_cpu, PodInfo(raw).requests.memory) == (100, 500 * MI)
+    assert len(calls) == 1
+    # A distinct amount is computed, not taken from the memo.
+    assert PodInfo(pod([ctr("c", {"cpu": "200m"})])).requests.milli_cpu == 200
+    assert len(calls) == 2
