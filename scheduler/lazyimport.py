@@ -13,6 +13,11 @@ not run; each name it would import is imported on first access instead (PEP 562
 ``__getattr__``). Submodules import as usual (the package keeps its real ``__path__``). An
 ``__init__`` holding anything but ``from X import Y`` statements and constant dunders
 (``__version__``, ``__all__``) runs as usual, so another release is never half loaded.
+
+The same hook makes LAZY_MODULES lazy modules (importlib.util.LazyLoader): the module object
+exists at once, its code runs at the first attribute access. Only for a module that nothing
+touches until an uncommon path needs it (a GCP kubeconfig), once, from one thread at a time:
+Python 3.11's LazyLoader is not safe against two threads' first accesses at once.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import ast
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import re
 import sys
 from types import ModuleType
@@ -34,6 +40,10 @@ DEFERRED_PACKAGES = (
     "kubernetes.client.api",
     "kubernetes.client.models",
 )
+
+# Imported by kubernetes.config at its import, used only by the GCP auth-provider of a kubeconfig:
+# the GCP credential chain and, through it, most of the cryptography package.
+LAZY_MODULES = ("google.auth.transport.requests",)
 
 _DOCSTRING = re.compile(r'^\s*(?:#[^\n]*\n|\s)*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')', re.MULTILINE)
 _FROM_IMPORT = re.compile(r"^from\s+(\.*)([\w.]*)\s+import\s+(\w+)(?:\s+as\s+(\w+))?\s*$")
@@ -163,12 +173,19 @@ class _DeferredExportsLoader(importlib.abc.Loader):
 
 
 class DeferredExportsFinder(importlib.abc.MetaPathFinder):
-    """Import hook: ``packages`` (full names) get their ``__init__`` deferred as described above."""
+    """Import hook: ``packages`` (full names) get their ``__init__`` deferred as described above;
+    ``lazy_modules`` run on their first attribute access (importlib.util.LazyLoader)."""
 
-    def __init__(self, packages: tuple[str, ...]) -> None:
+    def __init__(self, packages: tuple[str, ...], lazy_modules: tuple[str, ...] = ()) -> None:
         self.packages = frozenset(packages)
+        self.lazy_modules = frozenset(lazy_modules)
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname in self.lazy_modules:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = importlib.util.LazyLoader(spec.loader)
+            return spec
         if fullname not in self.packages:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -185,5 +202,5 @@ def defer_reexports() -> bool:
         return True
     if any(p in sys.modules for p in DEFERRED_PACKAGES):
         return False
-    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES))
+    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES, LAZY_MODULES))
     return True
