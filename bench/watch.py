@@ -32,16 +32,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.algorithm import Algorithm  # noqa: E402
-from scheduler.app import build  # noqa: E402
-from scheduler.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
-from scheduler.cache import Cache  # noqa: E402
-from scheduler.clients import CredentialSource  # noqa: E402
-from scheduler.config import load_config  # noqa: E402
-from scheduler.metrics import Metrics  # noqa: E402
-from scheduler.queue import SchedulingQueue  # noqa: E402
-from scheduler.scheduler import Scheduler  # noqa: E402
-from scheduler.watcher import Credentials  # noqa: E402
+from scheduler.backend.cache import Cache  # noqa: E402
+from scheduler.backend.queue import SchedulingQueue  # noqa: E402
+from scheduler.config.config import load_config  # noqa: E402
+from scheduler.core.algorithm import Algorithm  # noqa: E402
+from scheduler.live.app import build  # noqa: E402
+from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
+from scheduler.live.kube.clients import CredentialSource  # noqa: E402
+from scheduler.live.loop import Scheduler  # noqa: E402
+from scheduler.live.metrics import Metrics  # noqa: E402
+from scheduler.live.watch.watcher import Credentials  # noqa: E402
 
 NS = "bench-watch"
 LABEL = "bench-watch"
@@ -141,7 +141,7 @@ async def _start(impl: str, rev: str) -> tuple[Any, Scheduler, asyncio.Task[Any]
     sched = _scheduler(api_client)
     t0, c0 = time.monotonic(), time.process_time()
     if impl == "new":
-        from scheduler.watcher import Watcher
+        from scheduler.live.watch.watcher import Watcher
 
         w = Watcher(sched, lambda: creds, scheduler_names=sched.frameworks)
         task = asyncio.create_task(w.run())
@@ -251,8 +251,7 @@ def main() -> None:
     pt.add_argument("--value", required=True)
     pt.add_argument("--what", choices=("labels", "status"), default="labels")
     a = ap.parse_args()
-    from scheduler import log as logconf
-
+    from scheduler.live import log as logconf
     logconf.configure()
     if a.cmd == "populate":
         populate(a.nodes, a.pods, a.workers)

@@ -6,8 +6,8 @@ import argparse
 import os
 import sys
 
-from scheduler.gcpolicy import long_lived_objects
-from scheduler.lazyimport import defer_reexports
+from scheduler.boot.gcpolicy import long_lived_objects
+from scheduler.boot.lazyimport import defer_reexports
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _duration(text: str) -> float:
-    from scheduler.serving import parse_duration
+    from scheduler.live.serving.server import parse_duration
 
     try:
         return parse_duration(text)
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = _parser().parse_args(argv)
     if args.command == "simulate":
-        from scheduler.simulate import run as simulate_run
+        from scheduler.simulate.simulator import run as simulate_run
 
         return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats)
     if args.command == "run":
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         defer_reexports()
         # Several hundred thousand objects: about 0.15 s of every start without this.
         with long_lived_objects():
-            from scheduler.app import main as app_main
+            from scheduler.live.app import main as app_main
         return app_main(args)
     return 2
 

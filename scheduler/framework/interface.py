@@ -21,10 +21,10 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Listers, Snapshot
+    from scheduler.framework.snapshot import Listers, Snapshot
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,11 +42,11 @@ from scheduler.framework.status import (
     StatusError,
     go_quote,
 )
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.config import Profile
-    from scheduler.snapshot import Snapshot
+    from scheduler.config.config import Profile
+    from scheduler.framework.snapshot import Snapshot
 
 # Upstream caps the time a Permit plugin may make a pod wait.
 MAX_PERMIT_TIMEOUT = 15 * 60.0

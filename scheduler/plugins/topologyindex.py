@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.labels import LabelSelector
-from scheduler.objects import AffinityTerm, NodeInfo, PodInfo, find_untolerated_taint
+from scheduler.model.labels import LabelSelector
+from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo, find_untolerated_taint
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 _ATTR = "_topology_index"
 _MAX_COUNTERS = 256

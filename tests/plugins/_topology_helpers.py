@@ -10,8 +10,8 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
-from scheduler.objects import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
-from scheduler.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
 from tests.builders import make_node, make_pod
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.objects import NodeInfo, PodInfo
-from scheduler.storage import StorageStore
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import StorageStore
 from tests.builders import make_node, make_pod
 
 

@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.noderesources.balanced_allocation import (
     BalancedAllocation,
     BalancedAllocationArgs,
     balanced_resource_score,
     balanced_resource_score_batch,
 )
-from scheduler.snapshot import Snapshot
 from tests.builders import make_node, make_pod
 
 GPU = "nvidia.com/gpu"

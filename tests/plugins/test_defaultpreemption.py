@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.cache import Cache
-from scheduler.config import PluginRef, Profile
+from scheduler.backend.cache import Cache
+from scheduler.config.config import PluginRef, Profile
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, Plugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.preemption import (
@@ -25,12 +25,12 @@ from scheduler.framework.preemption import (
     pick_one_node_for_preemption,
 )
 from scheduler.framework.runtime import Framework
+from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.objects import NodeInfo, PodInfo
-from scheduler.pdb import PodDisruptionBudget
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.plugins.defaultpreemption import DefaultPreemption, parse_args
 from scheduler.plugins.registry import default_registry
-from scheduler.snapshot import Listers, Snapshot
 from tests.builders import make_node, make_pod
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000

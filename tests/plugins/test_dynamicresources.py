@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.dra import Device, DeviceClass, DraStore, ResourceClaim, ResourceSlice
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.status import Code
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.dra import Device, DeviceClass, DraStore, ResourceClaim, ResourceSlice
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.cel import CompiledExpression
@@ -1174,7 +1174,7 @@ def test_simulate_allocates_template_claims_and_reports_them(tmp_path: Any) -> N
 
     import yaml
 
-    from scheduler.simulate import run
+    from scheduler.simulate.simulator import run
 
     docs: list[dict[str, Any]] = [
         {
@@ -1243,7 +1243,7 @@ def test_simulate_allocates_template_claims_and_reports_them(tmp_path: Any) -> N
 def test_simulate_rejects_a_broken_slice(tmp_path: Any) -> None:
     import yaml
 
-    from scheduler.simulate import run
+    from scheduler.simulate.simulator import run
 
     path = tmp_path / "c.yaml"
     path.write_text(
@@ -1296,9 +1296,9 @@ class _FakeClaimAPI:
 
 
 async def test_gated_pod_released_by_claim_add_and_bound_with_allocation() -> None:
-    from scheduler.queue import ACTIVE, GATED
+    from scheduler.backend.queue import ACTIVE, GATED
     from tests.builders import make_node
-    from tests.test_scheduler_loop import Harness
+    from tests.live.test_loop import Harness
 
     h = Harness()
     pl = h.sched.frameworks["default-scheduler"].plugins["DynamicResources"]
@@ -1339,7 +1339,7 @@ async def test_gated_pod_released_by_claim_add_and_bound_with_allocation() -> No
 
 def _policy(default: str | None = None, lo: str | None = None, hi: str | None = None, step: str | None = None,
             values: tuple[str, ...] = ()) -> Any:
-    from scheduler.dra import CapacityPolicy
+    from scheduler.model.dra import CapacityPolicy
 
     raw: dict[str, Any] = {}
     if default is not None:

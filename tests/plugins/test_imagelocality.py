@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.cache import Cache
+from scheduler.backend.cache import Cache
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.imagelocality import ImageLocality, normalized_image_name
-from scheduler.snapshot import Listers, Snapshot
 from tests.builders import make_node, make_pod
 
 MB = 1024 * 1024

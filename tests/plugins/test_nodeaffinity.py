@@ -12,8 +12,9 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PreFilterResult, QueueingHint
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
@@ -21,7 +22,6 @@ from scheduler.plugins.nodeaffinity import (
     NodeAffinity,
     NodeAffinityArgs,
 )
-from scheduler.snapshot import Snapshot
 from tests.builders import make_node, make_pod
 
 

@@ -23,11 +23,13 @@ import numpy as np
 import pytest
 import yaml
 
-from scheduler.config import default_plugins, load_config
+from scheduler.config.config import default_plugins, load_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.live.loop import node_update_action
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins import registry as plugin_registry
 from scheduler.plugins.nodedeclaredfeatures import (
     ERR_REASON,
@@ -46,9 +48,7 @@ from scheduler.plugins.nodedeclaredfeatures.framework import (
     Framework,
     Version,
 )
-from scheduler.scheduler import node_update_action
-from scheduler.simulate import run
-from scheduler.snapshot import Snapshot
+from scheduler.simulate.simulator import run
 from tests.builders import make_node, make_pod
 
 V = Version.parse
@@ -564,8 +564,8 @@ async def test_requeued_only_when_declared_features_change() -> None:
     # Checked against kube-scheduler v1.36.3 on the local control plane: a pod rejected only
     # by this plugin stays unschedulable on unrelated node updates and is retried as soon as
     # status.declaredFeatures changes (UpdateNodeDeclaredFeature).
-    from scheduler.queue import ACTIVE, UNSCHEDULABLE
-    from tests.test_scheduler_loop import Harness
+    from scheduler.backend.queue import ACTIVE, UNSCHEDULABLE
+    from tests.live.test_loop import Harness
 
     h = Harness()
     n1 = make_node("n1")

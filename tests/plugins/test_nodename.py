@@ -9,10 +9,10 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ActionType, ClusterEvent
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.nodename import ERR_REASON, NodeName
-from scheduler.snapshot import Snapshot
 from tests.builders import make_node, make_pod
 
 

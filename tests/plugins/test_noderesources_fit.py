@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, StatusError
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
-from scheduler.snapshot import Snapshot
 from tests.builders import make_node, make_pod
 
 EXT_A = "example.com/aaa"

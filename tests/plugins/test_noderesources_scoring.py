@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import ShapePoint, broken_linear
-from scheduler.snapshot import Snapshot
 from tests.builders import make_node, make_pod
 
 EXT = "abc.com/xyz"  # upstream test_util.go extendedRes

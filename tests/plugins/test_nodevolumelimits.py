@@ -11,9 +11,9 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import StorageStore
 from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
-from scheduler.storage import StorageStore
 from tests.builders import make_node, make_pod
 
 EBS = "ebs.csi.aws.com"

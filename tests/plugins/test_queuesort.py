@@ -9,7 +9,7 @@ import random
 import pytest
 
 from scheduler.framework.interface import QueuedPodInfo
-from scheduler.objects import PodInfo
+from scheduler.model.objects import PodInfo
 from scheduler.plugins.queuesort import PrioritySort
 from tests.builders import make_pod
 

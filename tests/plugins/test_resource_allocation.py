@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.objects import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodeInfo, PodInfo
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodeInfo, PodInfo
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
-from scheduler.snapshot import Snapshot
 from tests.builders import make_node
 
 ONE_MI = 1048576

@@ -10,10 +10,10 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, StatusError
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration
-from scheduler.snapshot import Snapshot
 from tests.builders import make_node, make_pod
 
 

@@ -14,7 +14,8 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumebinding import ERR_UNBOUND_IMMEDIATE, VolumeBinding, _parse_args
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
@@ -23,7 +24,6 @@ from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_PV_NOT_EXIST,
     BinderError,
 )
-from scheduler.storage import StorageStore
 from tests.builders import make_node, make_pod
 from tests.plugins._volume_helpers import pv, pvc, storage_class, store_of
 
@@ -479,8 +479,8 @@ def test_bound_in_tree_pv_with_csi_migration(name: str, migrated: bool, node_lab
 
 
 def test_translated_affinity_from_labels_and_beta_region() -> None:
+    from scheduler.model.storage import PersistentVolume
     from scheduler.plugins.nodevolumelimits.translation import translated_node_affinity
-    from scheduler.storage import PersistentVolume
 
     # No affinity: the zone label becomes a CSI topology requirement (sorted, de-duplicated).
     ebs = PersistentVolume(pv("p", labels={"topology.kubernetes.io/zone": "b__a"}, source={"awsElasticBlockStore": {"volumeID": "v"}}))
@@ -504,7 +504,7 @@ def test_translated_affinity_from_labels_and_beta_region() -> None:
 def test_prebind_live_client_without_volume_api_fails_safely() -> None:
     # A live binder that cannot write PVs/PVCs must not let the pod bind with unbound claims.
     from scheduler.framework.interface import Handle
-    from scheduler.snapshot import Listers, Snapshot
+    from scheduler.framework.snapshot import Listers, Snapshot
 
     class PodOnlyClient:
         async def bind(self, pod: PodInfo, node: str) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -18,7 +19,6 @@ from scheduler.plugins.volumebinding.binder import (
     BinderError,
     VolumeBinder,
 )
-from scheduler.storage import StorageStore
 from tests.builders import make_node, make_pod
 
 NODE_KEY = "nodeKey"
@@ -294,8 +294,8 @@ def test_check_bindings(
     del_pvcs: bool,
     want: bool | str,
 ) -> None:
+    from scheduler.model.storage import PersistentVolume, PersistentVolumeClaim
     from scheduler.plugins.volumebinding.binder import BindingInfo
-    from scheduler.storage import PersistentVolume, PersistentVolumeClaim
 
     binder, pod, node = setup(init_pvcs, init_pvs)
     st = binder.store
@@ -324,8 +324,8 @@ def test_claim_candidates_equal_find_matching_volume(seed: int) -> None:
     # The per-cycle index must pick exactly what FindMatchingVolume picks on every node.
     import random
 
+    from scheduler.model.storage import PersistentVolume, PersistentVolumeClaim
     from scheduler.plugins.volumebinding.binder import ClaimCandidates, find_matching_volume
-    from scheduler.storage import PersistentVolume, PersistentVolumeClaim
 
     r = random.Random(seed)
     nodes = []

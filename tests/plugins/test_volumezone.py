@@ -7,9 +7,9 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.objects import NodeInfo
+from scheduler.model.objects import NodeInfo
+from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
-from scheduler.storage import StorageStore
 from tests.builders import make_node
 from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class, store_of, vol_pod
 

@@ -10,8 +10,8 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, ScorePlugin
-from scheduler.objects import NodeInfo, PodInfo
-from scheduler.snapshot import Snapshot
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.objects import NodeInfo, PodInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,16 +24,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import structlog
 
-from scheduler.dra import (
-    FINALIZER,
-    FIRST_AVAILABLE_MAX,
-    ClaimNotFound,
-    DraStore,
-    PodClaimRef,
-    ResourceClaim,
-    pod_claim_refs,
-    pod_has_claims,
-)
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     ActionType,
@@ -54,14 +44,24 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.labels import NodeSelector
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.dra import (
+    FINALIZER,
+    FIRST_AVAILABLE_MAX,
+    ClaimNotFound,
+    DraStore,
+    PodClaimRef,
+    ResourceClaim,
+    pod_claim_refs,
+    pod_has_claims,
+)
+from scheduler.model.labels import NodeSelector
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.celcache import Cache
 from scheduler.plugins.helper import default_normalize_score
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 log = structlog.get_logger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from scheduler.dra import (
+from scheduler.model.dra import (
     ALLOCATION_RESULTS_MAX,
     Attribute,
     Device,
@@ -26,9 +26,9 @@ from scheduler.dra import (
     ResourceSlice,
     SubRequest,
 )
-from scheduler.labels import NodeSelector
+from scheduler.model.labels import NodeSelector
+from scheduler.model.quantity import QuantityError, parse
 from scheduler.plugins.dynamicresources.celcache import Cache, CelError
-from scheduler.quantity import QuantityError, parse
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
 

@@ -22,9 +22,9 @@ import celpy
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from scheduler.dra import Attribute, Device
+from scheduler.model.dra import Attribute, Device
+from scheduler.model.quantity import Quantity, QuantityError, parse
 from scheduler.plugins.dynamicresources.celcache import CelError
-from scheduler.quantity import Quantity, QuantityError, parse
 
 # ---------------------------------------------------------------------------------------------
 # Kubernetes library types

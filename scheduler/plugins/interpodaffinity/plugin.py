@@ -30,9 +30,10 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
+from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status
-from scheduler.labels import LabelSelector
-from scheduler.objects import AffinityTerm, NodeInfo, PodInfo
+from scheduler.model.labels import LabelSelector
+from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo
 from scheduler.plugins.interpodaffinity import hints
 from scheduler.plugins.topologyindex import (
     PREF_AFFINITY,
@@ -42,7 +43,6 @@ from scheduler.plugins.topologyindex import (
     DomainMap,
     TopologyIndex,
 )
-from scheduler.snapshot import Listers, Snapshot
 
 NAME = "InterPodAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME

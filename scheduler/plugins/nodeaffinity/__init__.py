@@ -24,13 +24,13 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unresolvable
-from scheduler.labels import NodeSelector, PreferredSchedulingTerm, parse_preferred_terms
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.labels import NodeSelector, PreferredSchedulingTerm, parse_preferred_terms
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.helper import as_node, default_normalize_score
 from scheduler.plugins.validation import is_qualified_name, is_valid_label_value
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 NAME = "NodeAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -15,10 +15,10 @@ from scheduler.framework.interface import (
     FilterPlugin,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 ERR_REASON = "node(s) didn't match the requested node name"
 _REJECT = unresolvable(ERR_REASON)

@@ -19,11 +19,11 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, StatusError
-from scheduler.objects import HostPort, NodeInfo, PodInfo
+from scheduler.model.objects import HostPort, NodeInfo, PodInfo
 from scheduler.plugins.helper import as_pod
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 NAME = "NodePorts"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -18,7 +18,7 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceAllocationScorer,
@@ -30,7 +30,7 @@ from scheduler.plugins.noderesources.resource_allocation import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_KEY = "PreScore" + NAME

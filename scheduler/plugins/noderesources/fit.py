@@ -33,7 +33,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
-from scheduler.objects import (
+from scheduler.model.objects import (
     NodeInfo,
     PodInfo,
     Resource,
@@ -41,6 +41,7 @@ from scheduler.objects import (
     pod_resource_inputs,
     resource_from_map,
 )
+from scheduler.model.podrequests import pod_requests
 from scheduler.plugins.helper import as_node, as_pod
 from scheduler.plugins.noderesources.least_allocated import least_resource_score, least_resource_score_batch
 from scheduler.plugins.noderesources.most_allocated import most_resource_score, most_resource_score_batch
@@ -64,10 +65,9 @@ from scheduler.plugins.noderesources.resource_allocation import (
     required,
 )
 from scheduler.plugins.validation import is_qualified_name
-from scheduler.podrequests import pod_requests
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME

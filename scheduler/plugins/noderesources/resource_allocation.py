@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.objects import (
+from scheduler.model.objects import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
@@ -30,10 +30,10 @@ from scheduler.objects import (
     pod_resource_inputs,
     resource_from_map,
 )
-from scheduler.podrequests import NON_MISSING_DEFAULTS, pod_requests
+from scheduler.model.podrequests import NON_MISSING_DEFAULTS, pod_requests
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import NodeColumns
+    from scheduler.framework.snapshot import NodeColumns
 
 # Kinds of resource, decided once per configured name.
 KIND_CPU = 0

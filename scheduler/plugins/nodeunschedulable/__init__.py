@@ -16,11 +16,11 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.objects import TAINT_NODE_UNSCHEDULABLE, NodeInfo, PodInfo, Taint, tolerates_taint
+from scheduler.model.objects import TAINT_NODE_UNSCHEDULABLE, NodeInfo, PodInfo, Taint, tolerates_taint
 from scheduler.plugins.helper import as_node, as_pod
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 _REJECT = unresolvable(ERR_REASON_UNSCHEDULABLE)

@@ -23,7 +23,15 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, StatusError, unschedulable
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import (
+    CSINode,
+    NotFoundError,
+    PersistentVolumeClaim,
+    StorageStore,
+    as_pvc,
+    ephemeral_owned_by,
+)
 from scheduler.plugins.helper import as_pod
 from scheduler.plugins.nodevolumelimits.translation import (
     MIGRATION_ON,
@@ -34,17 +42,9 @@ from scheduler.plugins.nodevolumelimits.translation import (
     plugin_of,
     pv_csi,
 )
-from scheduler.storage import (
-    CSINode,
-    NotFoundError,
-    PersistentVolumeClaim,
-    StorageStore,
-    as_pvc,
-    ephemeral_owned_by,
-)
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.storage import IN_TREE_BY_PLUGIN, IN_TREE_SOURCES, PersistentVolume
+from scheduler.model.storage import IN_TREE_BY_PLUGIN, IN_TREE_SOURCES, PersistentVolume
 
 # nodevolumelimits isCSIMigrationOn / volumebinding isCSIMigrationOnForPlugin: migration is
 # always on for these in-tree plugins (their gates are locked on).

@@ -27,8 +27,9 @@ from scheduler.framework.interface import (
     QueueingHint,
     ScorePlugin,
 )
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError
-from scheduler.objects import LABEL_HOSTNAME, NodeInfo, PodInfo
+from scheduler.model.objects import LABEL_HOSTNAME, NodeInfo, PodInfo
 from scheduler.plugins.podtopologyspread import hints
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
@@ -50,7 +51,6 @@ from scheduler.plugins.topologyindex import (
     node_matches_required_affinity,
     node_taints_tolerated,
 )
-from scheduler.snapshot import Snapshot
 
 NAME = "PodTopologySpread"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -33,16 +33,8 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import SKIP, Code, Status, go_quote
-from scheduler.objects import NodeInfo, PodInfo
-from scheduler.plugins.volumebinding.binder import (
-    BinderError,
-    PodVolumeClaims,
-    PodVolumes,
-    VolumeAPI,
-    VolumeBinder,
-    migrated_node_affinity_ok,
-)
-from scheduler.storage import (
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import (
     ANN_MIGRATED_PLUGINS,
     CSIDriver,
     CSINode,
@@ -53,9 +45,17 @@ from scheduler.storage import (
     as_storage_class,
     ephemeral_owned_by,
 )
+from scheduler.plugins.volumebinding.binder import (
+    BinderError,
+    PodVolumeClaims,
+    PodVolumes,
+    VolumeAPI,
+    VolumeBinder,
+    migrated_node_affinity_ok,
+)
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME

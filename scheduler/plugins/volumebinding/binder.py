@@ -12,10 +12,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from scheduler.framework.status import go_quote
-from scheduler.labels import NodeSelector
-from scheduler.objects import NodeInfo, PodInfo
-from scheduler.plugins.nodevolumelimits.translation import MIGRATION_ON, plugin_of, translated_node_affinity
-from scheduler.storage import (
+from scheduler.model.labels import NodeSelector
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
@@ -27,6 +26,7 @@ from scheduler.storage import (
     StorageStore,
     ephemeral_owned_by,
 )
+from scheduler.plugins.nodevolumelimits.translation import MIGRATION_ON, plugin_of, translated_node_affinity
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"

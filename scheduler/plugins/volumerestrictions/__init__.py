@@ -23,9 +23,9 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, unschedulable
-from scheduler.objects import NodeInfo, PodInfo
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import NotFoundError, StorageStore, as_pvc
 from scheduler.plugins.helper import as_pod
-from scheduler.storage import NotFoundError, StorageStore, as_pvc
 
 NAME = "VolumeRestrictions"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -22,8 +22,8 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Status, go_quote, unresolvable
-from scheduler.objects import NodeInfo, PodInfo
-from scheduler.storage import (
+from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.storage import (
     NotFoundError,
     PersistentVolume,
     StorageStore,
@@ -33,7 +33,7 @@ from scheduler.storage import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 NAME = "VolumeZone"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -1,0 +1,263 @@
+"""One pod's placement decision: filter, score, select (upstream schedule_one.go schedulePod).
+
+Pure and synchronous: it reads one Snapshot and never awaits, so the live scheduler and
+``simulate`` share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import NodeToStatus
+from scheduler.framework.runtime import Framework, ScoreResult
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code, Status, StatusError
+from scheduler.model.objects import PodInfo
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """Adaptive number of feasible nodes to stop filtering at (upstream numFeasibleNodesToFind)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = 50 - num_all_nodes // 125
+        if percentage < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            percentage = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    n = num_all_nodes * percentage // 100
+    return max(n, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def add_plugin_status(self, s: Status) -> None:
+        if not s.plugin:
+            return
+        if s.code == Code.PENDING:
+            self.pending_plugins.add(s.plugin)
+        elif s.is_rejected():
+            self.unschedulable_plugins.add(s.plugin)
+
+
+class FitError(Exception):
+    """The pod fits no node; ``str()`` is the exact FailedScheduling message."""
+
+    def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        super().__init__()
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+
+    def __str__(self) -> str:
+        d = self.diagnosis
+        msg = f"0/{self.num_all_nodes} nodes are available:"
+        if d.pre_filter_msg:
+            msg += f" {d.pre_filter_msg}."
+        else:
+            counts: dict[str, int] = {}
+            nts = d.node_to_status
+            for s in nts.statuses.values():
+                for r in s.reasons:
+                    counts[r] = counts.get(r, 0) + 1
+            absent = self.num_all_nodes - len(nts.statuses)
+            if absent > 0 and nts.absent is not None:
+                for r in nts.absent.reasons:
+                    counts[r] = counts.get(r, 0) + absent
+            hist = sorted(f"{v} {k}" for k, v in counts.items())
+            if hist:
+                msg += f" {', '.join(hist)}."
+        if d.post_filter_msg:
+            msg += f" {d.post_filter_msg}"
+        return msg
+
+
+class SchedulingError(Exception):
+    """Anything but "does not fit": an Error status from a plugin, or no nodes at all."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+    scores: ScoreResult | None = None  # None when only one node was feasible
+    diagnosis: Diagnosis | None = None
+
+
+class Algorithm:
+    """Holds what persists between attempts: the rotating start index and the tie-break RNG."""
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        self.next_start_node_index = 0
+        self.rng = rng if rng is not None else np.random.default_rng()
+
+    # -- filtering ---------------------------------------------------------------------------
+    def _find_nodes_that_pass_filters(
+        self,
+        fw: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        snap: Snapshot,
+        diagnosis: Diagnosis,
+        nodes: np.ndarray,
+    ) -> np.ndarray:
+        n_all = len(nodes)
+        if n_all == 0:
+            return nodes
+        to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n_all)
+        if not fw.has_score_plugins():
+            to_find = 1
+        start = self.next_start_node_index % n_all
+        rotated = nodes if start == 0 else np.concatenate((nodes[start:], nodes[:start]))
+        if not fw.has_filter_plugins():
+            return rotated[:to_find]
+        feasible: list[np.ndarray] = []
+        found = 0
+        pos = 0
+        chunk = to_find
+        infos = snap.node_infos
+        statuses = diagnosis.node_to_status.statuses
+        while pos < n_all and found < to_find:
+            cand = rotated[pos : pos + chunk]
+            alive, failures = fw.filter_chunk(state, pod, snap, cand)
+            need = to_find - found
+            cum = np.cumsum(alive)
+            if len(cum) and cum[-1] >= need:
+                cut = int(np.searchsorted(cum, need)) + 1  # nodes visited before the search stops
+            else:
+                cut = len(cand)
+            ok = cand[:cut][alive[:cut]]
+            feasible.append(ok)
+            found += len(ok)
+            for p, failure in failures.items():
+                if p < cut:
+                    ni = infos[int(cand[p])]
+                    s = fw.status_for(state, pod, ni, failure)
+                    if s.code == Code.ERROR:
+                        raise SchedulingError(s)
+                    statuses[ni.name] = s
+                    diagnosis.add_plugin_status(s)
+            pos += cut
+            chunk = max(chunk * 2, 64)
+        return np.concatenate(feasible) if feasible else np.empty(0, dtype=np.int64)
+
+    def find_nodes_that_fit(
+        self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot
+    ) -> tuple[np.ndarray, Diagnosis]:
+        diagnosis = Diagnosis()
+        diagnosis.node_to_status.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        all_nodes = snap.node_infos
+        pre_res, s, with_nodes = fw.run_pre_filter(state, pod, all_nodes)
+        if s is not None and not s.is_success():
+            if not s.is_rejected():
+                raise SchedulingError(s)
+            diagnosis.node_to_status.absent = s
+            diagnosis.pre_filter_msg = s.message
+            diagnosis.add_plugin_status(s)
+            return np.empty(0, dtype=np.int64), diagnosis
+
+        if pod.nominated_node_name:
+            ni = snap.get(pod.nominated_node_name)
+            if ni is not None:
+                ok = self._find_nodes_that_pass_filters_once(fw, state, pod, snap, diagnosis, ni.index)
+                if ok:
+                    return np.array([ni.index], dtype=np.int64), diagnosis
+
+        if pre_res is None or pre_res.node_names is None:
+            nodes = np.arange(len(all_nodes), dtype=np.int64)
+        else:
+            # Snapshot order (upstream iterates a set; we keep it deterministic).
+            nodes = np.array(
+                sorted(snap.node_map[n].index for n in pre_res.node_names if n in snap.node_map), dtype=np.int64
+            )
+            diagnosis.node_to_status.absent = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(with_nodes))}]",
+            )
+        n_all = len(all_nodes)
+        try:
+            feasible = self._find_nodes_that_pass_filters(fw, state, pod, snap, diagnosis, nodes)
+        except (StatusError, SchedulingError) as exc:
+            # Upstream advances the start index by what was processed even on error.
+            self._advance(len(diagnosis.node_to_status.statuses), n_all)
+            if isinstance(exc, StatusError):
+                raise SchedulingError(exc.status) from None
+            raise
+        self._advance(len(feasible) + len(diagnosis.node_to_status.statuses), n_all)
+        return feasible, diagnosis
+
+    def _find_nodes_that_pass_filters_once(
+        self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot, diagnosis: Diagnosis, i: int
+    ) -> bool:
+        ni = snap.node_infos[i]
+        s = fw.run_filter_with_nominated_pods(state, pod, ni)
+        if s is None:
+            return True
+        if s.code == Code.ERROR:
+            raise SchedulingError(s)
+        diagnosis.node_to_status.statuses[ni.name] = s
+        diagnosis.add_plugin_status(s)
+        return False
+
+    def _advance(self, processed: int, n_all: int) -> None:
+        if n_all:
+            self.next_start_node_index = (self.next_start_node_index + processed) % n_all
+
+    # -- scoring and selection ---------------------------------------------------------------
+    def select_host(self, totals: np.ndarray) -> int:
+        """Position (into ``totals``) of the winner: highest total, ties by reservoir sampling.
+
+        Reservoir sampling keeps the k-th tied node with probability 1/k; drawing all k at once
+        from the injected generator gives the same distribution and stays reproducible.
+        """
+        best = totals.max()
+        ties = np.flatnonzero(totals == best)
+        if len(ties) == 1:
+            return int(ties[0])
+        k = np.arange(2, len(ties) + 1)
+        hits = np.flatnonzero(self.rng.random(len(ties) - 1) * k < 1.0)
+        return int(ties[hits[-1] + 1]) if len(hits) else int(ties[0])
+
+    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot) -> ScheduleResult:
+        if len(snap) == 0:
+            raise SchedulingError(Status(Code.ERROR, NO_NODES_AVAILABLE))
+        feasible, diagnosis = self.find_nodes_that_fit(fw, state, pod, snap)
+        if len(feasible) == 0:
+            raise FitError(pod, len(snap), diagnosis)
+        evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
+        infos = snap.node_infos
+        if len(feasible) == 1:
+            return ScheduleResult(infos[int(feasible[0])].name, evaluated, 1, None, diagnosis)
+        if not fw.has_score_plugins():
+            # Upstream gives every node a total of 1; selection is then a pure tie-break.
+            totals = np.ones(len(feasible), dtype=np.int64)
+            scores = ScoreResult(feasible, [], [], [], totals)
+        else:
+            # itemgetter builds the node tuple in C; len(feasible) >= 2 here, so it is a tuple.
+            nodes = itemgetter(*feasible.tolist())(infos)
+            s = fw.run_pre_score(state, pod, nodes)
+            if s is not None:
+                raise SchedulingError(s)
+            try:
+                scores = fw.run_score(state, pod, snap, feasible)
+            except StatusError as exc:
+                raise SchedulingError(exc.status) from None
+        winner = self.select_host(scores.totals)
+        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis)

@@ -1,0 +1,273 @@
+"""The read-only view one scheduling cycle works on, plus its columnar (numpy) form.
+
+Nodes are listed in upstream nodeTree order: zones in the order their first node arrived,
+visited round-robin, nodes of a zone in arrival order. That order decides which nodes a
+pod's search starts from, so it is part of exactness.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import structlog
+
+from scheduler.model.dra import DraStore
+from scheduler.model.objects import (
+    NamespaceInfo,
+    NodeInfo,
+    SelectorOwner,
+)
+from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.storage import StorageStore
+
+_ZONE_LABELS = (
+    ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"),
+    ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"),
+)
+
+
+def zone_key(labels: dict[str, str]) -> str:
+    """utilnode.GetZoneKey: region and zone joined with ':\\x00:'; '' when neither is set."""
+    region = labels.get(_ZONE_LABELS[0][1]) or labels.get(_ZONE_LABELS[0][0]) or ""
+    zone = labels.get(_ZONE_LABELS[1][1]) or labels.get(_ZONE_LABELS[1][0]) or ""
+    if not region and not zone:
+        return ""
+    return region + ":\x00:" + zone
+
+
+_HARD_EFFECTS = ("NoSchedule", "NoExecute")
+
+log = structlog.get_logger(__name__)
+
+
+class NodeColumns:
+    """Per-node numbers as numpy arrays, indexed like ``Snapshot.node_infos``."""
+
+    __slots__ = (
+        "alloc_cpu",
+        "alloc_eph",
+        "alloc_mem",
+        "alloc_pods",
+        "has_hard_taint",
+        "has_images",
+        "has_prefer_taint",
+        "n",
+        "non0_cpu",
+        "non0_mem",
+        "num_pods",
+        "poisoned",
+        "req_cpu",
+        "req_eph",
+        "req_mem",
+        "scalar_alloc",
+        "scalar_req",
+        "unschedulable",
+    )
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.poisoned = 0  # nodes whose numbers could not be stored (see _poison)
+        z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
+        self.alloc_cpu = z()
+        self.alloc_mem = z()
+        self.alloc_eph = z()
+        self.alloc_pods = z()
+        self.req_cpu = z()
+        self.req_mem = z()
+        self.req_eph = z()
+        self.num_pods = z()
+        self.non0_cpu = z()
+        self.non0_mem = z()
+        self.unschedulable = np.zeros(n, dtype=bool)
+        self.has_hard_taint = np.zeros(n, dtype=bool)
+        self.has_prefer_taint = np.zeros(n, dtype=bool)
+        self.has_images = np.zeros(n, dtype=bool)
+        self.scalar_alloc: dict[str, np.ndarray] = {}
+        self.scalar_req: dict[str, np.ndarray] = {}
+
+    def set_node(self, i: int, ni: NodeInfo) -> None:
+        try:
+            self._set_node(i, ni)
+        except (OverflowError, ValueError, TypeError) as exc:
+            self._poison(i, ni, exc)
+
+    def set_usage(self, i: int, ni: NodeInfo) -> None:
+        try:
+            self._set_usage(i, ni)
+        except (OverflowError, ValueError, TypeError) as exc:
+            self._poison(i, ni, exc)
+
+    def _poison(self, i: int, ni: NodeInfo, exc: Exception) -> None:
+        """A node whose numbers do not fit the columns: it offers nothing, the others are untouched.
+
+        objects.py keeps every number inside int64, so this is a last line of defence.
+        """
+        self.poisoned += 1
+        log.error("node_columns_failed", node=ni.name, error=str(exc))
+        for col in (self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods):
+            col[i] = 0
+        for d in (self.scalar_alloc, self.scalar_req):
+            for arr in d.values():
+                arr[i] = 0
+        self.unschedulable[i] = True
+
+    def _set_node(self, i: int, ni: NodeInfo) -> None:
+        a = ni.allocatable
+        self.alloc_cpu[i] = a.milli_cpu
+        self.alloc_mem[i] = a.memory
+        self.alloc_eph[i] = a.ephemeral_storage
+        self.alloc_pods[i] = a.allowed_pod_number
+        self._set_usage(i, ni)
+        self.unschedulable[i] = ni.unschedulable
+        self.has_hard_taint[i] = any(t.effect in _HARD_EFFECTS for t in ni.taints)
+        self.has_prefer_taint[i] = any(t.effect == "PreferNoSchedule" for t in ni.taints)
+        self.has_images[i] = bool(ni.image_sizes)
+        for name in set(a.scalar) | set(self.scalar_alloc):
+            self._scalar(name)
+            self.scalar_alloc[name][i] = a.scalar.get(name, 0)
+
+    def _set_usage(self, i: int, ni: NodeInfo) -> None:
+        r = ni.requested
+        self.req_cpu[i] = r.milli_cpu
+        self.req_mem[i] = r.memory
+        self.req_eph[i] = r.ephemeral_storage
+        self.num_pods[i] = len(ni.pods)
+        self.non0_cpu[i] = ni.non0_cpu
+        self.non0_mem[i] = ni.non0_mem
+        for name in set(r.scalar) | set(self.scalar_req):
+            self._scalar(name)
+            self.scalar_req[name][i] = r.scalar.get(name, 0)
+
+    def _scalar(self, name: str) -> None:
+        if name not in self.scalar_alloc:
+            self.scalar_alloc[name] = np.zeros(self.n, dtype=np.int64)
+            self.scalar_req[name] = np.zeros(self.n, dtype=np.int64)
+
+
+class Listers:
+    """Cluster objects that are not nodes or pods, as plugins need them (upstream listers)."""
+
+    def __init__(self) -> None:
+        self.namespaces: dict[str, NamespaceInfo] = {}
+        # kind -> namespace/name -> owner
+        self.owners: dict[str, dict[str, SelectorOwner]] = {}
+        # Raw storage objects by kind for the volume plugins: kind -> key -> dict.
+        self.objects: dict[str, dict[str, dict]] = {}
+        # Parsed storage objects (PV, PVC, StorageClass, CSI*) for the volume plugins.
+        self.storage = StorageStore()
+        # PodDisruptionBudgets by namespace/name, in arrival order (DefaultPreemption).
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        # ResourceClaims, templates, DeviceClasses, ResourceSlices for DynamicResources.
+        self.dra = DraStore()
+
+    def namespace_labels(self, name: str) -> dict[str, str] | None:
+        ns = self.namespaces.get(name)
+        return ns.labels if ns is not None else None
+
+    def owners_in(self, namespace: str, kind: str) -> list[SelectorOwner]:
+        return [o for o in self.owners.get(kind, {}).values() if o.namespace == namespace]
+
+
+class Snapshot:
+    """Node infos of one cycle (cloned from the cache), in nodeTree order, with columns."""
+
+    def __init__(self) -> None:
+        self.node_infos: list[NodeInfo] = []
+        self.node_map: dict[str, NodeInfo] = {}
+        self.columns = NodeColumns(0)
+        self.generation = 0
+        # Bumped whenever some node's image_states changes (ImageLocality's batch index).
+        self.image_epoch = 0
+        self.have_pods_with_affinity: list[NodeInfo] = []
+        self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
+        self._affinity_dirty = True
+        # Change tracking for plugins that keep incremental per-node indexes (topology counts):
+        # ``epoch`` bumps when the node list is rebuilt; ``node_seq[i]`` / ``label_seq[i]`` hold
+        # the ``change_seq`` at which position i's NodeInfo / Node object last changed.
+        self.epoch = 0
+        self.change_seq = 0
+        self.node_seq = np.zeros(0, dtype=np.int64)
+        self.label_seq = np.zeros(0, dtype=np.int64)
+
+    # -- building ----------------------------------------------------------------------------
+    def set_nodes(self, ordered: list[NodeInfo]) -> None:
+        """Replace the whole node list (a node was added or removed)."""
+        self.node_infos = ordered
+        self.node_map = {n.name: n for n in ordered}
+        cols = NodeColumns(len(ordered))
+        for i, ni in enumerate(ordered):
+            ni.index = i
+            cols.set_node(i, ni)
+        self.columns = cols
+        self._rebuild_images()
+        self._affinity_dirty = True
+        self.epoch += 1
+        self.change_seq += 1
+        self.node_seq = np.full(len(ordered), self.change_seq, dtype=np.int64)
+        self.label_seq = self.node_seq.copy()
+
+    def replace_node(self, ni: NodeInfo, node_changed: bool) -> None:
+        """Swap in a fresh clone of one node; only its columns are rewritten."""
+        old = self.node_map[ni.name]
+        ni.index = old.index
+        self.node_infos[ni.index] = ni
+        self.node_map[ni.name] = ni
+        if node_changed:
+            self.columns.set_node(ni.index, ni)
+        else:
+            self.columns.set_usage(ni.index, ni)
+        if ni.image_states is None:
+            # Not from a cache: count over the current list, like _rebuild_images.
+            ni.image_states = {
+                name: (size, sum(1 for n in self.node_infos if name in n.image_sizes))
+                for name, size in ni.image_sizes.items()
+            }
+        if ni.image_states is not old.image_states and ni.image_states != old.image_states:
+            self.image_epoch += 1
+        if old.pods_with_affinity or ni.pods_with_affinity:
+            self._affinity_dirty = True
+        self.change_seq += 1
+        self.node_seq[ni.index] = self.change_seq
+        if node_changed:
+            self.label_seq[ni.index] = self.change_seq
+
+    def _rebuild_images(self) -> None:
+        """Nodes that did not come through a cache get upstream NewSnapshot's image states:
+        each node's own sizes, counted over the nodes of this list."""
+        self.image_epoch += 1
+        missing = [ni for ni in self.node_infos if ni.image_states is None]
+        if not missing:
+            return
+        holders: dict[str, set[str]] = {}
+        for ni in self.node_infos:
+            for name in ni.image_sizes:
+                holders.setdefault(name, set()).add(ni.name)
+        for ni in missing:
+            ni.image_states = {name: (size, len(holders[name])) for name, size in ni.image_sizes.items()}
+
+    def _refresh_affinity_lists(self) -> None:
+        if self._affinity_dirty:
+            self.have_pods_with_affinity = [n for n in self.node_infos if n.pods_with_affinity]
+            self.have_pods_with_required_anti_affinity = [
+                n for n in self.node_infos if n.pods_with_required_anti_affinity
+            ]
+            self._affinity_dirty = False
+
+    # -- reading (upstream NodeInfoLister) ---------------------------------------------------
+    def list(self) -> list[NodeInfo]:
+        return self.node_infos
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.node_map.get(name)
+
+    def nodes_with_affinity_pods(self) -> builtins.list[NodeInfo]:
+        self._refresh_affinity_lists()
+        return self.have_pods_with_affinity
+
+    def nodes_with_required_anti_affinity_pods(self) -> builtins.list[NodeInfo]:
+        self._refresh_affinity_lists()
+        return self.have_pods_with_required_anti_affinity
+
+    def __len__(self) -> int:
+        return len(self.node_infos)

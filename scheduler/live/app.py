@@ -1,0 +1,395 @@
+"""``pyscheduler run``: wires config, watcher, cache, queue, loop, binder, elector and the
+health/metrics server, and owns the process lifecycle.
+
+Order (as kube-scheduler): read and validate the configuration and build every profile
+before touching the cluster; then start watching and wait until the cache holds what a LIST
+shows (informer sync); then, when leader election is on, wait for the Lease; then schedule.
+SIGTERM stops scheduling, drains in-flight bindings and releases the Lease. Losing the Lease
+(or its fence closing, see elector.py) stops scheduling at once, cancels the bindings in
+flight, forgets their assumptions and exits non-zero.
+
+Clients (clients.py): bindings, events/status and the elector each have their own API client,
+rate limit and threads; all read one refreshing credential source, which the watcher shares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import structlog
+from aiohttp import web
+
+from scheduler.backend.cache import Cache
+from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
+from scheduler.boot.gcpolicy import long_lived_objects
+from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_run_config
+from scheduler.core.algorithm import Algorithm
+from scheduler.framework.interface import Handle
+from scheduler.framework.runtime import Framework, FrameworkError
+from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.live import log as logconf
+from scheduler.live.kube.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
+from scheduler.live.kube.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
+from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.volumeapi import KubeVolumeAPI
+from scheduler.live.loop import Scheduler
+from scheduler.live.metrics import Metrics
+from scheduler.live.serving.server import SecureServer, ServingError, build_server, options_from_args
+from scheduler.live.watch.watcher import Watcher
+from scheduler.model.objects import PodInfo
+from scheduler.plugins.registry import default_registry
+
+log = structlog.get_logger(__name__)
+
+DRAIN_TIMEOUT = 30.0
+# Threads per write lane (python -m bench.bind_lanes, local plane on a loaded 2-core box):
+# 2 threads ~55 binds/s, 4 ~70, 8 ~77, 16 ~77 but stalling the event loop > 1 s (GIL). 8 keeps
+# the default 50 qps with headroom; the events lane needs less.
+BIND_THREADS = 8
+EVENT_THREADS = 4
+EXIT_CONFIG = 2
+EXIT_LEASE_LOST = 1
+
+
+class StartupError(Exception):
+    """One line, printed before exit."""
+
+
+class App:
+    def __init__(self, cfg: SchedulerConfig, frameworks: dict[str, Framework], handle_list: list[Handle],
+                 snapshot: Snapshot, listers: Listers, metrics: Metrics, creds: CredentialSource,
+                 server: SecureServer | None) -> None:
+        self.cfg = cfg
+        self.metrics = metrics
+        self.server = server
+        # Start-up reads (probe, LIST for the sync barrier); writes have lanes of their own.
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="api")
+        cc = cfg.client_connection
+        self.api_client = creds.api_client("scheduler", pool_size=BIND_THREADS + 4)
+        events_client = creds.api_client("events", pool_size=EVENT_THREADS + 1)
+        self.probe_client = creds.api_client("scheduler", pool_size=1, retries=False)
+        le = cfg.leader_election
+        self.elector: LeaderElector | None = None
+        if le.leader_elect:
+            self.elector = LeaderElector(
+                KubeLeaseAPI(creds.api_client("leader-election", pool_size=2)), le.resource_name,
+                le.resource_namespace,
+                lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
+                limiter=TokenBucket(cc.qps, cc.burst),
+                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
+            )
+        self.binder = Binder(
+            KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
+            executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
+            events_api=KubeCoreAPI(events_client), events_limiter=TokenBucket(cc.qps, cc.burst),
+            events_executor=ThreadPoolExecutor(max_workers=EVENT_THREADS, thread_name_prefix="events"),
+            fence=self.elector,
+        )
+        # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.
+        self.volume_api = KubeVolumeAPI(self.api_client, self.binder.limiter, self.executor)
+        for h in handle_list:
+            h.client = self.binder
+            h.volume_api = self.volume_api
+        self.cache = Cache()
+        metrics.watch_cache(self.cache.sizes)
+        self.queue = SchedulingQueue(
+            frameworks,
+            time.monotonic,
+            initial_backoff=cfg.pod_initial_backoff_seconds,
+            max_backoff=cfg.pod_max_backoff_seconds,
+            max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
+        )
+        self.queue.on_incoming = metrics.incoming
+        metrics.watch_queue(self.queue.counts)
+        self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
+                                   Algorithm(np.random.default_rng()), self.binder, metrics)
+        # DefaultPreemption: the queue's nominator and the API side of preemption.
+        self.preemption = LivePreemption(
+            self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
+            activate=self._activate, release=self._release_preemptor,
+        )
+        for h in handle_list:
+            h.nominator = self.queue.nominator
+            h.preemption = self.preemption
+        self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
+                               on_error=metrics.object_error)
+        self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
+        self.synced = False
+        self.shutdown = asyncio.Event()
+        self._started = time.monotonic()
+
+    def _activate(self, pod: PodInfo) -> None:
+        """A failed preemption: move the preemptor back to activeQ (upstream fh.Activate)."""
+        self.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE, None, pod, pre_check=lambda p: p.uid == pod.uid)
+
+    def _release_preemptor(self, pod: PodInfo) -> None:
+        """A preemption ended: its preemptor, if still gated by DefaultPreemption, is let through."""
+        self.queue.release_gated(pod.uid, "DefaultPreemption", "PreemptionFinished")
+
+    # -- health / metrics --------------------------------------------------------------------
+    async def _healthz(self, _: web.Request) -> web.Response:
+        # kube-scheduler adds the leader-election watchdog to /healthz and /readyz.
+        err = self.elector.check() if self.elector is not None else None
+        if err:
+            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
+        return web.Response(text="ok")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        err = self.elector.check() if self.elector is not None else None
+        if err:
+            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
+        if not self.synced:
+            return web.Response(status=503, text="informer caches not synced")
+        return web.Response(text="ok")
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        body, ctype = self.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": ctype})
+
+    async def _start_http(self) -> None:
+        # HTTPS, authentication and authorization live in serving.py; these are the routes.
+        if self.server is not None:
+            await self.server.start({
+                "/healthz": self._healthz,
+                "/livez": self._healthz,
+                "/readyz": self._readyz,
+                "/metrics": self._metrics,
+            })
+
+    async def _stop_http(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+
+    # -- cache sync --------------------------------------------------------------------------
+    async def wait_synced(self) -> None:
+        """Wait until every kind's first LIST is in the cache (the informers' synced barrier)."""
+        await self.watcher.synced.wait()
+
+    # -- new leader: see every binding the previous leader made ---------------------------
+    def _list_bound(self) -> dict[str, str]:
+        """uid -> node of every bound, non-terminal pod (a quorum read: resourceVersion unset)."""
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+        resp = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
+                                                _request_timeout=60)
+        data = resp.read()
+        resp.release_conn()
+        out: dict[str, str] = {}
+        for i in json.loads(data).get("items") or []:
+            if (i.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            out[str(i["metadata"]["uid"])] = str((i.get("spec") or {}).get("nodeName") or "")
+        return out
+
+    async def wait_bindings_seen(self) -> None:
+        """Before the first cycle as leader: wait until the cache shows every binding a LIST
+        (taken now) shows. The old leader's last Bindings may still be on their way through our
+        watch; placing pods before they arrive would overcommit their nodes."""
+        loop = asyncio.get_running_loop()
+        start = time.monotonic()
+        missing: dict[str, str] = {}
+        last_list = -1e9
+        while True:
+            if time.monotonic() - last_list > 3.0:  # re-list: pods deleted meanwhile drop out
+                last_list = time.monotonic()
+                try:
+                    missing = await loop.run_in_executor(self.executor, self._list_bound)
+                except Exception as exc:
+                    log.warning("leader_catch_up_list_failed", error=describe_error(exc))
+                    await asyncio.sleep(1.0)
+                    last_list = -1e9
+                    continue
+            missing = {uid: node for uid, node in missing.items() if self.cache.node_of(uid) != node}
+            if not missing:
+                log.info("leader_cache_caught_up", waited=round(time.monotonic() - start, 3))
+                return
+            await asyncio.sleep(0.05)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("signal_received", signal=sig.name)
+        self.shutdown.set()
+
+    async def _until(self, aw: Any, *others: asyncio.Future[Any]) -> bool:
+        """Await ``aw`` unless shutdown (or one of ``others``) comes first. True if ``aw`` finished."""
+        task = asyncio.ensure_future(aw)
+        stop = asyncio.ensure_future(self.shutdown.wait())
+        done, _ = await asyncio.wait({task, stop, *others}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            stop.cancel()
+            task.result()
+            return True
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        if not stop.done():
+            stop.cancel()
+        return False
+
+    async def run(self) -> int:
+        self._install_signals()
+        await self._start_http()
+        tasks: list[asyncio.Task[Any]] = []
+        code = 0
+        # The API may not be up yet: wait (one line per attempt) before anything else uses it.
+        if not await self._until(wait_for_api(lambda: probe_api(self.probe_client), executor=self.executor)):
+            await self._stop_http()
+            self._close()
+            log.info("stopped", code=code)
+            return code
+        watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
+        try:
+            log.info("cache_syncing")
+            sync_start = time.monotonic()
+            # The initial LISTs create millions of long-lived objects that the cyclic GC would
+            # scan again and again (about a second at 5,000 nodes, on the way to the first bind).
+            with long_lived_objects():
+                synced = await self._until(self.wait_synced(), watcher_task)
+            if not synced:
+                if watcher_task.done():
+                    raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
+                return 0
+            self.synced = True
+            log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
+                     pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
+            if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
+                return 0
+            if self.elector is not None and not await self._until(self.wait_bindings_seen(), watcher_task):
+                return 0
+            sched_task = asyncio.create_task(self.scheduler.run(), name="scheduling-loop")
+            tasks = [
+                sched_task,
+                asyncio.create_task(self.queue.run_flushers(), name="queue-flushers"),
+                asyncio.create_task(self.scheduler.recorder.run(), name="event-writers"),
+            ]
+            keep: asyncio.Task[Any] | None = None
+            if self.elector is not None:
+                keep = asyncio.create_task(self.elector.keep(), name="lease-renew")
+                tasks.append(keep)
+            stop = asyncio.create_task(self.shutdown.wait(), name="shutdown-wait")
+            done, _ = await asyncio.wait({*tasks, watcher_task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            fenced = sched_task in done and isinstance(sched_task.exception(), Fenced)
+            if (keep is not None and keep in done) or fenced:
+                # Lost the lease: stop at once; another replica schedules now (upstream exits).
+                exc = keep.exception() if keep is not None and keep.done() else sched_task.exception()
+                await self._lease_lost(str(exc) if exc else "renew loop ended")
+                code = EXIT_LEASE_LOST
+                return code
+            for t in done:
+                if t is not stop and t.done() and not t.cancelled() and t.exception() is not None:
+                    log.error("task_failed", task=t.get_name(), error=repr(t.exception()))
+                    code = 1
+            if watcher_task in done and code == 0 and not self.shutdown.is_set():
+                log.error("watcher_stopped")
+                code = 1
+            stop.cancel()
+            # Graceful: no new cycles, let bindings in flight finish, then give the lease up.
+            self.scheduler.stop()
+            drained = await self.scheduler.drain(DRAIN_TIMEOUT)
+            log.info("drained", complete=drained)
+            if self.elector is not None and code != EXIT_LEASE_LOST:
+                await self.elector.release()
+            return code
+        except StartupError as exc:
+            log.error("startup_failed", error=str(exc))
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except LeadershipLost as exc:
+            await self._lease_lost(str(exc))
+            code = EXIT_LEASE_LOST
+            return code
+        finally:
+            self.scheduler.stop()
+            for t in tasks:
+                t.cancel()
+            self.watcher.stop()
+            try:
+                await asyncio.wait_for(asyncio.gather(watcher_task, *tasks, return_exceptions=True), 10)
+            except (TimeoutError, asyncio.CancelledError):
+                watcher_task.cancel()
+            await self._stop_http()
+            self._close()
+            log.info("stopped", code=code)
+
+    async def _lease_lost(self, error: str) -> None:
+        if self.elector is not None:
+            self.elector.stop()
+        cancelled = await self.scheduler.abort()
+        forgotten = self.cache.forget_all_assumed()
+        log.error("leader_election_lost", error=error, bindings_cancelled=cancelled, assumed_forgotten=forgotten)
+
+    def _close(self) -> None:
+        if self.elector is not None:
+            self.elector.stop()
+        self.binder.shutdown()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def build(cfg: SchedulerConfig, metrics: Metrics) -> tuple[dict[str, Framework], list[Handle], Snapshot, Listers]:
+    registry = default_registry()
+    snapshot, listers = Snapshot(), Listers()
+    frameworks: dict[str, Framework] = {}
+    handles: list[Handle] = []
+    for prof in cfg.profiles:
+        handle = Handle(snapshot, listers, prof.scheduler_name, cfg.parallelism, None)
+        handles.append(handle)
+        frameworks[prof.scheduler_name] = Framework(
+            prof, registry, handle,
+            global_percentage=cfg.percentage_of_nodes_to_score,
+            observer=metrics.extension_point_observer(prof.scheduler_name),
+        )
+    return frameworks, handles, snapshot, listers
+
+
+def main(args: argparse.Namespace) -> int:
+    logconf.configure()
+    cfg_name = args.config or "default configuration"
+    # Everything that can be checked offline is checked before touching the cluster.
+    try:
+        with long_lived_objects():
+            cfg = load_run_config(args.config)
+            metrics = Metrics()
+            frameworks, handles, snapshot, listers = build(cfg, metrics)
+    except (ConfigError, FrameworkError) as exc:
+        print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
+        return EXIT_CONFIG
+    for name in cfg.not_available:
+        log.warning("plugin_not_available", plugin=name)
+    kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None
+    try:
+        creds = CredentialSource(kubeconfig)
+    except CredentialError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        opts = options_from_args(args)
+        server = build_server(opts) if opts.secure_port else None
+    except ServingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def amain() -> int:
+        app = App(cfg, frameworks, handles, snapshot, listers, metrics, creds, server)
+        return await app.run()
+
+    try:
+        return asyncio.run(amain())
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,612 @@
+"""The cluster watch: one list-then-watch loop (a reflector) per kind, on kopf's client layer
+(the only module that imports kopf).
+
+kopf's operator machinery (per-object workers, handler kwargs, progress storage) cost more CPU
+than the scheduling itself at a few thousand nodes, so the watcher uses kopf only below it: the
+credentials vault and its authenticated, retrying ``api.request`` on kopf's aiohttp session.
+The loop is kopf's ``continuous_watch`` shape (paged LIST, then WATCH from the list's
+resourceVersion, re-list on 410 Gone) with three differences that matter here:
+
+* every (re-)list ends with client-go's Replace: objects the list lacks are deleted from the
+  cache with the events that implies (informer.Store), so a watch gap cannot leave deleted pods
+  holding capacity or deleted nodes in the snapshot; a periodic re-list is the backstop;
+* bodies are decoded with orjson (lists and watch lines), a list's items while the rest of the
+  body is still arriving (``ListDecoder``), Pods and Nodes without the bytes of their
+  managedFields (``drop_managed_fields``), and no-op updates are dropped before any parsing
+  (informer.Store);
+* pods are filtered server-side as kube-scheduler does (no Succeeded/Failed pods).
+
+The first completed LIST of every kind is the informer "synced" barrier (``synced``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+import kopf
+import orjson
+import structlog
+from kopf._cogs.clients import api as kopf_api
+from kopf._cogs.clients import auth as kopf_auth
+from kopf._cogs.clients import errors as kopf_errors
+from kopf._cogs.structs import credentials as kopf_credentials
+
+from scheduler.live.watch.informer import DELETED, Store, store_for
+from scheduler.model.dra import DRA_KINDS
+from scheduler.model.schema import ObjectError
+from scheduler.model.storage import STORAGE_KINDS
+
+log = structlog.get_logger(__name__)
+_kopf_logger = logging.getLogger("kopf.pyscheduler")
+
+
+@dataclass(slots=True)
+class Credentials:
+    server: str
+    ca_path: str | None = None
+    insecure: bool = False
+    token: str | None = None
+    scheme: str | None = None
+    username: str | None = None
+    password: str | None = None
+    certificate_path: str | None = None
+    private_key_path: str | None = None
+
+
+class Handlers(Protocol):
+    def on_pod(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+    def on_node(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+    def on_namespace(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+    def on_owner(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+    def on_storage(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+    def on_pdb(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+
+# kind -> (API path prefix, plural)
+RESOURCES: dict[str, tuple[str, str]] = {
+    "Pod": ("/api/v1", "pods"),
+    "Node": ("/api/v1", "nodes"),
+    "Namespace": ("/api/v1", "namespaces"),
+    "Service": ("/api/v1", "services"),
+    "ReplicationController": ("/api/v1", "replicationcontrollers"),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets"),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    # What the volume plugins read (kube-scheduler's PV, PVC, StorageClass, CSINode, CSIDriver,
+    # CSIStorageCapacity and VolumeAttachment informers).
+    "PersistentVolume": ("/api/v1", "persistentvolumes"),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses"),
+    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes"),
+    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers"),
+    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities"),
+    "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments"),
+    # DefaultPreemption's PodDisruptionBudget lister.
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+    # DynamicResources (kube-scheduler's resource.k8s.io informers).
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims"),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates"),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses"),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices"),
+}
+
+# kube-scheduler's pod informer skips finished pods (scheduler.go, NewInformerFactory): they hold
+# nothing and are never scheduled; a pod that finishes arrives as a DELETED event.
+FIELD_SELECTORS: dict[str, str] = {"Pod": "status.phase!=Succeeded,status.phase!=Failed"}
+
+
+@dataclass(slots=True)
+class WatchSettings:
+    page_size: int = 500  # items per LIST page (client-go's pager default)
+    initial_from_cache: bool = True  # first LIST with resourceVersion=0 (the watch cache)
+    server_timeout: int = 300  # the API server ends each WATCH after this; we resume from the last RV
+    connect_timeout: float = 10.0
+    request_timeout: float = 60.0  # one LIST page
+    resync_period: float = 600.0  # re-list this often even without a watch error (backstop)
+    backoff: float = 0.5  # first retry delay after a failed list/watch; doubles up to max_backoff
+    max_backoff: float = 5.0  # kopf's request already retried for ~8 s before the reflector backs off
+
+
+class _Relist(Exception):
+    """The watch cannot resume (410 Gone, another kind's gap, or the resync is due): list again.
+    ``gap``: events were lost, so every kind re-lists before scheduling goes on."""
+
+    def __init__(self, reason: str, gap: bool = False) -> None:
+        super().__init__(reason)
+        self.gap = gap
+
+
+def make_kopf_settings(ws: WatchSettings) -> kopf.OperatorSettings:
+    s = kopf.OperatorSettings()
+    s.networking.connect_timeout = ws.connect_timeout
+    s.networking.request_timeout = ws.request_timeout
+    # kopf's request retries transient errors (5xx, 429, connection refused) with these delays
+    # before escalating; the reflector then backs off and re-lists.
+    s.networking.error_backoffs = [0.5, 1, 2, 4]
+    return s
+
+
+def _connection_info(c: Credentials) -> kopf.ConnectionInfo:
+    return kopf.ConnectionInfo(
+        server=c.server,
+        ca_path=c.ca_path,
+        insecure=c.insecure,
+        username=c.username or None,
+        password=c.password or None,
+        scheme=c.scheme,
+        token=c.token,
+        certificate_path=c.certificate_path,
+        private_key_path=c.private_key_path,
+    )
+
+
+async def _iter_lines(content: aiohttp.StreamReader) -> AsyncIterator[list[bytes]]:
+    """Whole lines of a watch stream, in the batches the socket delivered them (kopf's
+    iter_jsonlines, batched so the caller can yield to the event loop once per batch)."""
+    buffer = b""
+    async for data in content.iter_any():
+        buffer += data
+        if b"\n" not in data:
+            continue
+        *lines, buffer = buffer.split(b"\n")
+        yield [line for line in lines if line]
+    if buffer.strip():
+        yield [buffer]
+
+
+# Between two items of a LIST body, as the API server writes it (encoding/json, no spaces, each
+# built-in item starting with its metadata). Inside a JSON string every '"' is escaped, so the
+# bytes can only be a boundary between objects; one inside an item would leave the piece before
+# it unbalanced, which the decoder notices.
+_ITEM_BOUNDARY = b'},{"metadata":{'
+_ITEMS_OPEN = b'"items":['
+_HEAD_MAX = 64 * 1024
+
+
+# managedFields is the last field of ObjectMeta, and a Pod's or Node's spec comes right after its
+# metadata, so in the API server's compact JSON the list runs from the first marker to the
+# first end marker after it. Neither marker can sit inside a JSON string (its quotes would be
+# escaped), and fieldsV1 keys are "f:spec", never "spec".
+_MF_START = b',"managedFields":[{'
+_MF_END = b'}]},"spec":'
+_NEXT_OBJECT = b'"metadata":{'
+# Kinds whose objects always have a spec after their metadata.
+SPEC_AFTER_METADATA = frozenset({"Pod", "Node"})
+
+
+def drop_managed_fields(data: bytes | bytearray) -> bytes | bytearray:
+    """``data`` (whole Pod or Node objects, a list piece or a watch line) without the bytes of
+    every metadata.managedFields, before decoding: they are 40% of a pod's bytes and most of
+    its JSON objects, and nothing reads them (kube-scheduler's informers drop them too). A
+    marker pair that would span two objects is left alone (the decoded dict is trimmed then)."""
+    find = data.find
+    i = find(_MF_START)
+    if i < 0:
+        return data
+    out: list[bytes | bytearray] = []
+    pos = 0
+    while i >= 0:
+        j = find(_MF_END, i)
+        if j < 0:
+            break
+        if find(_NEXT_OBJECT, i, j) >= 0:  # this object has no spec after its metadata
+            i = find(_MF_START, i + 1)
+            continue
+        out.append(data[pos:i])
+        out.append(b"}")  # closes the metadata
+        pos = j + 3  # at ',"spec":'
+        i = find(_MF_START, pos)
+    if not out:
+        return data
+    out.append(data[pos:])
+    return b"".join(out)
+
+
+def loads(data: bytes | bytearray, trim: bool = False) -> Any:
+    """orjson's decode; with ``trim``, of the bytes without managedFields (the whole bytes if
+    that does not decode, so a layout the markers misread costs time, never an object)."""
+    if trim:
+        cut = drop_managed_fields(data)
+        if cut is not data:
+            try:
+                return orjson.loads(cut)
+            except orjson.JSONDecodeError:
+                pass
+    return orjson.loads(data)
+
+
+class ListDecoder:
+    """Decodes a LIST response body piece by piece while it is still arriving.
+
+    A 26 MB pod list takes the API server about as long to write as orjson takes to decode it;
+    decoding the items that are complete while the rest is on its way overlaps the two. The body
+    is cut only at item boundaries and every piece goes through orjson whole; a piece that does
+    not decode (a boundary that was not one, a body of another shape) ends the cutting, and
+    ``close`` decodes the list's head with everything not yet returned, as one document.
+    ``trim``: the items are Pods or Nodes, decoded without their managedFields (``loads``)."""
+
+    __slots__ = ("_buf", "_head", "_scanned", "_whole", "meta", "min_piece", "trim")
+
+    def __init__(self, min_piece: int = 256 * 1024, trim: bool = False) -> None:
+        self.min_piece = min_piece
+        self.trim = trim
+        self._buf = bytearray()  # bytes not yet decoded, starting at an item (once the head is cut)
+        self._head: bytes | None = None  # the body up to and including '"items":['
+        self._whole = False  # stop cutting: decode what is left in one go at close
+        self._scanned = 0  # bytes of the buffer already searched in vain for a boundary
+        self.meta: dict[str, Any] = {}  # the list's metadata, once closed
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Items that are complete in the bytes so far (possibly none)."""
+        buf = self._buf
+        buf += chunk
+        if self._whole:
+            return []
+        if self._head is None:
+            i = buf.find(_ITEMS_OPEN)
+            if i < 0:
+                # The list's metadata comes first and is short: a body without it early is
+                # not one to cut.
+                self._whole = len(buf) > _HEAD_MAX
+                return []
+            end = i + len(_ITEMS_OPEN)
+            self._head = bytes(buf[:end])
+            del buf[:end]
+        if len(buf) < self.min_piece:
+            return []
+        cut = buf.rfind(_ITEM_BOUNDARY, max(0, self._scanned - len(_ITEM_BOUNDARY)))
+        if cut < 0:
+            self._scanned = len(buf)  # one huge item: search only the new bytes next time
+            return []
+        try:
+            items: list[Any] = loads(b"[" + buf[: cut + 1] + b"]", self.trim)
+        except orjson.JSONDecodeError:
+            self._whole = True
+            return []
+        del buf[: cut + 2]  # through the comma: the next item's '{' starts the buffer
+        self._scanned = 0
+        return items
+
+    def close(self) -> list[Any]:
+        """The items not returned by ``feed``; sets ``meta``. Raises on a bad body."""
+        doc = loads((self._head or b"") + self._buf, self.trim)
+        self._buf = bytearray()
+        if not isinstance(doc, dict):
+            raise ValueError(f"list body is a JSON {type(doc).__name__}, not an object")
+        meta = doc.get("metadata")
+        self.meta = meta if isinstance(meta, dict) else {}
+        return list(doc.get("items") or ())
+
+    async def items(self, content: aiohttp.StreamReader) -> AsyncIterator[Any]:
+        """Every item of the body read from ``content``, in order, as soon as it is complete."""
+        async for chunk in content.iter_any():
+            for item in self.feed(chunk):
+                yield item
+        for item in self.close():
+            yield item
+
+
+class Watcher:
+    def __init__(
+        self,
+        handlers: Handlers,
+        credentials: Callable[[], Credentials],
+        settings: WatchSettings | None = None,
+        kinds: Iterable[str] = tuple(RESOURCES),
+        scheduler_names: Iterable[str] | None = None,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self.handlers = handlers
+        self.on_error = on_error  # called with the kind of an object that could not be handled
+        self.credentials = credentials
+        self.settings = settings or WatchSettings()
+        self.kopf_settings = make_kopf_settings(self.settings)
+        self.kinds = tuple(kinds)
+        self.stores: dict[str, Store] = {kind: store_for(kind) for kind in self.kinds}
+        # Unbound pods of other schedulers are dropped before parsing (None: deliver all).
+        self.scheduler_names = frozenset(scheduler_names) if scheduler_names is not None else None
+        self.events = 0  # events delivered to the handlers
+        self.received = 0  # events read from the API (delivered or not)
+        self.errors = 0
+        self.relists: dict[str, int] = {kind: 0 for kind in self.kinds}
+        self.synced = asyncio.Event()
+        self._synced_kinds: set[str] = set()
+        # Kinds whose view may miss events (start-up, or after a gap) until their next list is in;
+        # ``fresh`` is set when there are none. The scheduling loop waits on it, so no cycle sees
+        # one kind re-listed and another not yet (pods freed but a deleted node still there).
+        self._stale: set[str] = set(self.kinds)
+        self.fresh = asyncio.Event()
+        self._watching: set[str] = set()
+        self._interrupt: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in self.kinds}
+        self._stop = asyncio.Event()
+        self.vault: kopf_credentials.Vault | None = None
+
+    # -- delivery ------------------------------------------------------------------------------
+    def dispatch(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
+        """Feed one event through the store (no-op filter, Replace bookkeeping) to the handlers."""
+        self.received += 1
+        meta = raw.get("metadata")
+        if isinstance(meta, dict) and "managedFields" in meta:
+            # As kube-scheduler's informer transform: nothing reads managedFields, and the store,
+            # PodInfo and NodeInfo keep their raw body for the object's lifetime. (Pods and
+            # Nodes mostly arrive without them already: drop_managed_fields.)
+            raw["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+        store = self.stores.get(kind)
+        if store is not None:
+            delivered = store.apply(etype, raw)
+            if delivered is None:
+                return
+            etype = delivered
+        if kind == "Pod" and self.scheduler_names is not None and etype != DELETED:
+            spec = raw.get("spec") or {}
+            name = spec.get("schedulerName") or "default-scheduler"
+            if not spec.get("nodeName") and name not in self.scheduler_names:
+                return
+        self._deliver(kind, etype, raw)
+
+    def _deliver(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
+        self.events += 1
+        try:
+            if kind == "Pod":
+                self.handlers.on_pod(etype, raw)
+            elif kind == "Node":
+                self.handlers.on_node(etype, raw)
+            elif kind == "Namespace":
+                self.handlers.on_namespace(etype, raw)
+            elif kind in STORAGE_KINDS or kind in DRA_KINDS:
+                self.handlers.on_storage(kind, etype, raw)
+            elif kind == "PodDisruptionBudget":
+                self.handlers.on_pdb(etype, raw)
+            else:
+                if "kind" not in raw:
+                    raw["kind"] = kind
+                self.handlers.on_owner(kind, etype, raw)
+        except Exception as exc:
+            # One bad object must not stop the watch of all others: its last good version stays
+            # in the cache, and the next re-list offers it again.
+            self.errors += 1
+            store = self.stores.get(kind)
+            if store is not None and etype != DELETED:
+                store.forget(raw)
+            meta = raw.get("metadata") or {}
+            fields: dict[str, Any] = {"kind": kind, "watch_event": etype, "name": meta.get("name"),
+                                      "namespace": meta.get("namespace")}
+            if kind in ("Pod", "Node"):
+                fields[kind.lower()] = (f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+                                        if kind == "Pod" else meta.get("name"))
+            if isinstance(exc, ObjectError):
+                log.error("object_rejected", field=exc.path, error=str(exc), **fields)
+            else:
+                log.exception("watch_event_failed", **fields)
+            if self.on_error is not None:
+                self.on_error(kind)
+
+    def begin_list(self, kind: str) -> None:
+        self.stores[kind].begin_list()
+
+    def end_list(self, kind: str) -> int:
+        """Replace: deliver deletes for what the completed list lacked; mark the kind synced."""
+        gone = self.stores[kind].end_list()
+        for etype, raw in gone:
+            self._deliver(kind, etype, dict(raw))
+        if gone:
+            log.warning("relist_deleted", kind=kind, count=len(gone))
+        if kind not in self._synced_kinds:
+            self._synced_kinds.add(kind)
+            if self._synced_kinds.issuperset(self.kinds):
+                self.synced.set()
+        self._stale.discard(kind)
+        if not self._stale:
+            self.fresh.set()
+        return len(gone)
+
+    def gap(self, origin: str) -> None:
+        """``origin``'s watch lost events (410 Gone): the others may have too (an API server
+        restart, a frozen process). Every kind re-lists; scheduling waits for all of them."""
+        if self.fresh.is_set():  # once per gap, not once per kind that notices it
+            log.warning("watch_gap", kind=origin, relisting=sorted(self.kinds))
+        self._stale.update(self.kinds)
+        self.fresh.clear()
+        for kind in self._watching:
+            if kind != origin:
+                self._interrupt[kind].set()
+
+    # -- API -----------------------------------------------------------------------------------
+    def _url(self, kind: str, params: dict[str, str]) -> str:
+        prefix, plural = RESOURCES[kind]
+        sel = FIELD_SELECTORS.get(kind)
+        if sel:
+            params = {**params, "fieldSelector": sel}
+        return f"{prefix}/{plural}?{urllib.parse.urlencode(params)}"
+
+    async def _get(self, url: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+        resp: aiohttp.ClientResponse = await kopf_api.request(
+            "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
+        )
+        return resp
+
+    async def list_kind(self, kind: str, initial: bool = False) -> str:
+        """One LIST, delivered item by item, closed by Replace. Returns the list's RV.
+
+        The first list asks for resourceVersion=0, as client-go's reflector does: the API server
+        answers from its watch cache in one response, several times faster than a consistent
+        paged read at thousands of objects. Re-lists (the watch fell behind, or the resync) are
+        consistent reads (no resourceVersion) in pages, which never go back in time."""
+        ws = self.settings
+        timeout = aiohttp.ClientTimeout(total=ws.request_timeout, sock_connect=ws.connect_timeout)
+        params = {"resourceVersion": "0"} if initial and ws.initial_from_cache else {"limit": str(ws.page_size)}
+        self.begin_list(kind)
+        start, pages = time.monotonic(), 0
+        try:
+            rv = ""
+            while True:
+                pages += 1
+                resp = await self._get(self._url(kind, params), timeout)
+                decoder = ListDecoder(trim=kind in SPEC_AFTER_METADATA)
+                async with resp:
+                    n = 0
+                    async for item in decoder.items(resp.content):
+                        self.dispatch(kind, None, item)
+                        n += 1
+                        if n % 500 == 0:
+                            await asyncio.sleep(0)  # a big list must not freeze the loop (health, lease)
+                meta = decoder.meta
+                rv = str(meta.get("resourceVersion") or rv)
+                cont = meta.get("continue")
+                if not cont:
+                    break
+                params["continue"] = cont
+                await asyncio.sleep(0)
+        except BaseException:
+            self.stores[kind].abort_list()
+            raise
+        gone = self.end_list(kind)
+        log.info("listed", kind=kind, objects=len(self.stores[kind]), pages=pages, deleted=gone,
+                 seconds=round(time.monotonic() - start, 3))
+        return rv
+
+    async def watch_kind(self, kind: str, rv: str, deadline: float) -> str:
+        """WATCH from ``rv`` until the server ends the request; returns the last RV seen.
+        Raises _Relist on 410 Gone or when the resync deadline passes."""
+        ws = self.settings
+        left = int(deadline - time.monotonic())
+        if left <= 0:
+            raise _Relist("resync")
+        server_timeout = max(1, min(ws.server_timeout, left))
+        params = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": rv,
+            "timeoutSeconds": str(server_timeout),
+        }
+        timeout = aiohttp.ClientTimeout(total=server_timeout + 30, sock_connect=ws.connect_timeout)
+        try:
+            resp = await self._get(self._url(kind, params), timeout)
+        except kopf_errors.APIClientError as exc:
+            if exc.status == 410:
+                raise _Relist("410 on watch", gap=True) from None
+            raise
+        trim = kind in SPEC_AFTER_METADATA
+        async with resp:
+            async for lines in _iter_lines(resp.content):
+                for line in lines:
+                    ev = loads(line, trim)
+                    etype = ev.get("type")
+                    obj = ev.get("object") or {}
+                    if etype == "ERROR":
+                        if obj.get("code") == 410:
+                            raise _Relist("410 in watch", gap=True)
+                        raise RuntimeError(f"watch error: {obj.get('message') or obj}")
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if etype in ("ADDED", "MODIFIED", "DELETED"):
+                        self.dispatch(kind, etype, obj)
+                await asyncio.sleep(0)  # let cycles and the other watches run between batches
+        return rv
+
+    async def reflect(self, kind: str) -> None:
+        """List, then watch, forever; re-list on 410, on the resync deadline and after errors."""
+        ws = self.settings
+        backoff = ws.backoff
+        first = True
+        while not self._stop.is_set():
+            try:
+                if not first:
+                    self.relists[kind] += 1
+                rv = await self.list_kind(kind, initial=first)
+                first = False
+                backoff = ws.backoff
+                deadline = time.monotonic() + ws.resync_period * random.uniform(0.9, 1.1)
+                await self._watch_phase(kind, rv, deadline)
+            except _Relist as why:
+                log.info("relist", kind=kind, reason=str(why))
+                if why.gap:
+                    self.gap(kind)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.errors += 1
+                log.warning("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, ws.max_backoff)
+
+    async def _watch_phase(self, kind: str, rv: str, deadline: float) -> None:
+        """Watch (resuming after drops) until a re-list is due; another kind's gap interrupts."""
+        interrupt = self._interrupt[kind]
+        interrupt.clear()
+        self._watching.add(kind)
+        try:
+            while True:
+                wt = asyncio.create_task(self.watch_kind(kind, rv, deadline))
+                it = asyncio.create_task(interrupt.wait())
+                try:
+                    await asyncio.wait({wt, it}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for t in (wt, it):
+                        if not t.done():
+                            t.cancel()
+                            with contextlib.suppress(asyncio.CancelledError, Exception):
+                                await t
+                if wt.done() and not wt.cancelled():
+                    exc = wt.exception()
+                    if exc is None:
+                        rv = wt.result()
+                    elif isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError | TimeoutError):
+                        # Dropped or silent stream: resume from the last RV (410 then says re-list).
+                        log.info("watch_reconnect", kind=kind, error=repr(exc))
+                        await asyncio.sleep(self.settings.backoff)
+                    else:
+                        raise exc
+                if interrupt.is_set():
+                    raise _Relist("gap in another kind")
+        finally:
+            self._watching.discard(kind)
+            interrupt.clear()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def _reauthenticate(self, vault: kopf_credentials.Vault) -> None:
+        # kopf's vault drops credentials on a 401 (an API server still starting answers 401 too)
+        # and refuses to take back an equal item under the same key: offer them under a new key,
+        # re-read (a rotated token file), after a pause so that bad credentials cannot spin.
+        n = 0
+        while True:
+            await vault.wait_for_emptiness()
+            n += 1
+            log.warning("watch_reauthenticating", attempt=n)
+            await asyncio.sleep(min(self.settings.max_backoff, self.settings.backoff * n))
+            await vault.populate({f"pyscheduler-{n}": _connection_info(self.credentials())})
+
+    async def run(self) -> None:
+        vault = kopf_credentials.Vault()
+        await vault.populate({"pyscheduler": _connection_info(self.credentials())})
+        self.vault = vault
+        kopf_auth.vault_var.set(vault)  # the tasks below inherit it
+        tasks = [asyncio.create_task(self.reflect(kind), name=f"watch {kind}") for kind in self.kinds]
+        tasks.append(asyncio.create_task(self._reauthenticate(vault), name="watch re-auth"))
+        stop = asyncio.create_task(self._stop.wait())
+        try:
+            done, _ = await asyncio.wait({*tasks, stop}, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                if t is not stop and not t.cancelled() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+        finally:
+            for t in (*tasks, stop):
+                t.cancel()
+            await asyncio.gather(*tasks, stop, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await vault.close()
+
+    def stop(self) -> None:
+        self._stop.set()

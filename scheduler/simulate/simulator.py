@@ -1,0 +1,510 @@
+"""Offline what-if: the real framework against a cluster described in YAML, no API server.
+
+See shared/reference/simulate-contract.md. The same Cache, Snapshot, Framework, Algorithm and
+scheduling cycle as the live scheduler; the binder is a stand-in that always succeeds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+import yaml
+
+from scheduler.backend.cache import Cache
+from scheduler.backend.queue import sort_queued
+from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.core.algorithm import Algorithm
+from scheduler.core.cycle import CycleOutcome, scheduling_cycle
+from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
+from scheduler.framework.runtime import Framework, FrameworkError
+from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.model.dra import DRA_KINDS, instantiate_templates, pod_claim_refs, pod_has_claims
+from scheduler.model.objects import NamespaceInfo, PodInfo, SelectorOwner
+from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
+from scheduler.model.storage import STORAGE_KINDS
+from scheduler.plugins.registry import default_registry
+
+KNOWN_KINDS = {
+    "Node",
+    "Pod",
+    "Namespace",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "Service",
+    "ReplicaSet",
+    "StatefulSet",
+    "ReplicationController",
+    *DRA_KINDS,
+}
+OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+# Kinds whose outline is checked on input: the storage model's kinds plus PodDisruptionBudget.
+CHECKED_KINDS = (*STORAGE_KINDS, "PodDisruptionBudget")
+
+
+class InputError(Exception):
+    """A bad input file; ``str()`` is the one line printed before exit 2."""
+
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_documents(path: str) -> list[dict[str, Any]]:
+    """Every object in a multi-document YAML (or JSON) file, with ``kind: List`` flattened."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}") from None
+    try:
+        if path.endswith(".json"):
+            docs: list[Any] = [json.loads(text)]
+        else:
+            docs = list(yaml.load_all(text, Loader=_Loader))
+    except (yaml.YAMLError, ValueError) as exc:
+        first = " ".join(str(exc).split())
+        raise InputError(f"{path}: not valid YAML: {first}") from None
+    out: list[dict[str, Any]] = []
+
+    def walk(doc: Any, where: str) -> None:
+        if doc is None:
+            return
+        if not isinstance(doc, Mapping):
+            raise InputError(f"{path}: {where}: expected a Kubernetes object (a mapping), got {type(doc).__name__}")
+        kind = doc.get("kind")
+        if kind == "List" or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
+            for i, item in enumerate(doc.get("items") or []):
+                walk(item, f"{where}.items[{i}]")
+            return
+        if not isinstance(kind, str) or not kind:
+            raise InputError(f"{path}: {where}: object has no kind")
+        meta = doc.get("metadata")
+        if not isinstance(meta, Mapping) or not meta.get("name"):
+            raise InputError(f"{path}: {where}: {kind} has no metadata.name")
+        for f in ("name", "namespace"):
+            if meta.get(f) is not None and not isinstance(meta.get(f), str):
+                raise InputError(f"{path}: {where}: {kind}: metadata.{f}: expected a string, got {meta.get(f)!r}")
+        out.append(dict(doc))
+
+    for i, d in enumerate(docs):
+        walk(d, f"document {i}")
+    return out
+
+
+@dataclass(slots=True)
+class Cluster:
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    listers: Listers = field(default_factory=Listers)
+    ignored_kinds: set[str] = field(default_factory=set)
+    priority_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
+    c = Cluster()
+    for d in docs:
+        kind = d["kind"]
+        if kind in CHECKED_KINDS:
+            # The volume plugins read these during cycles: their outline is checked here.
+            try:
+                check(d, STORAGE, "")
+            except FieldError as fe:
+                raise object_error(kind, d, STORAGE, fe) from None
+        if kind == "Node":
+            c.nodes.append(d)
+        elif kind == "Pod":
+            c.pods.append(d)
+        elif kind == "Namespace":
+            ns = NamespaceInfo.parse(d)
+            c.listers.namespaces[ns.name] = ns
+        elif kind in STORAGE_KINDS:
+            c.listers.storage.apply(kind, d)
+        elif kind in DRA_KINDS:
+            try:
+                c.listers.dra.apply(kind, d)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+        elif kind in OWNER_KINDS:
+            o = SelectorOwner.parse(d)
+            c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o
+        elif kind == "PodDisruptionBudget":
+            pdb = PodDisruptionBudget.parse(d)
+            c.listers.pdbs[pdb.key] = pdb
+        elif kind == "PriorityClass":
+            c.priority_classes[str(d["metadata"]["name"])] = d
+        elif kind in KNOWN_KINDS:
+            meta = d.get("metadata") or {}
+            key = f"{meta.get('namespace', '')}/{meta['name']}".lstrip("/")
+            c.listers.objects.setdefault(kind, {})[key] = d
+        else:
+            c.ignored_kinds.add(kind)
+    c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]
+    return c
+
+
+# Built-in classes the API server creates (scheduling/v1 SystemPriorityClasses).
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+
+
+def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """What the Priority admission plugin does to a pod without spec.priority: the value (and
+    preemptionPolicy) of its priorityClassName, or of the globalDefault class, else 0."""
+    spec = raw.get("spec") or {}
+    if not isinstance(spec, Mapping) or spec.get("priority") is not None:
+        return raw  # a malformed spec is reported when the pod is parsed
+    name = spec.get("priorityClassName")
+    value: int | None = None
+    policy: Any = None
+    if name:
+        if name in classes:
+            pc = classes[name]
+            value, policy = int(pc.get("value") or 0), pc.get("preemptionPolicy")
+        elif name in SYSTEM_PRIORITY_CLASSES:
+            value = SYSTEM_PRIORITY_CLASSES[name]
+        else:
+            meta = raw.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            raise InputError(f"Pod {key}: no PriorityClass with name {name} was found")
+    else:
+        defaults = [pc for pc in classes.values() if pc.get("globalDefault")]
+        if defaults:
+            # Admission picks the lowest-valued global default when several exist.
+            pc = min(defaults, key=lambda d: int(d.get("value") or 0))
+            value, policy = int(pc.get("value") or 0), pc.get("preemptionPolicy")
+    if value is None:
+        return raw
+    out = dict(raw)
+    new_spec = dict(spec)
+    new_spec["priority"] = value
+    if policy and not new_spec.get("preemptionPolicy"):
+        new_spec["preemptionPolicy"] = policy
+    out["spec"] = new_spec
+    return out
+
+
+class _SimulatedPreemption:
+    """Stands in for the API side of preemption: the victims leave the cluster at once."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+
+    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None:
+        for v in victims:
+            self.cache.remove_pod(v.uid)
+
+    def is_running(self, uid: str) -> bool:
+        return False
+
+    def attempted(self) -> None:
+        return None
+
+
+class _StaticBinder:
+    """Stands in for the API: the binding always succeeds."""
+
+    # Offline: plugins that would write to the API (VolumeBinding's PreBind) keep their
+    # assumed state instead.
+    offline = True
+
+    async def bind(self, pod: PodInfo, node: str) -> None:
+        return None
+
+
+def _run_sync(coro: Any) -> Any:
+    """Drive a coroutine that never suspends (simulate's binding plugins) without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("a binding plugin awaited real I/O inside simulate")
+
+
+class Simulator:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: SchedulerConfig,
+        seed: int | None = None,
+        registry: Mapping[str, type[Plugin]] | None = None,
+    ) -> None:
+        self.config = config
+        self.cache = Cache()
+        self.snapshot = Snapshot()
+        self.listers = cluster.listers
+        self.algorithm = Algorithm(np.random.default_rng(seed))
+        reg = registry if registry is not None else default_registry()
+        self.frameworks: dict[str, Framework] = {}
+        binder = _StaticBinder()
+        preemption = _SimulatedPreemption(self.cache)
+        for prof in config.profiles:
+            handle = Handle(self.snapshot, self.listers, prof.scheduler_name, config.parallelism, binder)
+            handle.preemption = preemption
+            handle.rng = random.Random(seed)
+            self.frameworks[prof.scheduler_name] = Framework(
+                prof, reg, handle, global_percentage=config.percentage_of_nodes_to_score
+            )
+        for n in cluster.nodes:
+            self.cache.add_node(n)
+        self.pending: list[QueuedPodInfo] = []
+        self.current: PodInfo | None = None  # the pod being attempted (for error lines)
+        # Pods PreEnqueue holds back (SchedulingGates): never attempted, as upstream.
+        self.gated: list[tuple[PodInfo, str]] = []
+        for seq, raw in enumerate(cluster.pods):
+            pod = PodInfo(raw)
+            if pod.node_name:
+                if not pod.terminal:
+                    self.cache.add_pod(pod)
+                continue
+            fw = self.frameworks.get(pod.scheduler_name)
+            if fw is None:
+                continue
+            if pod_has_claims(raw):
+                # The resourceclaim-controller's part: claims for the pod's templates.
+                instantiate_templates(self.listers.dra, raw)
+                pod = PodInfo(raw)
+            held = fw.run_pre_enqueue(pod)
+            if held is not None:
+                self.gated.append((pod, held.message))
+                continue
+            self.pending.append(QueuedPodInfo(pod, pod.creation_ts, seq))
+        # One queue order for all profiles (config validation makes their QueueSort equal).
+        first = next(iter(self.frameworks.values()))
+        self.pending = sort_queued(self.pending, first.queue_sort)
+
+    def attempts(self) -> Iterator[CycleOutcome]:
+        for q in self.pending:
+            q.attempts += 1
+            self.current = q.pod
+            out = self.attempt(q.pod)
+            yield out
+            pf = out.post_filter
+            if out.node is None and pf is not None and pf.nominated_node_name:
+                # Preempted: the victims are gone; the pod is tried again at once, its
+                # nominated node first (as the live scheduler's next cycle would).
+                retry = copy.copy(q.pod)
+                retry.nominated_node_name = pf.nominated_node_name
+                q.attempts += 1
+                yield self.attempt(retry)
+        self.current = None
+
+    def attempt(self, pod: PodInfo) -> CycleOutcome:
+        fw = self.frameworks[pod.scheduler_name]
+        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
+        assumed = out.assumed
+        if assumed is None:
+            return out
+        node = assumed.node_name
+        # Binding cycle, synchronously: nothing here waits on I/O.
+        s = _run_sync(fw.run_pre_bind(out.state, assumed, node))
+        if s is None:
+            s = _run_sync(fw.run_bind(out.state, assumed, node))
+        if s is not None:
+            fw.run_unreserve(out.state, assumed, node)
+            self.cache.forget_pod(assumed.uid)
+            out.status = s
+            out.assumed = None
+            return out
+        self.cache.confirm_pod(assumed.uid)
+        fw.run_post_bind(out.state, assumed, node)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
+    """The --output json line of one attempt (simulate contract)."""
+    rec: dict[str, Any] = {"pod": out.pod.key, "node": out.node}
+    res = out.result
+    diag = res.diagnosis if res is not None else (out.fit_error.diagnosis if out.fit_error else None)
+    filtered: dict[str, Any] = {}
+    if diag is not None:
+        nts = diag.node_to_status
+        for name, s in nts.statuses.items():
+            filtered[name] = {"plugin": s.plugin, "reasons": list(s.reasons)}
+        if out.fit_error is not None and nts.absent is not None and nts.absent.reasons:
+            # Nodes the attempt never filtered carry the PreFilter (or PreFilterResult) status.
+            for ni in sim.snapshot.node_infos:
+                if ni.name not in filtered:
+                    filtered[ni.name] = {"plugin": nts.absent.plugin, "reasons": list(nts.absent.reasons)}
+    if res is not None:
+        rec["evaluated"] = res.evaluated_nodes
+        rec["feasible"] = res.feasible_nodes
+    else:
+        rec["evaluated"] = len(filtered)
+        rec["feasible"] = 0
+    rec["filtered"] = filtered
+    scores: dict[str, Any] = {}
+    if res is not None and res.scores is not None:
+        sc = res.scores
+        infos = sim.snapshot.node_infos
+        raws = [r.tolist() for r in sc.raw]
+        finals = [f.tolist() for f in sc.final]
+        totals = sc.totals.tolist()
+        for j, i in enumerate(sc.idx.tolist()):
+            scores[infos[i].name] = {
+                "plugins": {name: {"score": raws[k][j], "final": finals[k][j]} for k, name in enumerate(sc.plugins)},
+                "total": totals[j],
+            }
+    rec["scores"] = scores
+    if out.node is None:
+        rec["message"] = out.message
+    else:
+        claims = claim_allocations(sim, out.pod)
+        if claims:
+            rec["claims"] = claims
+    if out.post_filter is not None and out.post_filter.nominated_node_name:
+        rec["nominated"] = out.post_filter.nominated_node_name
+        rec["victims"] = [v.key for v in out.post_filter.victims]
+    return rec
+
+
+def claim_allocations(sim: Simulator, pod: PodInfo) -> dict[str, Any]:
+    """The placed pod's ResourceClaims as DynamicResources left them: claim name -> the
+    allocated devices (request, driver, pool, device)."""
+    out: dict[str, Any] = {}
+    for ref in pod_claim_refs(pod.raw):
+        if isinstance(ref, str) or ref.claim_name is None:
+            continue
+        c = sim.listers.dra.get_claim_or_none(pod.namespace, ref.claim_name)
+        if c is None or c.allocation is None:
+            continue
+        out[c.key] = [
+            {k: r.get(k) for k in ("request", "driver", "pool", "device")}
+            for r in (c.allocation.get("devices") or {}).get("results") or []
+        ]
+    return out
+
+
+def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> None:
+    pod = out.pod.key
+    if out.node is None:
+        stream.write(f"{pod}: unschedulable\n  {out.message}\n")
+        pf = out.post_filter
+        if pf is not None and pf.nominated_node_name:
+            victims = ", ".join(v.key for v in pf.victims)
+            stream.write(f"  preemption: nominated {pf.nominated_node_name}, victims {victims}\n")
+        stream.write("\n")
+        return
+    res = out.result
+    assert res is not None
+    stream.write(f"{pod} -> {out.node}   (evaluated {res.evaluated_nodes}, feasible {res.feasible_nodes})\n")
+    for claim, devices in claim_allocations(sim, out.pod).items():
+        names = ", ".join(f"{d['request']}={d['driver']}/{d['pool']}/{d['device']}" for d in devices)
+        stream.write(f"  claim {claim}: {names}\n")
+    sc = res.scores
+    if sc is None or not sc.plugins:
+        stream.write("  only one feasible node: no scoring\n\n" if sc is None else "  no score plugins\n\n")
+        return
+    order = np.argsort(-sc.totals, kind="stable")[:top]
+    infos = sim.snapshot.node_infos
+    headers = ["NODE", "TOTAL", *sc.plugins]
+    rows = [[infos[int(sc.idx[j])].name, str(int(sc.totals[j]))] + [str(int(f[j])) for f in sc.final] for j in order]
+    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
+    for r in [headers, *rows]:
+        stream.write(("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() + "\n")
+    stream.write("\n")
+
+
+def run(
+    cluster_path: str,
+    config_path: str | None,
+    seed: int | None,
+    output: str,
+    stream: IO[str] | None = None,
+    stats: bool = False,
+) -> int:
+    stream = stream or sys.stdout
+    try:
+        docs = load_documents(cluster_path)
+        cluster = build_cluster(docs)
+        config = load_config(config_path)
+        sim = Simulator(cluster, config, seed)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ConfigError as exc:
+        print(f"error: {error_line(config_path or 'default configuration', exc)}", file=sys.stderr)
+        return 2
+    except FrameworkError as exc:
+        print(f"error: {config_path or 'default configuration'}: {exc}", file=sys.stderr)
+        return 2
+    except ObjectError as exc:
+        print(f"error: {cluster_path}: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        # Last resort for a shape the checks above do not know: still one line, still exit 2.
+        print(f"error: {cluster_path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    if cluster.ignored_kinds:
+        print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
+    if config.not_available:
+        print(
+            f"note: not available in pyscheduler, left out of the profile: {', '.join(config.not_available)}",
+            file=sys.stderr,
+        )
+    placed = 0
+    attempts = 0
+    write = stream.write
+    t0 = time.perf_counter()
+    attempts_iter = sim.attempts()
+    while True:
+        try:
+            out = next(attempts_iter)
+        except StopIteration:
+            break
+        except Exception as exc:
+            # Something in the file the checks at load time let through: name the pod, exit 2.
+            pod = sim.current.key if sim.current is not None else "?"
+            print(f"error: {cluster_path}: Pod {pod}: scheduling failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+        attempts += 1
+        if out.node is not None:
+            placed += 1
+        if output == "placements":
+            line = {"pod": out.pod.key, "node": out.node}
+            if out.post_filter is not None and out.post_filter.nominated_node_name:
+                line["nominated"] = out.post_filter.nominated_node_name
+            write(json.dumps(line) + "\n")
+        elif output == "json":
+            write(json.dumps(attempt_record(sim, out)) + "\n")
+        else:
+            _human(sim, out, stream)
+    elapsed = time.perf_counter() - t0
+    if output == "text":
+        for gated, why in sim.gated:
+            write(f"{gated.key}: not attempted ({why})\n")
+        write(f"{placed}/{attempts} pods scheduled\n")
+    if stats:
+        rate = attempts / elapsed if elapsed > 0 else 0.0
+        print(
+            json.dumps(
+                {
+                    "attempts": attempts,
+                    "scheduled": placed,
+                    "seconds": round(elapsed, 4),
+                    "pods_per_second": round(rate, 1),
+                }
+            ),
+            file=sys.stderr,
+        )
+    return 0

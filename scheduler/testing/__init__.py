@@ -1,0 +1,1 @@
+"""Builders and fakes shared by tests/, e2e/ and bench/ (upstream: pkg/scheduler/testing)."""

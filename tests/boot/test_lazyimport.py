@@ -1,0 +1,191 @@
+"""The deferred ``__init__`` of the kubernetes client's re-export packages (scheduler.boot.lazyimport).
+
+The import-only shapes below are the lines of kubernetes 34.1.0's ``kubernetes/__init__.py``,
+``kubernetes/client/__init__.py`` and ``kubernetes/client/models/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scheduler.boot.lazyimport import DeferredExportsFinder, parse_exports
+
+GENERATED_HEAD = '''# coding: utf-8
+
+# flake8: noqa
+"""
+    Kubernetes
+
+    The version of the OpenAPI document: release-1.34
+"""
+
+
+from __future__ import absolute_import
+'''
+
+
+@pytest.mark.parametrize(
+    "package, source, exports, dunders",
+    [
+        pytest.param(
+            "kubernetes.client",
+            GENERATED_HEAD + '__version__ = "34.1.0"\n\n# import apis into sdk package\n'
+            "from kubernetes.client.api.core_v1_api import CoreV1Api\n"
+            "from kubernetes.client.models.v1_pod import V1Pod\n",
+            {"CoreV1Api": ("kubernetes.client.api.core_v1_api", "CoreV1Api"),
+             "V1Pod": ("kubernetes.client.models.v1_pod", "V1Pod")},
+            {"__version__": "34.1.0"},
+            id="client-init-absolute-from-imports",
+        ),
+        pytest.param(
+            "kubernetes",
+            '__project__ = \'kubernetes\'\n__version__ = "34.1.0"\n\nfrom . import client\nfrom . import config\n',
+            {"client": ("kubernetes.client", None), "config": ("kubernetes.config", None)},
+            {"__project__": "kubernetes", "__version__": "34.1.0"},
+            id="top-package-relative-submodules",
+        ),
+        pytest.param(
+            "kopf",
+            '"""\nThe main Kopf module.\n"""\n# isort: skip_file\n\n'
+            "from kopf import (\n    on,  # as a separate name\n)\n"
+            "from kopf._cogs.configs.configuration import (\n    OperatorSettings,\n)\n"
+            "__all__ = [\n    'on', 'OperatorSettings',\n]\n",
+            {"on": ("kopf.on", None), "OperatorSettings": ("kopf._cogs.configs.configuration", "OperatorSettings")},
+            {"__all__": ["on", "OperatorSettings"]},
+            id="kopf-init-parenthesised-imports-and-all",
+        ),
+        pytest.param(
+            "a.b",
+            "from .c import D as E\nfrom .. import f\n",
+            {"E": ("a.b.c", "D"), "f": ("a", "f")},
+            {},
+            id="relative-module-alias-and-parent",
+        ),
+    ],
+)
+def test_import_only_init_is_read_not_run(
+    package: str, source: str, exports: dict[str, tuple[str, str | None]], dunders: dict[str, str]
+) -> None:
+    assert parse_exports(source, package) == (exports, dunders)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("import os", id="plain-import"),
+        pytest.param("from x import *", id="star-import"),
+        pytest.param("if True:\n    pass", id="statement"),
+        pytest.param("__version__ = get_version()", id="computed-dunder"),
+        pytest.param("X = 1", id="plain-assignment"),
+    ],
+)
+def test_init_with_anything_else_runs_as_usual(line: str) -> None:
+    assert parse_exports(GENERATED_HEAD + "from a.b import C\n" + line + "\n", "pkg") is None
+
+
+def _package(root: Path, name: str, init: str, modules: dict[str, str]) -> None:
+    d = root / name
+    d.mkdir()
+    (d / "__init__.py").write_text(textwrap.dedent(init))
+    for mod, text in modules.items():
+        (d / f"{mod}.py").write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def hooked(tmp_path: Path):
+    """tmp_path on sys.path with the hook for the packages "lazypkg" and "eagerpkg"."""
+    finder = DeferredExportsFinder(("lazypkg", "eagerpkg"))
+    sys.path.insert(0, str(tmp_path))
+    sys.meta_path.insert(0, finder)
+    yield tmp_path
+    sys.meta_path.remove(finder)
+    sys.path.remove(str(tmp_path))
+    for name in [m for m in sys.modules if m.split(".")[0] in ("lazypkg", "eagerpkg")]:
+        del sys.modules[name]
+
+
+def test_names_import_on_first_access(hooked: Path) -> None:
+    _package(hooked, "lazypkg", '''\
+        __version__ = "1.0"
+        from lazypkg.heavy import Heavy
+        from lazypkg.other import Other as Renamed
+        from . import sub
+    ''', {"heavy": "class Heavy: pass\n", "other": "class Other: pass\n", "sub": "X = 1\n"})
+    import lazypkg
+
+    assert lazypkg.__version__ == "1.0"
+    assert "lazypkg.heavy" not in sys.modules
+    assert lazypkg.Heavy.__module__ == "lazypkg.heavy"
+    assert "lazypkg.heavy" in sys.modules and "lazypkg.other" not in sys.modules
+    from lazypkg import Renamed, sub
+
+    assert Renamed.__name__ == "Other" and sub.X == 1
+    assert {"Heavy", "Renamed", "sub"} <= set(dir(lazypkg))
+    with pytest.raises(AttributeError):
+        _ = lazypkg.Missing
+    with pytest.raises(ImportError):
+        from lazypkg import Missing  # noqa: F401
+
+
+def test_init_that_is_not_import_only_runs_eagerly(hooked: Path) -> None:
+    _package(hooked, "eagerpkg", '''\
+        from eagerpkg.heavy import Heavy
+        LOADED = True
+    ''', {"heavy": "class Heavy: pass\n"})
+    import eagerpkg
+
+    assert eagerpkg.LOADED is True
+    assert "eagerpkg.heavy" in sys.modules
+
+
+_CLIENT_PROBE = """
+import json, sys
+if sys.argv[1] == "deferred":
+    from scheduler.boot.lazyimport import defer_reexports
+    assert defer_reexports()
+import kopf  # kopf reads two model classes from kubernetes.client at import
+from kubernetes import client, config
+loaded_after_kopf = sum(m.startswith("kubernetes.") for m in sys.modules)
+gcp_loaded = "google.oauth2.service_account" in sys.modules
+gcp_request = config.kube_config.google.auth.transport.requests.Request.__name__  # still there on use
+settings = kopf.OperatorSettings()  # what the watcher takes from kopf's top level
+info = kopf.ConnectionInfo(server="https://127.0.0.1:6443")
+kopf_loaded = sum(m.startswith("kopf.") for m in sys.modules)
+api = client.CoreV1Api(client.ApiClient(client.Configuration()))
+names = {n: getattr(client, n).__module__ + "." + getattr(client, n).__name__
+         for n in dir(client) if n[:1].isupper()}
+kopf_names = {n: getattr(kopf, n).__class__.__name__ for n in kopf.__all__}
+print(json.dumps({"loaded": loaded_after_kopf, "kopf_loaded": kopf_loaded, "kopf_names": kopf_names,
+                  "gcp_loaded": gcp_loaded, "gcp_request": gcp_request,
+                  "names": names, "config": config.load_kube_config.__module__,
+                  "same_pod": client.V1Pod is client.models.V1Pod, "version": client.__version__}))
+"""
+
+
+def test_kopf_and_the_client_resolve_every_name_they_exported() -> None:
+    # The real package, both ways, in fresh interpreters.
+    def probe(mode: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", _CLIENT_PROBE, mode], capture_output=True, text=True,
+                             check=True, timeout=120)
+        return json.loads(out.stdout)
+
+    eager, deferred = probe("eager"), probe("deferred")
+    assert deferred["names"] == eager["names"] and len(eager["names"]) > 700
+    assert deferred["config"] == eager["config"] == "kubernetes.config.kube_config"
+    assert deferred["same_pod"] and deferred["version"] == eager["version"]
+    assert deferred["kopf_names"] == eager["kopf_names"]
+    # kopf's import no longer loads the client's ~800 modules.
+    assert eager["loaded"] > 700
+    assert deferred["loaded"] < 60
+    # The watcher's part of kopf, not its operator machinery.
+    assert eager["kopf_loaded"] > 70
+    assert deferred["kopf_loaded"] < 30
+    # kubernetes.config's GCP credential chain (and cryptography) waits for a GCP kubeconfig.
+    assert eager["gcp_loaded"] and not deferred["gcp_loaded"]
+    assert deferred["gcp_request"] == eager["gcp_request"] == "Request"

@@ -1,0 +1,257 @@
+"""objects.py / quantity.py: exact quantity parsing and pod request aggregation.
+
+Expected values follow apimachinery resource.Quantity (MilliValue/Value round up) and
+component-helpers resource.PodRequests (init containers, sidecars, overhead, pod-level).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, NodeInfo, PodInfo
+from scheduler.model.quantity import QuantityError, int_value, milli_value
+from tests.builders import make_node, make_pod
+
+
+@pytest.mark.parametrize(
+    ("text", "milli", "value"),
+    [
+        ("100m", 100, 1),  # Value() rounds 0.1 up to 1
+        ("0.1", 100, 1),
+        ("1", 1000, 1),
+        ("1.5", 1500, 2),
+        ("1n", 1, 1),  # MilliValue rounds up too
+        ("1Ki", 1024000, 1024),
+        ("500Mi", 500 * 2**20 * 1000, 500 * 2**20),
+        ("1Gi", 2**30 * 1000, 2**30),
+        ("1.5Gi", 3 * 2**29 * 1000, 3 * 2**29),
+        ("1e3", 10**6, 1000),
+        ("1E3", 10**6, 1000),
+        ("2k", 2 * 10**6, 2000),
+        ("1M", 10**9, 10**6),
+        ("32Gi", 32 * 2**30 * 1000, 32 * 2**30),
+        ("0", 0, 0),
+        (4, 4000, 4),
+        ("+1", 1000, 1),
+        (".5", 500, 1),
+        ("5.", 5000, 5),
+        ("1e-3", 1, 1),
+    ],
+)
+def test_quantity(text: str, milli: int, value: int) -> None:
+    assert milli_value(text) == milli
+    assert int_value(text) == value
+
+
+# "Gi" alone parses as 0 upstream (empty numerator), so it is not in this list.
+@pytest.mark.parametrize("bad", ["", "1.2.3", "1Qi", "1 Gi", "abc", "--1"])
+def test_quantity_rejects(bad: str) -> None:
+    with pytest.raises(QuantityError):
+        milli_value(bad)
+
+
+def _c(cpu: str | None = None, mem: str | None = None, restart: str | None = None, limits: dict | None = None) -> dict:
+    res: dict = {}
+    req = {}
+    if cpu is not None:
+        req["cpu"] = cpu
+    if mem is not None:
+        req["memory"] = mem
+    if req:
+        res["requests"] = req
+    if limits:
+        res["limits"] = limits
+    c: dict = {"name": "x", "image": "pause", "resources": res}
+    if restart:
+        c["restartPolicy"] = restart
+    return c
+
+
+# (case, containers, init containers, extra spec kwargs, cpu milli, memory bytes, non0 cpu, non0 mem)
+REQUEST_CASES = [
+    # component-helpers resource/helpers_test.go TestPodRequests "init container max"
+    (
+        "init containers take the max",
+        [_c("1"), _c("2")],
+        [_c("2"), _c("4")],
+        {},
+        4000,
+        0,
+        4000,
+        2 * DEFAULT_MEMORY_REQUEST,
+    ),
+    ("containers sum beats init", [_c("3")], [_c("2")], {}, 3000, 0, 3000, DEFAULT_MEMORY_REQUEST),
+    # "restartable init container" cases: sidecars add to everything started after them
+    (
+        "sidecar then init",
+        [_c("1")],
+        [_c("1", restart="Always"), _c("2")],
+        {},
+        3000,
+        0,
+        3000,
+        2 * DEFAULT_MEMORY_REQUEST,
+    ),
+    (
+        "init then sidecar",
+        [_c("1")],
+        [_c("5"), _c("1", restart="Always")],
+        {},
+        5000,
+        0,
+        5000,
+        2 * DEFAULT_MEMORY_REQUEST,
+    ),
+    # overhead is added on top (TestPodRequests "pod overhead")
+    (
+        "overhead",
+        [_c("1", "1Gi")],
+        [],
+        {"overhead": {"cpu": "250m", "memory": "120Mi"}},
+        1250,
+        2**30 + 120 * 2**20,
+        1250,
+        2**30 + 120 * 2**20,
+    ),
+    # limits default requests (API-server defaulting)
+    ("limits only", [_c(limits={"cpu": "2", "memory": "1Gi"})], [], {}, 2000, 2**30, 2000, 2**30),
+    # explicit zero is not replaced by the non-zero default (schedutil.GetNonzeroRequests)
+    ("explicit zero", [_c("0", "0")], [], {}, 0, 0, 0, 0),
+    # pod-level resources replace the container aggregate (PodLevelResources)
+    (
+        "pod level",
+        [_c("1", "1Gi")],
+        [],
+        {"pod_resources": {"requests": {"cpu": "2", "memory": "2Gi"}}},
+        2000,
+        2 * 2**30,
+        2000,
+        2 * 2**30,
+    ),
+    ("no requests", [_c()], [], {}, 0, 0, 100, DEFAULT_MEMORY_REQUEST),
+]
+
+
+@pytest.mark.parametrize(
+    ("containers", "inits", "extra", "cpu", "mem", "n0cpu", "n0mem"),
+    [c[1:] for c in REQUEST_CASES],
+    ids=[c[0] for c in REQUEST_CASES],
+)
+def test_pod_requests(containers: list, inits: list, extra: dict, cpu: int, mem: int, n0cpu: int, n0mem: int) -> None:
+    pod = PodInfo(make_pod(containers=containers, init_containers=inits, **extra))
+    assert pod.requests.milli_cpu == cpu
+    assert pod.requests.memory == mem
+    assert (pod.non0_cpu, pod.non0_mem) == (n0cpu, n0mem)
+
+
+def test_node_info_accounting() -> None:
+    ni = NodeInfo(make_node("n1", cpu="4", memory="8Gi"))
+    p1 = PodInfo(make_pod("a", cpu="1", memory="1Gi", host_ports=[8080]))
+    p2 = PodInfo(make_pod("b"))
+    ni.add_pod(p1)
+    ni.add_pod(p2)
+    assert ni.requested.milli_cpu == 1000
+    assert ni.non0_cpu == 1100 and ni.non0_mem == 2**30 + DEFAULT_MEMORY_REQUEST
+    assert ("TCP", 8080) in ni.used_ports
+    assert ni.remove_pod(p1)
+    assert ni.requested.milli_cpu == 0 and not ni.used_ports
+    assert ni.allocatable.allowed_pod_number == 110
+
+
+def test_allocatable_defaults_to_capacity() -> None:
+    raw = make_node("n1")
+    del raw["status"]["allocatable"]
+    assert NodeInfo(raw).allocatable.milli_cpu == 4000
+
+
+# ------------------------------------------------------------------------------------------------
+# Tolerations and node affinity are kept by the JSON of the subtree (objects._tolerations_memo,
+# _node_affinity_memo): a pod whose subtrees were seen before must get exactly what a fresh parse
+# gives, a bad subtree must fail every time, and pod-affinity terms stay per pod (they take the
+# pod's namespace, upstream's GetAffinityTerms).
+
+_DEFAULT_TOLERATIONS = [  # what DefaultTolerationSeconds admission adds to every pod
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+]
+_ZONE_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1", "zone2"]}]}]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}}
+        ],
+    },
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    },
+}
+
+
+def _fresh(tolerations: list, affinity: dict) -> tuple:
+    from scheduler.model.labels import NodeSelector, parse_preferred_terms
+    from scheduler.model.objects import _parse_tolerations
+
+    na = affinity.get("nodeAffinity") or {}
+    return (
+        _parse_tolerations(tolerations),
+        NodeSelector.parse(na.get("requiredDuringSchedulingIgnoredDuringExecution")),
+        parse_preferred_terms(na.get("preferredDuringSchedulingIgnoredDuringExecution")),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "affinity"),
+    [
+        (_DEFAULT_TOLERATIONS, _ZONE_AFFINITY),
+        ([{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}], {}),
+        ([], {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}),
+    ],
+)
+def test_repeated_subtrees_parse_as_a_fresh_parse(tolerations: list, affinity: dict) -> None:
+    import copy
+
+    a = PodInfo(make_pod("a", "ns-a", tolerations=copy.deepcopy(tolerations), affinity=copy.deepcopy(affinity)))
+    b = PodInfo(make_pod("b", "ns-b", tolerations=copy.deepcopy(tolerations), affinity=copy.deepcopy(affinity)))
+    want = _fresh(tolerations, affinity)
+    for p in (a, b):
+        assert (p.tolerations, p.node_affinity_required, p.node_affinity_preferred) == want
+    if tolerations:
+        assert b.tolerations is a.tolerations  # the second pod reused the first one's parse
+    # Pod-affinity terms are the pod's own: each names its pod's namespace.
+    assert [t.namespaces for t in a.anti_affinity_required] == [frozenset({"ns-a"})] * len(a.anti_affinity_required)
+    assert [t.namespaces for t in b.anti_affinity_required] == [frozenset({"ns-b"})] * len(b.anti_affinity_required)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "path"),
+    [
+        ("tolerations", [{"key": "k", "tolerationSeconds": "5"}], "spec.tolerations[0].tolerationSeconds"),
+        ("affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": 7}}},
+         "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"),
+    ],
+)
+def test_a_bad_subtree_is_rejected_every_time(field: str, value: object, path: str) -> None:
+    from scheduler.model.schema import ObjectError
+
+    for name in ("first", "second"):
+        with pytest.raises(ObjectError) as err:
+            PodInfo(make_pod(name, **{field: value}))  # type: ignore[arg-type]
+        assert err.value.path == path
+
+
+def test_subtree_memo_is_bounded_and_skips_values_that_are_not_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.model import objects
+    monkeypatch.setattr(objects, "_SUBTREE_MEMO_MAX", 8)
+    monkeypatch.setattr(objects, "_tolerations_memo", {})
+    for i in range(20):
+        PodInfo(make_pod(f"p{i}", tolerations=[{"key": f"k{i}", "operator": "Exists"}]))
+        assert len(objects._tolerations_memo) <= 8
+    odd = [{"key": "k", "operator": "Exists", 1: "not a JSON key"}]
+    p = PodInfo(make_pod("odd", tolerations=odd))
+    assert [(t.key, t.operator) for t in p.tolerations] == [("k", "Exists")]
+    assert all(b"not a JSON key" not in k for k in objects._tolerations_memo)
