@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.config import config as cfg
 from scheduler.config.config import (
     API_VERSION,
     KIND,
@@ -32,7 +33,6 @@ from scheduler.config.config import (
     parse_config,
     parse_go_duration,
 )
-from scheduler.config import config as cfg
 from scheduler.framework import interface as fw
 from scheduler.framework.interface import EXTENSION_POINTS
 from scheduler.plugins import registry as plugin_registry
