@@ -9,7 +9,7 @@ from scheduler.backend.cache import Cache
 from scheduler.core.cycle import assumed_copy
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.objects import PodInfo
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 def cpu_requested(c: Cache, node: str) -> int:

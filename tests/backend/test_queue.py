@@ -20,7 +20,7 @@ from scheduler.framework.interface import ActionType, ClusterEvent
 from scheduler.live.app import build
 from scheduler.live.metrics import Metrics
 from scheduler.model.objects import NodeInfo, PodInfo
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 class FakeClock:

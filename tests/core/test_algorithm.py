@@ -8,7 +8,7 @@ import pytest
 from scheduler.core.algorithm import Algorithm, Diagnosis, FitError, num_feasible_nodes_to_find
 from scheduler.framework.status import Code, Status
 from scheduler.model.objects import PodInfo
-from tests.builders import make_pod
+from scheduler.testing.builders import make_pod
 
 
 # schedule_one_test.go TestNumFeasibleNodesToFind

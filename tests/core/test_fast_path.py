@@ -16,7 +16,7 @@ import pytest
 from scheduler.config.config import parse_config
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import Simulator, attempt_record, build_cluster
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 ZONES = ["z1", "z2", "z3"]
 KEYS = ["disk", "gpu", "team"]

@@ -32,7 +32,7 @@ from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import SKIP, Code, Status, StatusError
 from scheduler.model.objects import NodeInfo, PodInfo
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 class Sort(QueueSortPlugin):

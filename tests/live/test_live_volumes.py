@@ -18,7 +18,7 @@ from scheduler.framework.interface import ActionType
 from scheduler.live.watch.informer import DELETED, MODIFIED
 from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 from tests.live.kube.test_clients import write_kubeconfig
 from tests.live.test_loop import Harness
 from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class

@@ -18,8 +18,8 @@ from scheduler.live.app import build
 from scheduler.live.kube.binder import ApiError, Binder, Fenced, TokenBucket
 from scheduler.live.loop import Scheduler, truncate_message
 from scheduler.live.metrics import Metrics
+from scheduler.testing.builders import make_node, make_pod
 from tests.backend.test_queue import FakeClock
-from tests.builders import make_node, make_pod
 from tests.live.kube.test_binder import FakeAPI, FakeFence
 
 

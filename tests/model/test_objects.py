@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, NodeInfo, PodInfo
 from scheduler.model.quantity import QuantityError, int_value, milli_value
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from scheduler.live.watch.watcher import Watcher
 from scheduler.model.objects import NodeInfo, PodInfo, Resource
 from scheduler.model.quantity import I64_MAX, I64_MIN, Quantity, QuantityError, _go_parse, api_string, parse
 from scheduler.model.schema import ObjectError
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 # (manifest text, string the API server serves (None: refused), Value(), MilliValue())
 PARSE_CASES = [

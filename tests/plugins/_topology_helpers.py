@@ -12,7 +12,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 def build_handle(

@@ -6,7 +6,7 @@ from typing import Any
 
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.model.storage import StorageStore
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 def pvc(

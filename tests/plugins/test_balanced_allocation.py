@@ -24,7 +24,7 @@ from scheduler.plugins.noderesources.balanced_allocation import (
     balanced_resource_score,
     balanced_resource_score_batch,
 )
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 GPU = "nvidia.com/gpu"
 

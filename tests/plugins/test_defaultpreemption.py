@@ -31,7 +31,7 @@ from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.plugins.defaultpreemption import DefaultPreemption, parse_args
 from scheduler.plugins.registry import default_registry
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}

@@ -1297,7 +1297,7 @@ class _FakeClaimAPI:
 
 async def test_gated_pod_released_by_claim_add_and_bound_with_allocation() -> None:
     from scheduler.backend.queue import ACTIVE, GATED
-    from tests.builders import make_node
+    from scheduler.testing.builders import make_node
     from tests.live.test_loop import Harness
 
     h = Harness()

@@ -22,7 +22,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.imagelocality import ImageLocality, normalized_image_name
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 MB = 1024 * 1024
 

@@ -16,7 +16,7 @@ from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.status import Code, Status
 from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo
 from scheduler.plugins.interpodaffinity import InterPodAffinity
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._topology_helpers import (
     add_pod_to_snapshot,
     build_handle,

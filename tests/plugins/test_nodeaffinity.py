@@ -22,7 +22,7 @@ from scheduler.plugins.nodeaffinity import (
     NodeAffinity,
     NodeAffinityArgs,
 )
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:

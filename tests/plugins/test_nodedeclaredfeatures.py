@@ -49,7 +49,7 @@ from scheduler.plugins.nodedeclaredfeatures.framework import (
     Version,
 )
 from scheduler.simulate.simulator import run
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 V = Version.parse
 

@@ -13,7 +13,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.nodename import ERR_REASON, NodeName
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 @pytest.mark.parametrize(

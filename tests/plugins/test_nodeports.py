@@ -13,7 +13,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.nodeports import ERR_REASON, NodePorts, fits_ports
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 def pod_with(*specs: str, name: str = "p", node: str = "") -> dict:

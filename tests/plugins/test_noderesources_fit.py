@@ -18,7 +18,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"

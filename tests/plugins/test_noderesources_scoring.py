@@ -20,7 +20,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import ShapePoint, broken_linear
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 EXT = "abc.com/xyz"  # upstream test_util.go extendedRes
 

@@ -14,7 +14,7 @@ from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.model.storage import StorageStore
 from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"

@@ -11,7 +11,7 @@ import pytest
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.model.objects import PodInfo
 from scheduler.plugins.queuesort import PrioritySort
-from tests.builders import make_pod
+from scheduler.testing.builders import make_pod
 
 LOW, HIGH = 1, 2
 

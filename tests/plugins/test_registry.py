@@ -11,7 +11,7 @@ import pytest
 from scheduler.config.config import parse_config
 from scheduler.plugins.registry import GROUP, default_registry
 from scheduler.simulate.simulator import Simulator, build_cluster
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pyscheduler-node-label-preference"
 

@@ -18,7 +18,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodeInfo, PodInfo
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
-from tests.builders import make_node
+from scheduler.testing.builders import make_node
 
 ONE_MI = 1048576
 

@@ -6,7 +6,7 @@ from scheduler.framework.interface import ActionType, QueueingHint
 from scheduler.framework.status import Code
 from scheduler.model.objects import PodInfo
 from scheduler.plugins.schedulinggates import SchedulingGates
-from tests.builders import make_pod
+from scheduler.testing.builders import make_pod
 
 
 def test_pre_enqueue_no_gates() -> None:

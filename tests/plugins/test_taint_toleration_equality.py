@@ -19,7 +19,7 @@ from scheduler.framework.interface import ActionType, QueueingHint
 from scheduler.live.loop import node_update_action
 from scheduler.model.objects import NodeInfo, PodInfo, Taint, Toleration
 from scheduler.plugins.podtopologyspread import PodTopologySpread
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._topology_helpers import build_handle
 
 H = QueueingHint

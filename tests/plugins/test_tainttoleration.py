@@ -14,7 +14,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, StatusError
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 
 def taint(key: str, value: str, effect: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_PV_NOT_EXIST,
     BinderError,
 )
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._volume_helpers import pv, pvc, storage_class, store_of
 
 HOST = "kubernetes.io/hostname"

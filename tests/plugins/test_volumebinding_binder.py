@@ -19,7 +19,7 @@ from scheduler.plugins.volumebinding.binder import (
     BinderError,
     VolumeBinder,
 )
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 NODE_KEY = "nodeKey"
 WAIT, IMMEDIATE, WAIT_PROV, TOPO_MISMATCH = "waitClass", "immediateClass", "waitClassWithProvisioner", "topoMismatchClass"

@@ -14,7 +14,7 @@ import yaml
 
 from scheduler.cli import main
 from scheduler.simulate.simulator import run
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml"
 

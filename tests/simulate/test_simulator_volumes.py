@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from scheduler.simulate.simulator import run
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._volume_helpers import pv, pvc, storage_class
 
 

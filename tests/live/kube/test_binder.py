@@ -9,7 +9,7 @@ import pytest
 
 from scheduler.live.kube.binder import ApiError, BindConflict, Binder, Fenced, KubeCoreAPI, PodGone, TokenBucket
 from scheduler.model.objects import PodInfo
-from tests.builders import make_pod
+from scheduler.testing.builders import make_pod
 
 
 class FakeAPI:

@@ -33,7 +33,7 @@ from scheduler.live.kube.preemptor import LivePreemption
 from scheduler.model.objects import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import run
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 from tests.live.kube.test_binder import FakeAPI
 from tests.live.test_loop import Harness
 

@@ -23,7 +23,7 @@ from aiohttp import web
 from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.live.watch.informer import ADDED, DELETED, MODIFIED, Store, store_for
 from scheduler.live.watch.watcher import Credentials, ListDecoder, Watcher, WatchSettings, drop_managed_fields, loads
-from tests.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, make_pod
 from tests.live.test_loop import Harness
 
 

@@ -1,4 +1,4 @@
-"""Builders for raw Kubernetes dicts (they go through objects.py, as in production)."""
+"""Builders for raw Kubernetes dicts; they go through the model as in production (upstream: pkg/scheduler/testing)."""
 
 from __future__ import annotations
 
