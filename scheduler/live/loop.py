@@ -25,7 +25,8 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
-from scheduler.framework.interface import ActionType, ClusterEvent, QueuedPodInfo
+from scheduler.framework.events import ActionType, ClusterEvent, assigned_pod_update_action, node_update_action
+from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import Code, Status
@@ -33,7 +34,7 @@ from scheduler.live.kube.binder import BindConflict, Binder, Fenced, PodGone
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 from scheduler.model.dra import DRA_KINDS
-from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, Raw, SelectorOwner
+from scheduler.model.objects import NamespaceInfo, PodInfo, Raw, SelectorOwner
 from scheduler.model.pdb import PodDisruptionBudget
 
 log = structlog.get_logger(__name__)
@@ -48,42 +49,6 @@ def truncate_message(message: str) -> str:
         return message
     suffix = " ..."
     return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
-
-
-def node_update_action(old: NodeInfo, new: NodeInfo) -> ActionType:
-    """Which scheduling-relevant properties of a node changed (upstream nodeSchedulingPropertiesChange)."""
-    a = ActionType(0)
-    if old.unschedulable != new.unschedulable:
-        a |= ActionType.UPDATE_NODE_TAINT  # NodeSpecUnschedulableChange is registered as a taint update
-    if old.allocatable != new.allocatable:
-        a |= ActionType.UPDATE_NODE_ALLOCATABLE
-    if old.labels != new.labels:
-        a |= ActionType.UPDATE_NODE_LABEL
-    if old.taints != new.taints:
-        a |= ActionType.UPDATE_NODE_TAINT
-    o_raw, n_raw = old.raw or {}, new.raw or {}
-    o_st, n_st = o_raw.get("status") or {}, n_raw.get("status") or {}
-
-    def conds(st: Mapping[str, Any]) -> dict[str, str]:
-        return {str(c.get("type")): str(c.get("status")) for c in st.get("conditions") or []}
-
-    if conds(o_st) != conds(n_st):
-        a |= ActionType.UPDATE_NODE_CONDITION
-    if (o_raw.get("metadata") or {}).get("annotations") != (n_raw.get("metadata") or {}).get("annotations"):
-        a |= ActionType.UPDATE_NODE_ANNOTATION
-    if old.declared_features != new.declared_features:
-        a |= ActionType.UPDATE_NODE_DECLARED_FEATURE
-    return a
-
-
-def assigned_pod_update_action(old: PodInfo, new: PodInfo) -> ActionType:
-    a = ActionType(0)
-    if old.labels != new.labels:
-        a |= ActionType.UPDATE_POD_LABEL
-    names = set(old.requests.names()) | set(new.requests.names())
-    if any(new.requests.get(n) < old.requests.get(n) for n in names):
-        a |= ActionType.UPDATE_POD_SCALE_DOWN
-    return a
 
 
 class Scheduler:

@@ -16,7 +16,7 @@ from scheduler.backend.queue import (
     SchedulingQueue,
 )
 from scheduler.config.config import load_config
-from scheduler.framework.interface import ActionType, ClusterEvent
+from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.live.app import build
 from scheduler.live.metrics import Metrics
 from scheduler.model.objects import NodeInfo, PodInfo

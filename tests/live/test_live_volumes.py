@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from scheduler.framework.interface import ActionType
+from scheduler.framework.events import ActionType
 from scheduler.live.watch.informer import DELETED, MODIFIED
 from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
 from scheduler.plugins.volumebinding import VolumeBinding

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import PreFilterResult, QueueingHint
+from scheduler.framework.events import QueueingHint
+from scheduler.framework.interface import PreFilterResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.objects import NodeInfo, PodInfo

@@ -25,10 +25,9 @@ import yaml
 
 from scheduler.config.config import default_plugins, load_config
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
+from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, node_update_action
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.live.loop import node_update_action
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins import registry as plugin_registry
 from scheduler.plugins.nodedeclaredfeatures import (

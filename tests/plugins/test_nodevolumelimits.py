@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.model.storage import StorageStore

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.status import Code, Status
 from scheduler.model.objects import NodeInfo, PodInfo, find_untolerated_taint
 from scheduler.plugins.podtopologyspread import PodTopologySpread

@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.queue import pod_update_events
-from scheduler.framework.interface import ActionType, QueueingHint
-from scheduler.live.loop import node_update_action
+from scheduler.framework.events import ActionType, QueueingHint, node_update_action, pod_update_events
 from scheduler.model.objects import NodeInfo, PodInfo, Taint, Toleration
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.testing.builders import make_node, make_pod

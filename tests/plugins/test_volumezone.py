@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.objects import NodeInfo
 from scheduler.model.storage import StorageStore
