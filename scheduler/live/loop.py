@@ -30,8 +30,8 @@ from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.live.kube.binder import BindConflict, Binder, Fenced, PodGone
 from scheduler.live.kube.recorder import Recorder
+from scheduler.live.kube.transport import BindConflict, Binder, Fenced, PodGone
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 from scheduler.model.dra import DRA_KINDS
 from scheduler.model.objects import NamespaceInfo, PodInfo, Raw, SelectorOwner

@@ -15,7 +15,7 @@ from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, Sched
 from scheduler.config.config import load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.live.app import build
-from scheduler.live.kube.binder import ApiError, Binder, Fenced, TokenBucket
+from scheduler.live.kube.transport import ApiError, Binder, Fenced, TokenBucket
 from scheduler.live.loop import Scheduler, truncate_message
 from scheduler.live.metrics import Metrics
 from scheduler.testing.builders import make_node, make_pod

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from scheduler.live.kube.binder import Binder
+from scheduler.live.kube.transport import Binder
 from scheduler.model.objects import PodInfo
 
 log = structlog.get_logger(__name__)

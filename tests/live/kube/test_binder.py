@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from scheduler.live.kube.binder import ApiError, BindConflict, Binder, Fenced, KubeCoreAPI, PodGone, TokenBucket
+from scheduler.live.kube.transport import ApiError, BindConflict, Binder, Fenced, KubeCoreAPI, PodGone, TokenBucket
 from scheduler.model.objects import PodInfo
 from scheduler.testing.builders import make_pod
 
@@ -201,7 +201,7 @@ async def test_bindings_and_events_have_separate_buckets():
 async def test_ambiguous_bind_error_resolved_by_reading_the_pod(monkeypatch):
     # The API server stored the Binding and died before answering: the pod is bound, so the
     # bind succeeded. Reads that fail meanwhile are retried (the assumption keeps the slot).
-    monkeypatch.setattr("scheduler.live.kube.binder.RESOLVE_BACKOFF", (0.0, 0.0))
+    monkeypatch.setattr("scheduler.live.kube.transport.RESOLVE_BACKOFF", (0.0, 0.0))
     api = FakeAPI()
     api.lose_response = True
     api.get_errors = [ApiError(0, "connection refused"), ApiError(503, "starting")]

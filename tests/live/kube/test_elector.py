@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from scheduler.live.kube.binder import ApiError
 from scheduler.live.kube.elector import HEALTHZ_TOLERANCE, LeaderElector, LeadershipLost
+from scheduler.live.kube.transport import ApiError
 
 
 class FakeLeaseAPI:
@@ -246,7 +246,7 @@ def test_renew_fast_path_is_one_request():
 
 
 def test_own_rate_limit_is_used():
-    from scheduler.live.kube.binder import TokenBucket
+    from scheduler.live.kube.transport import TokenBucket
 
     api, clock = FakeLeaseAPI(), VClock()
     slept: list[float] = []

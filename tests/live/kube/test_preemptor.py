@@ -28,8 +28,8 @@ from scheduler.framework.interface import Handle, NodeToStatus, PostFilterPlugin
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.live.kube.binder import ApiError
 from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.transport import ApiError
 from scheduler.model.objects import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import run
