@@ -40,6 +40,7 @@ from scheduler.framework.status import (
     Code,
     Status,
     StatusError,
+    as_status,
     go_quote,
 )
 from scheduler.model.objects import NodeInfo, PodInfo
@@ -587,13 +588,15 @@ class Framework:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                s = Status(Code.ERROR, str(exc))
+                s = as_status(exc)
             if s is not None and s.code == Code.SKIP:
                 continue
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running Bind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
+                return Status(
+                    Code.ERROR, f"running Bind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name, err=s.err
+                )
             return None
         return Status(Code.SKIP)
 

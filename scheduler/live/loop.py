@@ -30,8 +30,9 @@ from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import Code, Status
+from scheduler.live.kube.binder import BindConflict, Binder, PodGone
 from scheduler.live.kube.recorder import Recorder
-from scheduler.live.kube.transport import BindConflict, Binder, Fenced, PodGone
+from scheduler.live.kube.transport import Fenced
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 from scheduler.model.dra import DRA_KINDS
 from scheduler.model.objects import NamespaceInfo, PodInfo, Raw, SelectorOwner
@@ -39,16 +40,7 @@ from scheduler.model.pdb import PodDisruptionBudget
 
 log = structlog.get_logger(__name__)
 
-# Upstream events.k8s.io note limit (truncateMessage).
-NOTE_LENGTH_LIMIT = 1024
 OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
-
-
-def truncate_message(message: str) -> str:
-    if len(message) <= NOTE_LENGTH_LIMIT:
-        return message
-    suffix = " ..."
-    return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
 
 
 class Scheduler:
@@ -77,7 +69,7 @@ class Scheduler:
         self.binder = binder
         self.metrics = metrics or Metrics()
         self.clock = clock
-        self.recorder = recorder or Recorder(binder, on_drop=self._event_dropped)
+        self.recorder = recorder or Recorder(binder.events_api, binder.events, on_drop=self._event_dropped)
         self.fenced = False
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -137,7 +129,6 @@ class Scheduler:
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
         self._pending.pop(uid, None)
         self.queue.delete(uid)
-        self.binder.forget_pod(uid)
         self.recorder.forget_pod(uid)
         old = self.cache.get_pod(uid)
         if old is not None:
@@ -350,8 +341,7 @@ class Scheduler:
             queue=where,
             message=message,
         )
-        self.recorder.event(pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling",
-                            truncate_message(message))
+        self.recorder.event(pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling", message)
         self.recorder.unschedulable(pod, reason, message, nominated)
 
     async def _binding_cycle(self, fw: Framework, q: QueuedPodInfo, out: CycleOutcome, start: float) -> None:
@@ -385,7 +375,7 @@ class Scheduler:
             self.queue.done(uid)
             raise
         except Exception as exc:  # the runtime catches plugin errors; this is a last resort
-            s = Status(Code.ERROR, f"binding cycle: {exc}")
+            s = Status(Code.ERROR, f"binding cycle: {exc}", err=exc)
         if s is None:
             self.cache.finish_binding(uid)
             seconds = time.perf_counter() - start
@@ -410,7 +400,7 @@ class Scheduler:
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent("AssignedPod", ActionType.DELETE), assumed, None, pre_check=lambda p: p.uid != uid
         )
-        err = getattr(self.binder, "bind_errors", {}).pop(uid, None)
+        err = s.err
         if isinstance(err, Fenced):
             # Not sent: we may no longer lead. The next leader schedules the pod.
             self.metrics.binding_errors.labels("fenced").inc()

@@ -15,8 +15,9 @@ from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, Sched
 from scheduler.config.config import load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.live.app import build
-from scheduler.live.kube.transport import ApiError, Binder, Fenced, TokenBucket
-from scheduler.live.loop import Scheduler, truncate_message
+from scheduler.live.kube.binder import Binder
+from scheduler.live.kube.transport import ApiError, Fenced, TokenBucket
+from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
 from scheduler.testing.builders import make_node, make_pod
 from tests.backend.test_queue import FakeClock
@@ -30,7 +31,7 @@ class Harness:
         self.clock = FakeClock()
         self.metrics = Metrics()
         fws, handles, snap, listers = build(load_config(None), self.metrics)
-        self.binder = Binder(self.api, limiter or TokenBucket(0, 1), hostname="h", clock=lambda: 1.7e9, fence=fence)
+        self.binder = Binder(self.api, limiter or TokenBucket(0, 1), fence=fence)
         for h in handles:
             h.client = self.binder
         self.cache = Cache()
@@ -394,9 +395,3 @@ async def test_events_queue_is_bounded_drops_and_counts():
     await h.sched.recorder.flush()
     # Events are best effort; the PodScheduled condition of every pod is written.
     assert len(h.api.events) == 2 and len(h.api.status_patches) == 5
-
-
-def test_truncate_message():
-    assert truncate_message("x" * 10) == "x" * 10
-    t = truncate_message("y" * 2000)
-    assert len(t) == 1024 and t.endswith(" ...")

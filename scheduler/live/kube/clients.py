@@ -25,7 +25,7 @@ import structlog
 import urllib3
 import yaml
 
-from scheduler.live.kube.transport import check_send_guard
+from scheduler.live.kube.fence import check_send_guard
 from scheduler.live.watch.watcher import Credentials
 
 log = structlog.get_logger(__name__)

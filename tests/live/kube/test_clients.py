@@ -150,7 +150,8 @@ def test_describe_error_unwraps_urllib3():
 def test_fence_checked_right_before_the_bytes_leave(tmp_path):
     # The fence is open when the bind thread checks it and closes before the request is
     # written (a SIGSTOP between the two): the connection itself refuses to send.
-    from scheduler.live.kube.transport import Binder, Fenced, KubeCoreAPI, TokenBucket
+    from scheduler.live.kube.binder import Binder
+    from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
     from scheduler.model.objects import PodInfo
     from scheduler.testing.builders import make_pod
 
