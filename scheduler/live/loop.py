@@ -24,7 +24,7 @@ import structlog
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
-from scheduler.core.cycle import CycleOutcome, scheduling_cycle
+from scheduler.core.cycle import CycleOutcome, rejecting_plugins, scheduling_cycle
 from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.runtime import Framework
@@ -155,28 +155,22 @@ class Scheduler(EventHandlers):
             self.queue.add_unschedulable_if_not_present(q)
             return
         self.metrics.attempt(ERROR, fw.profile_name, 0.0)
-        message = f"scheduling cycle failed: {type(exc).__name__}: {exc}"
-        self._failure(fw, q, Status(Code.ERROR, message), message)
+        st = Status(Code.ERROR, f"scheduling cycle failed: {type(exc).__name__}: {exc}", err=exc)
+        self._handle_scheduling_failure(fw, q, st)
 
     def _cycle_failed(self, fw: Framework, q: QueuedPodInfo, out: CycleOutcome, start: float) -> None:
         st = out.status or Status(Code.ERROR, "scheduling failed without a status")
-        if out.fit_error is not None:
-            q.unschedulable_plugins = set(out.fit_error.diagnosis.unschedulable_plugins)
-            q.pending_plugins = set(out.fit_error.diagnosis.pending_plugins)
-        elif st.is_rejected() and st.plugin:
-            q.unschedulable_plugins = {p for p in st.plugin.split(",") if p}
-        rejected = st.is_rejected()
-        result = UNSCHEDULABLE if rejected else ERROR
+        q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(st)
+        result = UNSCHEDULABLE if st.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
         for p in q.unschedulable_plugins:
             self.metrics.unschedulable_reasons.labels(p, fw.profile_name).inc()
-        self._failure(fw, q, st, out.message or st.message, out.nominating)
+        self._handle_scheduling_failure(fw, q, st, out.nominating)
 
-    def _failure(
-        self, fw: Framework, q: QueuedPodInfo, st: Status, message: str,
-        nominating: tuple[str, str] = ("override", ""),
+    def _handle_scheduling_failure(
+        self, fw: Framework, q: QueuedPodInfo, st: Status, nominating: tuple[str, str] = ("override", "")
     ) -> None:
-        """Requeue and tell the cluster (upstream handleSchedulingFailure)."""
+        """Requeue and tell the cluster, with ``st``'s message (upstream handleSchedulingFailure)."""
         pod = q.pod
         if pod.uid not in self._pending:
             # Upstream checks the pod informer first: deleted, or bound by someone else, while
@@ -195,6 +189,7 @@ class Scheduler(EventHandlers):
         self.queue.nominator.add(pod, mode, node)
         nominated = node if mode == "override" and node != pod.nominated_node_name else None
         reason = "Unschedulable" if st.is_rejected() else "SchedulerError"
+        message = st.message
         log.info(
             "pod_unschedulable" if st.is_rejected() else "scheduling_error",
             pod=pod.key,
@@ -258,7 +253,7 @@ class Scheduler(EventHandlers):
         fw.run_unreserve(state, assumed, node)
         self.cache.forget_pod(uid)
         # The forgotten assumption freed its room: an AssignedPod delete for the others
-        # (upstream handleBindingCycleError; the pod itself is requeued by _failure).
+        # (upstream handleBindingCycleError; the pod itself is requeued as a failed attempt).
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent("AssignedPod", ActionType.DELETE), assumed, None, pre_check=lambda p: p.uid != uid
         )
@@ -282,8 +277,8 @@ class Scheduler(EventHandlers):
         result = UNSCHEDULABLE if s.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
         log.warning("bind_failed", pod=assumed.key, node=node, error=s.message)
-        q.unschedulable_plugins = {s.plugin} if s.is_rejected() and s.plugin else set()
-        self._failure(fw, q, s, s.message)
+        q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(s)
+        self._handle_scheduling_failure(fw, q, s)
 
     async def drain(self, timeout: float) -> bool:
         """Wait for in-flight bindings (SIGTERM). True if all finished in time."""

@@ -105,6 +105,7 @@ async def test_unschedulable_reports_then_places_when_node_added():
     cond = h.api.status_patches[0][2]["status"]["conditions"][0]
     assert (cond["reason"], cond["message"]) == ("Unschedulable", msg)
     assert h.queue.where("uid-default-big") == UNSCHEDULABLE
+    assert h.queue.get("uid-default-big").unschedulable_plugins == {"NodeResourcesFit"}
     assert attempts(h.metrics, "unschedulable") == 1
     # A node that does not help leaves it there; one that does moves it.
     h.sched.on_node(None, make_node("small2", cpu="1"))
