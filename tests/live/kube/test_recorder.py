@@ -82,3 +82,15 @@ def test_truncate_message():
     assert truncate_message("x" * 10) == "x" * 10
     t = truncate_message("y" * 2000)
     assert len(t) == 1024 and t.endswith(" ...")
+
+
+async def test_forget_pod_drops_its_condition_and_its_series():
+    api = FakeAPI()
+    r = Recorder(api, lane(), clock=lambda: 1_700_000_000.0)
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
+    r.unschedulable(POD, "Unschedulable", "m")
+    r.forget_pod(POD.uid)
+    assert r.pending() == 0
+    # The next identical Event starts a new series.
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
+    assert len(api.events) == 2 and api.event_patches == []
