@@ -22,8 +22,8 @@ from scheduler.model.pdb import PodDisruptionBudget
 
 
 class EventHandlers:
-    """The handlers (``watch.watcher.Handlers``); the scheduling loop extends them with the
-    state they feed."""
+    """The handlers the watcher calls (its ``Handlers`` protocol). The loop's ``Scheduler``
+    extends this class, so both work on one cache, one queue and one view of pending pods."""
 
     def __init__(
         self,

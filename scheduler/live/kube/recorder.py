@@ -96,7 +96,9 @@ class Recorder:
             if self.on_drop is not None:
                 self.on_drop(reason)
             return False
-        self._events.append(_Event(pod, controller, etype, reason, action, truncate_message(note)))
+        if len(note) > NOTE_LENGTH_LIMIT:
+            note = truncate_message(note)
+        self._events.append(_Event(pod, controller, etype, reason, action, note))
         self._wake.set()
         return True
 
