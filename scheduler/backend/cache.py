@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler.framework.snapshot import Snapshot, zone_key
-from scheduler.model.objects import NodeInfo, PodInfo, Raw, node_image_entries
+from scheduler.model.pod import NodeInfo, PodInfo, Raw, node_image_entries
 
 log = structlog.get_logger(__name__)
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Listers, Snapshot

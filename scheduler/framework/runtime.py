@@ -42,7 +42,7 @@ from scheduler.framework.status import (
     StatusError,
     go_quote,
 )
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from scheduler.config.config import Profile

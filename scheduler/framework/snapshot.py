@@ -13,12 +13,12 @@ import numpy as np
 import structlog
 
 from scheduler.model.dra import DraStore
-from scheduler.model.objects import (
+from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import (
     NamespaceInfo,
     NodeInfo,
     SelectorOwner,
 )
-from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.storage import StorageStore
 
 _ZONE_LABELS = (

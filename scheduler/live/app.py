@@ -46,7 +46,7 @@ from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
 from scheduler.live.serving.server import SecureServer, ServingError, build_server, options_from_args
 from scheduler.live.watch.watcher import Watcher
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 
 log = structlog.get_logger(__name__)

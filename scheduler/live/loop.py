@@ -33,8 +33,8 @@ from scheduler.live.kube.binder import BindConflict, Binder, Fenced, PodGone
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 from scheduler.model.dra import DRA_KINDS
-from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, Raw, SelectorOwner
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import NamespaceInfo, NodeInfo, PodInfo, Raw, SelectorOwner
 
 log = structlog.get_logger(__name__)
 

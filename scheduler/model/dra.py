@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler.model.labels import NodeSelector
-from scheduler.model.objects import toleration_matches
+from scheduler.model.pod import toleration_matches
 from scheduler.model.quantity import Quantity, QuantityError, parse
 
 Raw = Mapping[str, Any]

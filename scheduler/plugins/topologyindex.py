@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.model.labels import LabelSelector
-from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo, find_untolerated_taint
+from scheduler.model.pod import AffinityTerm, NodeInfo, PodInfo, find_untolerated_taint
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

@@ -27,8 +27,8 @@ from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
 from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.model.dra import DRA_KINDS, instantiate_templates, pod_claim_refs, pod_has_claims
-from scheduler.model.objects import NamespaceInfo, PodInfo, SelectorOwner
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import NamespaceInfo, PodInfo, SelectorOwner
 from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
 from scheduler.model.storage import STORAGE_KINDS
 from scheduler.plugins.registry import default_registry

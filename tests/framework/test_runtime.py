@@ -31,7 +31,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import SKIP, Code, Status, StatusError
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.testing.builders import make_node, make_pod
 
 

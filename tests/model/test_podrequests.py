@@ -19,7 +19,7 @@ import pytest
 from scheduler.backend.queue import pod_update_events
 from scheduler.framework.interface import ActionType
 from scheduler.live.loop import assigned_pod_update_action
-from scheduler.model.objects import NodeInfo, PodInfo, pod_resource_inputs
+from scheduler.model.pod import NodeInfo, PodInfo, pod_resource_inputs
 from scheduler.model.podrequests import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -553,7 +553,7 @@ def test_status_resources_bypass_kept_requests() -> None:
 
 
 def test_pods_of_one_workload_compute_their_requests_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import scheduler.model.objects as objects
+    import scheduler.model.pod as objects
 
     calls = []
     real = objects.calculate_resource

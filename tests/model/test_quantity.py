@@ -17,7 +17,7 @@ import pytest
 
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live.watch.watcher import Watcher
-from scheduler.model.objects import NodeInfo, PodInfo, Resource
+from scheduler.model.pod import NodeInfo, PodInfo, Resource
 from scheduler.model.quantity import I64_MAX, I64_MIN, Quantity, QuantityError, _go_parse, api_string, parse
 from scheduler.model.schema import ObjectError
 from scheduler.testing.builders import make_node, make_pod

@@ -115,7 +115,7 @@ def test_unparseable_object_is_one_line_error_and_store_unchanged(raw: dict) -> 
 
 
 def test_pod_with_malformed_volume_source_is_refused() -> None:
-    from scheduler.model.objects import PodInfo
+    from scheduler.model.pod import PodInfo
     from scheduler.model.schema import ObjectError
 
     raw = {

@@ -11,7 +11,7 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
+from scheduler.model.pod import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
 from scheduler.testing.builders import make_node, make_pod
 
 

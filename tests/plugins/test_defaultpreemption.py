@@ -27,8 +27,8 @@ from scheduler.framework.preemption import (
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.plugins.defaultpreemption import DefaultPreemption, parse_args
 from scheduler.plugins.registry import default_registry
 from scheduler.testing.builders import make_node, make_pod

@@ -18,7 +18,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.status import Code
 from scheduler.model.dra import Device, DeviceClass, DraStore, ResourceClaim, ResourceSlice
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.cel import CompiledExpression

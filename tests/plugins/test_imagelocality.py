@@ -20,7 +20,7 @@ from scheduler.backend.cache import Cache
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.plugins.imagelocality import ImageLocality, normalized_image_name
 from scheduler.testing.builders import make_node, make_pod
 

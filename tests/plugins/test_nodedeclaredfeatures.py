@@ -29,7 +29,7 @@ from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.live.loop import node_update_action
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.plugins import registry as plugin_registry
 from scheduler.plugins.nodedeclaredfeatures import (
     ERR_REASON,

@@ -14,7 +14,7 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumebinding import ERR_UNBOUND_IMMEDIATE, VolumeBinding, _parse_args
 from scheduler.plugins.volumebinding.binder import (

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,

@@ -7,7 +7,7 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo
+from scheduler.model.pod import NodeInfo
 from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from scheduler.testing.builders import make_node

@@ -55,7 +55,7 @@ from scheduler.model.dra import (
     pod_has_claims,
 )
 from scheduler.model.labels import NodeSelector
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.celcache import Cache
 from scheduler.plugins.helper import default_normalize_score

@@ -33,7 +33,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status
 from scheduler.model.labels import LabelSelector
-from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo
+from scheduler.model.pod import AffinityTerm, NodeInfo, PodInfo
 from scheduler.plugins.interpodaffinity import hints
 from scheduler.plugins.topologyindex import (
     PREF_AFFINITY,

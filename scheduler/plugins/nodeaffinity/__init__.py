@@ -25,7 +25,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unresolvable
 from scheduler.model.labels import NodeSelector, PreferredSchedulingTerm, parse_preferred_terms
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.plugins.helper import as_node, default_normalize_score
 from scheduler.plugins.validation import is_qualified_name, is_valid_label_value
 

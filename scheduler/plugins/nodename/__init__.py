@@ -15,7 +15,7 @@ from scheduler.framework.interface import (
     FilterPlugin,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

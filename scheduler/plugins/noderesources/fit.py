@@ -33,7 +33,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import (
+from scheduler.model.pod import (
     NodeInfo,
     PodInfo,
     Resource,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.model.objects import (
+from scheduler.model.pod import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,

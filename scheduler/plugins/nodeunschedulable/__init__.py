@@ -16,7 +16,7 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import TAINT_NODE_UNSCHEDULABLE, NodeInfo, PodInfo, Taint, tolerates_taint
+from scheduler.model.pod import TAINT_NODE_UNSCHEDULABLE, NodeInfo, PodInfo, Taint, tolerates_taint
 from scheduler.plugins.helper import as_node, as_pod
 
 if TYPE_CHECKING:

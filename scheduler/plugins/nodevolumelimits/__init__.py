@@ -23,7 +23,7 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, StatusError, unschedulable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.model.storage import (
     CSINode,
     NotFoundError,

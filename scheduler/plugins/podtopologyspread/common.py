@@ -9,7 +9,7 @@ from typing import Any
 
 from scheduler.framework.snapshot import Listers
 from scheduler.model.labels import NOTHING, LabelSelector, Requirement
-from scheduler.model.objects import LABEL_HOSTNAME, LABEL_ZONE, PodInfo
+from scheduler.model.pod import LABEL_HOSTNAME, LABEL_ZONE, PodInfo
 from scheduler.plugins.validation import is_qualified_name
 
 DO_NOT_SCHEDULE = "DoNotSchedule"

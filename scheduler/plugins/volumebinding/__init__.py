@@ -33,7 +33,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import SKIP, Code, Status, go_quote
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.model.storage import (
     ANN_MIGRATED_PLUGINS,
     CSIDriver,

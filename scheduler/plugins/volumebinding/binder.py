@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from scheduler.framework.status import go_quote
 from scheduler.model.labels import NodeSelector
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.model.storage import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,

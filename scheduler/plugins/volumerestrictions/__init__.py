@@ -23,7 +23,7 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, unschedulable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.model.storage import NotFoundError, StorageStore, as_pvc
 from scheduler.plugins.helper import as_pod
 

@@ -22,7 +22,7 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Status, go_quote, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.pod import NodeInfo, PodInfo
 from scheduler.model.storage import (
     NotFoundError,
     PersistentVolume,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, NodeInfo, PodInfo
+from scheduler.model.pod import DEFAULT_MEMORY_REQUEST, NodeInfo, PodInfo
 from scheduler.model.quantity import QuantityError, int_value, milli_value
 from scheduler.testing.builders import make_node, make_pod
 
@@ -194,7 +194,7 @@ _ZONE_AFFINITY = {
 
 def _fresh(tolerations: list, affinity: dict) -> tuple:
     from scheduler.model.labels import NodeSelector, parse_preferred_terms
-    from scheduler.model.objects import _parse_tolerations
+    from scheduler.model.pod import _parse_tolerations
 
     na = affinity.get("nodeAffinity") or {}
     return (
@@ -245,7 +245,7 @@ def test_a_bad_subtree_is_rejected_every_time(field: str, value: object, path: s
 
 
 def test_subtree_memo_is_bounded_and_skips_values_that_are_not_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler.model import objects
+    from scheduler.model import pod as objects
     monkeypatch.setattr(objects, "_SUBTREE_MEMO_MAX", 8)
     monkeypatch.setattr(objects, "_tolerations_memo", {})
     for i in range(20):
