@@ -42,7 +42,8 @@ from scheduler.framework.status import (
     StatusError,
     go_quote,
 )
-from scheduler.model.pod import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.config.config import Profile

@@ -34,8 +34,9 @@ from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.framework.interface import Handle
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework, FrameworkError
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
 from scheduler.live.kube.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api

@@ -16,9 +16,11 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import NodeToStatus
+from scheduler.framework.listers import DraStore
 from scheduler.framework.status import Code
-from scheduler.model.dra import Device, DeviceClass, DraStore, ResourceClaim, ResourceSlice
-from scheduler.model.pod import NodeInfo, PodInfo
+from scheduler.model.dra import Device, DeviceClass, ResourceClaim, ResourceSlice
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.cel import CompiledExpression

@@ -29,7 +29,8 @@ from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.live.loop import node_update_action
-from scheduler.model.pod import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins import registry as plugin_registry
 from scheduler.plugins.nodedeclaredfeatures import (
     ERR_REASON,

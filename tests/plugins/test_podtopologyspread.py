@@ -14,7 +14,9 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import Code, Status
-from scheduler.model.pod import NodeInfo, PodInfo, find_untolerated_taint
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import find_untolerated_taint
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.podtopologyspread.common import pod_constraints
 from scheduler.plugins.podtopologyspread.plugin import MAX_INT32, CriticalPaths

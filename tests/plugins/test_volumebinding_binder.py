@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.model.pod import NodeInfo, PodInfo
-from scheduler.model.storage import StorageStore
+from scheduler.framework.listers import StorageStore
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,

@@ -41,9 +41,8 @@ from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
 from scheduler.live.watch.informer import DELETED, Store, store_for
-from scheduler.model.dra import DRA_KINDS
+from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS
 from scheduler.model.schema import ObjectError
-from scheduler.model.storage import STORAGE_KINDS
 
 log = structlog.get_logger(__name__)
 _kopf_logger = logging.getLogger("kopf.pyscheduler")
@@ -75,33 +74,6 @@ class Handlers(Protocol):
 
     def on_pdb(self, etype: str | None, raw: dict[str, Any]) -> None: ...
 
-
-# kind -> (API path prefix, plural)
-RESOURCES: dict[str, tuple[str, str]] = {
-    "Pod": ("/api/v1", "pods"),
-    "Node": ("/api/v1", "nodes"),
-    "Namespace": ("/api/v1", "namespaces"),
-    "Service": ("/api/v1", "services"),
-    "ReplicationController": ("/api/v1", "replicationcontrollers"),
-    "ReplicaSet": ("/apis/apps/v1", "replicasets"),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
-    # What the volume plugins read (kube-scheduler's PV, PVC, StorageClass, CSINode, CSIDriver,
-    # CSIStorageCapacity and VolumeAttachment informers).
-    "PersistentVolume": ("/api/v1", "persistentvolumes"),
-    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
-    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses"),
-    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes"),
-    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers"),
-    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities"),
-    "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments"),
-    # DefaultPreemption's PodDisruptionBudget lister.
-    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
-    # DynamicResources (kube-scheduler's resource.k8s.io informers).
-    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims"),
-    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates"),
-    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses"),
-    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices"),
-}
 
 # kube-scheduler's pod informer skips finished pods (scheduler.go, NewInformerFactory): they hold
 # nothing and are never scheduled; a pod that finishes arrives as a DELETED event.
@@ -305,7 +277,7 @@ class Watcher:
         handlers: Handlers,
         credentials: Callable[[], Credentials],
         settings: WatchSettings | None = None,
-        kinds: Iterable[str] = tuple(RESOURCES),
+        kinds: Iterable[str] = WATCHED_KINDS,
         scheduler_names: Iterable[str] | None = None,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
@@ -426,11 +398,10 @@ class Watcher:
 
     # -- API -----------------------------------------------------------------------------------
     def _url(self, kind: str, params: dict[str, str]) -> str:
-        prefix, plural = RESOURCES[kind]
         sel = FIELD_SELECTORS.get(kind)
         if sel:
             params = {**params, "fieldSelector": sel}
-        return f"{prefix}/{plural}?{urllib.parse.urlencode(params)}"
+        return f"{KINDS[kind].path}?{urllib.parse.urlencode(params)}"
 
     async def _get(self, url: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
         resp: aiohttp.ClientResponse = await kopf_api.request(

@@ -30,10 +30,13 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status
+from scheduler.model.affinity import AffinityTerm
 from scheduler.model.labels import LabelSelector
-from scheduler.model.pod import AffinityTerm, NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.interpodaffinity import hints
 from scheduler.plugins.topologyindex import (
     PREF_AFFINITY,

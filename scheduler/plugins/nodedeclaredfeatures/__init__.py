@@ -26,7 +26,8 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, go_quote, unresolvable
-from scheduler.model.pod import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_node, as_pod
 from scheduler.plugins.nodedeclaredfeatures.features import DEFAULT_FRAMEWORK
 from scheduler.plugins.nodedeclaredfeatures.framework import (

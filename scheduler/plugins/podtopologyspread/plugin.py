@@ -29,7 +29,8 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError
-from scheduler.model.pod import LABEL_HOSTNAME, NodeInfo, PodInfo
+from scheduler.model.node import LABEL_HOSTNAME, NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.podtopologyspread import hints
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,

@@ -32,15 +32,16 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status, go_quote
-from scheduler.model.pod import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.model.storage import (
     ANN_MIGRATED_PLUGINS,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
     NotFoundError,
-    StorageStore,
     as_pvc,
     as_storage_class,
     ephemeral_owned_by,

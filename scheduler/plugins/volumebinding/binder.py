@@ -11,9 +11,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import go_quote
 from scheduler.model.labels import NodeSelector
-from scheduler.model.pod import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.model.storage import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
@@ -23,8 +25,8 @@ from scheduler.model.storage import (
     NotFoundError,
     PersistentVolume,
     PersistentVolumeClaim,
-    StorageStore,
     ephemeral_owned_by,
+    volume_claim,
 )
 from scheduler.plugins.nodevolumelimits.translation import MIGRATION_ON, plugin_of, translated_node_affinity
 
@@ -369,16 +371,8 @@ class VolumeBinder:
         self.bind_timeout = bind_timeout
 
     # -- claims of a pod ---------------------------------------------------------------------
-    def _claim_of(self, pod: PodInfo, vol: Mapping[str, Any]) -> tuple[str, bool] | None:
-        src = vol.get("persistentVolumeClaim")
-        if src is not None:
-            return str(src.get("claimName") or ""), False
-        if vol.get("ephemeral") is not None:
-            return f"{pod.name}-{vol.get('name', '')}", True
-        return None
-
     def _volume_bound(self, pod: PodInfo, vol: Mapping[str, Any]) -> tuple[bool, PersistentVolumeClaim | None]:
-        claim = self._claim_of(pod, vol)
+        claim = volume_claim(pod.name, vol)
         if claim is None:
             return True, None
         name, ephemeral = claim
