@@ -44,7 +44,8 @@ from scheduler.live.kube.preemptor import LivePreemption
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
-from scheduler.live.serving.server import SecureServer, ServingError, build_server, options_from_args
+from scheduler.live.serving.options import ServingError, options_from_args
+from scheduler.live.serving.server import SecureServer, build_server
 from scheduler.live.watch.watcher import Watcher
 from scheduler.model.objects import PodInfo
 from scheduler.plugins.registry import default_registry

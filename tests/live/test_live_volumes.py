@@ -15,8 +15,9 @@ import pytest
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.framework.interface import ActionType
+from scheduler.live.kube.clients import Credentials
 from scheduler.live.watch.informer import DELETED, MODIFIED
-from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
+from scheduler.live.watch.watcher import RESOURCES, Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.testing.builders import make_node, make_pod
 from tests.live.kube.test_clients import write_kubeconfig
