@@ -23,8 +23,8 @@ from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
     ERR_REASON_PV_NOT_EXIST,
-    BinderError,
 )
+from scheduler.plugins.volumebinding.errors import BinderError
 from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._volume_helpers import pv, pvc, storage_class, store_of
 

@@ -46,14 +46,9 @@ from scheduler.model.storage import (
     as_storage_class,
     ephemeral_owned_by,
 )
-from scheduler.plugins.volumebinding.binder import (
-    BinderError,
-    PodVolumeClaims,
-    PodVolumes,
-    VolumeAPI,
-    VolumeBinder,
-    migrated_node_affinity_ok,
-)
+from scheduler.plugins.volumebinding.binder import PodVolumeClaims, PodVolumes, VolumeAPI, VolumeBinder
+from scheduler.plugins.volumebinding.errors import BinderError
+from scheduler.plugins.volumebinding.pv_helpers import migrated_node_affinity_ok
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
