@@ -31,7 +31,7 @@ import structlog
 from scheduler.backend.nominator import PodNominator
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, pod_update_events
 from scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.runtime import Framework

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 
 class ActionType(enum.IntFlag):

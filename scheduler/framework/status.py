@@ -90,11 +90,6 @@ def error(message: str) -> Status:
     return Status(Code.ERROR, message)
 
 
-def as_status(exc: BaseException) -> Status:
-    """An Error status for an exception, keeping it (upstream AsStatus)."""
-    return Status(Code.ERROR, str(exc), err=exc)
-
-
 SKIP = Status(Code.SKIP)
 
 

@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.framework.events import ActionType, ClusterEvent, assigned_pod_update_action, node_update_action
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
-from scheduler.framework.snapshot import Listers
 from scheduler.live.kube.recorder import Recorder
-from scheduler.model.dra import DRA_KINDS
-from scheduler.model.objects import NamespaceInfo, PodInfo, Raw, SelectorOwner
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.kinds import DRA_KINDS, Raw
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 
 
 class EventHandlers:

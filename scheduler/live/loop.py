@@ -27,8 +27,9 @@ from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, rejecting_plugins, scheduling_cycle
 from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.live.handlers import EventHandlers
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
@@ -37,8 +38,6 @@ from scheduler.live.kube.transport import Fenced
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 
 log = structlog.get_logger(__name__)
-
-OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 
 class Scheduler(EventHandlers):

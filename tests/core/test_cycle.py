@@ -7,7 +7,7 @@ from scheduler.core.algorithm import Diagnosis, FitError
 from scheduler.core.cycle import CycleOutcome, rejecting_plugins
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
 
 POD = PodInfo(make_pod("p"))

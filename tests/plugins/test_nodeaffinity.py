@@ -15,7 +15,8 @@ from scheduler.framework.events import QueueingHint
 from scheduler.framework.interface import PreFilterResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,

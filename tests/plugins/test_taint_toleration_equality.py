@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from scheduler.framework.events import ActionType, QueueingHint, node_update_action, pod_update_events
-from scheduler.model.objects import NodeInfo, PodInfo, Taint, Toleration
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import Taint, Toleration
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._topology_helpers import build_handle

@@ -16,7 +16,7 @@ import structlog
 
 from scheduler.live.kube.fence import Fence, send_fenced
 from scheduler.live.kube.transport import REQUEST_TIMEOUT, ApiError, CoreAPI, Fenced, Lane, TokenBucket, never_stored
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 

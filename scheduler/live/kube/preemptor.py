@@ -25,7 +25,7 @@ from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import ApiError
 from scheduler.live.metrics import Metrics
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 

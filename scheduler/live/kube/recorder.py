@@ -24,7 +24,7 @@ from typing import Any
 import structlog
 
 from scheduler.live.kube.transport import ApiError, CoreAPI, Lane, micro_time, rfc3339
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 

@@ -10,7 +10,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint
 from scheduler.framework.interface import EnqueueExtensions, FilterPlugin
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

@@ -11,7 +11,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.status import SKIP, Code, Status, StatusError
-from scheduler.model.objects import HostPort, NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import HostPort, PodInfo
 from scheduler.plugins.helper import as_pod
 
 if TYPE_CHECKING:

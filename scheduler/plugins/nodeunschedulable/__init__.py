@@ -10,7 +10,9 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import EnqueueExtensions, FilterPlugin
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import TAINT_NODE_UNSCHEDULABLE, NodeInfo, PodInfo, Taint, tolerates_taint
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import TAINT_NODE_UNSCHEDULABLE, Taint, tolerates_taint
 from scheduler.plugins.helper import as_node, as_pod
 
 if TYPE_CHECKING:

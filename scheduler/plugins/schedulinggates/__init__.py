@@ -7,7 +7,7 @@ from typing import Any
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import EnqueueExtensions, PreEnqueuePlugin
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_pod
 
 

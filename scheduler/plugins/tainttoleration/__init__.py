@@ -10,7 +10,9 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE, Status, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo, Taint, Toleration, find_untolerated_taint, tolerates_taint
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import Taint, Toleration, find_untolerated_taint, tolerates_taint
 from scheduler.plugins.helper import DO_NOT_SCHEDULE_EFFECTS, as_node, as_pod, default_normalize_score
 
 if TYPE_CHECKING:

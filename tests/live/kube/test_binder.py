@@ -10,7 +10,7 @@ import pytest
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import ApiError, Fenced, TokenBucket
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
 
 

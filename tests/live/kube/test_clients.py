@@ -152,7 +152,7 @@ def test_fence_checked_right_before_the_bytes_leave(tmp_path):
     # written (a SIGSTOP between the two): the connection itself refuses to send.
     from scheduler.live.kube.binder import Binder
     from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
-    from scheduler.model.objects import PodInfo
+    from scheduler.model.pod import PodInfo
     from scheduler.testing.builders import make_pod
 
     received: list[str] = []

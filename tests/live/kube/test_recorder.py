@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scheduler.live.kube.recorder import Recorder, truncate_message
 from scheduler.live.kube.transport import ApiError, Lane, TokenBucket
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
 from tests.live.kube.test_binder import POD, FakeAPI
 
