@@ -90,7 +90,6 @@ class SchedulerConfig:
     pod_max_in_unschedulable_pods_duration: float = 300
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
-    not_available: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,11 +120,6 @@ _DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("DefaultBinder", 0),
     ("NodeDeclaredFeatures", 0),
 )
-
-# Upstream extension points of the default plugins this project lacks; used only to decide
-# whether such a plugin "would have been enabled" (and so is worth reporting as missing).
-_UPSTREAM_POINTS: dict[str, tuple[str, ...]] = {}
-
 
 def default_plugins() -> list[tuple[str, int]]:
     """The upstream v1 default multiPoint list, in order, with weights (0 = no weight given)."""
@@ -410,7 +404,7 @@ def _decode_args(path: str, plugin: str, raw: Any) -> dict:
     kind = args.pop("kind", None)
     # In-tree args are typed upstream (<Plugin>Args in the v1 group); a different type is refused.
     # Out-of-tree args are opaque to the scheduler, so they pass through unchecked.
-    if plugin in plugin_registry.IN_TREE or plugin in plugin_registry.NOT_AVAILABLE:
+    if plugin in plugin_registry.IN_TREE:
         want = f"{plugin}Args"
         if (kind is not None and kind != want) or (api_version is not None and api_version != API_VERSION):
             got = f"{kind or want}.{api_version or API_VERSION}"
@@ -469,21 +463,9 @@ def _build_profile_plugins(
     scheduler_name: str,
     merged: dict[str, _PluginSet],
     registry: Mapping[str, type[Plugin]],
-    missing: list[str],
 ) -> dict[str, tuple[PluginRef, ...]]:
     ppath = f"{path}.plugins"
-    not_available = {n for n in plugin_registry.NOT_AVAILABLE if n not in registry}
-
-    # Default plugins this project lacks are dropped (and reported); user requests for them fail.
-    multipoint: list[_Entry] = []
-    for e in merged["multiPoint"].enabled:
-        if e.name in not_available:
-            if e.user:
-                raise ConfigError(f"{ppath}.multiPoint.enabled[{e.index}]: {_not_available(e.name)}")
-            if _would_be_enabled(e.name, merged) and e.name not in missing:
-                missing.append(e.name)
-            continue
-        multipoint.append(e)
+    multipoint = merged["multiPoint"].enabled
 
     # Per-point lists, as configured explicitly.
     explicit: dict[str, list[str]] = {}
@@ -491,8 +473,6 @@ def _build_profile_plugins(
         names: list[str] = []
         for i, e in enumerate(merged[point].enabled):
             where = f"{ppath}.{point}.enabled[{i}]"
-            if e.name in not_available:
-                raise ConfigError(f"{where}: {_not_available(e.name)}")
             cls = registry.get(e.name)
             if cls is None:
                 raise ConfigError(f'{where}: {_GO_TYPE[point]} "{e.name}" does not exist')
@@ -568,17 +548,6 @@ def _score_weights(ppath: str, entries: list[_Entry], registry: Mapping[str, typ
             raise ConfigError(f"{ppath}.score: total score of Score plugins could overflow")
         total += w * MAX_NODE_SCORE
     return weights
-
-
-def _would_be_enabled(name: str, merged: dict[str, _PluginSet]) -> bool:
-    points = _UPSTREAM_POINTS.get(name)
-    if points is None:
-        return True
-    return any(not ({name, "*"} & set(merged[p].disabled)) for p in points)
-
-
-def _not_available(name: str) -> str:
-    return f'plugin "{name}" is not available in pyscheduler'
 
 
 # ---------------------------------------------------------------------------------------------
@@ -845,11 +814,10 @@ def parse_config(
         # utilerrors.Aggregate formatting: a lone error as is, several as "[a, b]".
         raise ConfigError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
 
-    missing: list[str] = []
     built: list[Profile] = []
     for i, (prof, plugins) in enumerate(zip(profiles, merged)):
         name = prof.scheduler_name or ""
-        points = _build_profile_plugins(f"profiles[{i}]", name, plugins, registry, missing)
+        points = _build_profile_plugins(f"profiles[{i}]", name, plugins, registry)
         enabled = {ref.name for refs in points.values() for ref in refs}
         args = {n: a for n, a in prof.plugin_config if a is not None and n in enabled}
         built.append(Profile(name, points, args, prof.percentage))
@@ -862,7 +830,6 @@ def parse_config(
         pod_max_backoff_seconds=float(top["podMaxBackoffSeconds"]),
         client_connection=cc,
         leader_election=le,
-        not_available=tuple(missing),
     )
 
 

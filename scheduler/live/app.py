@@ -370,8 +370,6 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, FrameworkError) as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
-    for name in cfg.not_available:
-        log.warning("plugin_not_available", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None
     try:
         creds = CredentialSource(kubeconfig)

@@ -457,11 +457,6 @@ def run(
         return 2
     if cluster.ignored_kinds:
         print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
-    if config.not_available:
-        print(
-            f"note: not available in pyscheduler, left out of the profile: {', '.join(config.not_available)}",
-            file=sys.stderr,
-        )
     placed = 0
     attempts = 0
     write = stream.write

@@ -35,7 +35,6 @@ from scheduler.config.config import (
 )
 from scheduler.framework import interface as fw
 from scheduler.framework.interface import EXTENSION_POINTS
-from scheduler.plugins import registry as plugin_registry
 
 # ---------------------------------------------------------------------------------------------
 # Fake registries: stub classes with exactly the upstream extension points, so the tests do not
@@ -245,21 +244,11 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
     assert list(p.plugins) == list(EXTENSION_POINTS)
     # Non-score points carry weight 0.
     assert all(r.weight == 0 for pt in EXTENSION_POINTS if pt != "score" for r in p.plugins[pt])
-    assert c.not_available == ()
 
 
-def test_real_registry_default_profile_loads_or_names_missing_plugin() -> None:
-    # With the real registry, the default profile loads once every in-tree module imports; while
-    # some are still being written the error must name the missing default plugin.
-    reg = plugin_registry.default_registry()
-    missing = [n for n in plugin_registry.IN_TREE if n not in reg]
-    if missing:
-        with pytest.raises(ConfigError, match="does not exist"):
-            load_config(None)
-        return
+def test_real_registry_default_profile_loads() -> None:
     c = load_config(None)
     assert refs(c.profiles[0], "score")[0] == ("TaintToleration", 3)
-    assert set(c.not_available) <= set(plugin_registry.NOT_AVAILABLE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -638,56 +627,6 @@ def test_disable_default_score_plugin() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Not-available default plugins
-
-
-DRA_POINTS = ("preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind")
-
-
-@pytest.fixture
-def dra_not_available(monkeypatch: pytest.MonkeyPatch) -> dict[str, type]:
-    """Every default plugin is implemented; pretend DynamicResources is not, to exercise the
-    path that reports an upstream plugin the project lacks."""
-    monkeypatch.setattr(plugin_registry, "NOT_AVAILABLE", ("DynamicResources",))
-    monkeypatch.setattr(cfg, "_UPSTREAM_POINTS", {"DynamicResources": DRA_POINTS})
-    return {k: v for k, v in UPSTREAM.items() if k != "DynamicResources"}
-
-
-def test_not_available_only_reported_when_it_would_run(dra_not_available: dict[str, type]) -> None:
-    # Reported when the profile would run it, silent once the profile disables it.
-    reg = dra_not_available
-    c = parse_config(doc(), reg)
-    assert c.not_available == ("DynamicResources",)
-    c = parse_config(
-        doc(profiles=[{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}]), reg
-    )
-    assert "DynamicResources" not in c.not_available
-
-
-@pytest.mark.parametrize(
-    ("plugins", "where"),
-    [
-        (
-            {"postFilter": {"enabled": [{"name": "DynamicResources"}]}},
-            "profiles[0].plugins.postFilter.enabled[0]",
-        ),
-        (
-            {"multiPoint": {"enabled": [{"name": "DynamicResources", "weight": 2}]}},
-            "profiles[0].plugins.multiPoint.enabled[0]",
-        ),
-    ],
-)
-def test_explicitly_enabled_not_available_plugin_is_an_error(
-    plugins: dict[str, Any], where: str, dra_not_available: dict[str, type]
-) -> None:
-    reg = dra_not_available
-    with pytest.raises(ConfigError) as ei:
-        parse_config(doc(profiles=[{"plugins": plugins}]), reg)
-    assert str(ei.value).startswith(where + ": plugin ")
-    assert "is not available in pyscheduler" in str(ei.value)
-
-
-# ---------------------------------------------------------------------------------------------
 # Plugin args
 
 
@@ -889,8 +828,6 @@ def test_valid_multi_profile_config() -> None:
     assert c.profiles[0].percentage_of_nodes_to_score == 40
     assert c.profiles[1].plugins["score"] == ()
     assert c.profiles[0].plugins["score"] != ()
-    # Each missing plugin is reported once for the whole configuration.
-    assert len(c.not_available) == len(set(c.not_available))
 
 
 # ---------------------------------------------------------------------------------------------

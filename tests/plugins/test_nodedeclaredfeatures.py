@@ -528,8 +528,7 @@ def test_default_plugin_end_to_end() -> None:
 
 
 def test_registered_in_tree_and_last_in_default_profile() -> None:
-    assert plugin_registry.IN_TREE["NodeDeclaredFeatures"].endswith(":NodeDeclaredFeatures")
-    assert "NodeDeclaredFeatures" not in plugin_registry.NOT_AVAILABLE
+    assert plugin_registry.IN_TREE["NodeDeclaredFeatures"] is NodeDeclaredFeatures
     assert default_plugins()[-1] == ("NodeDeclaredFeatures", 0)
     p = load_config(None).profiles[0]
     assert [r.name for r in p.plugins["preFilter"]][-1] == "NodeDeclaredFeatures"
