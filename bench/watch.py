@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from scheduler.backend.cache import Cache  # noqa: E402
 from scheduler.backend.queue import SchedulingQueue  # noqa: E402
-from scheduler.config.config import load_config  # noqa: E402
+from scheduler.config.decode import load_config  # noqa: E402
 from scheduler.core.algorithm import Algorithm  # noqa: E402
 from scheduler.live.app import build  # noqa: E402
 from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402

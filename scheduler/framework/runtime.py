@@ -45,7 +45,7 @@ from scheduler.framework.status import (
 from scheduler.model.objects import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.config.config import Profile
+    from scheduler.config.decode import Profile
     from scheduler.framework.snapshot import Snapshot
 
 # Upstream caps the time a Permit plugin may make a pod wait.

@@ -31,7 +31,7 @@ from aiohttp import web
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
 from scheduler.boot.gcpolicy import long_lived_objects
-from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_run_config
+from scheduler.config.decode import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework, FrameworkError

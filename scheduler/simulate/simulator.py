@@ -20,7 +20,7 @@ import yaml
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
-from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config.decode import ConfigError, SchedulerConfig, error_line, load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
 from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo

@@ -15,7 +15,7 @@ from scheduler.backend.queue import (
     UNSCHEDULABLE,
     SchedulingQueue,
 )
-from scheduler.config.config import load_config
+from scheduler.config.decode import load_config
 from scheduler.framework.interface import ActionType, ClusterEvent
 from scheduler.live.app import build
 from scheduler.live.metrics import Metrics

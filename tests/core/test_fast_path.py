@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.config.config import parse_config
+from scheduler.config.decode import parse_config
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import Simulator, attempt_record, build_cluster
 from scheduler.testing.builders import make_node, make_pod

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from scheduler.backend.cache import Cache
-from scheduler.config.config import PluginRef, Profile
+from scheduler.config.decode import PluginRef, Profile
 from scheduler.core.algorithm import Algorithm, FitError, SchedulingError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (

@@ -224,7 +224,7 @@ async def test_prebind_times_out_unreserves_and_requeues() -> None:
 def test_app_wires_the_watched_store_and_the_volume_api(tmp_path: pathlib.Path) -> None:
     # The store the watcher's handler feeds is the one every volume plugin reads, and PreBind
     # gets the app's API client (a live PreBind without one fails every pod with claims).
-    from scheduler.config.config import load_config
+    from scheduler.config.decode import load_config
     from scheduler.live.app import App, build
     from scheduler.live.kube.clients import CredentialSource
     from scheduler.live.metrics import Metrics

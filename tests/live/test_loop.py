@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
-from scheduler.config.config import load_config
+from scheduler.config.decode import load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.live.app import build
 from scheduler.live.kube.binder import ApiError, Binder, Fenced, TokenBucket

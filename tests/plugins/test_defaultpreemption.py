@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from scheduler.backend.cache import Cache
-from scheduler.config.config import PluginRef, Profile
+from scheduler.config.decode import PluginRef, Profile
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, Plugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.preemption import (

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import yaml
 
-from scheduler.config.config import default_plugins, load_config
+from scheduler.config.decode import default_plugins, load_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.snapshot import Snapshot

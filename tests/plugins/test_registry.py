@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.config.config import parse_config
+from scheduler.config.decode import parse_config
 from scheduler.plugins.registry import GROUP, default_registry
 from scheduler.simulate.simulator import Simulator, build_cluster
 from scheduler.testing.builders import make_node, make_pod
@@ -56,7 +56,7 @@ def test_example_plugin_is_found_and_decides(example_eps: list[EntryPoint]) -> N
 
 
 def test_unknown_plugin_name_is_a_config_error() -> None:
-    from scheduler.config.config import ConfigError
+    from scheduler.config.decode import ConfigError
 
     with pytest.raises(ConfigError, match="NodeLabelPreference"):
         parse_config(_doc([], {"label": "x"}), default_registry([]))

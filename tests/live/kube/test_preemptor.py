@@ -20,7 +20,7 @@ import yaml
 from scheduler.backend.cache import Cache
 from scheduler.backend.nominator import OVERRIDE, PodNominator
 from scheduler.backend.queue import GATED
-from scheduler.config.config import PluginRef, Profile
+from scheduler.config.decode import PluginRef, Profile
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import scheduling_cycle
 from scheduler.framework.cycle_state import CycleState

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.config import config as cfg
-from scheduler.config.config import (
+from scheduler.config import decode as cfg
+from scheduler.config.decode import (
     API_VERSION,
     KIND,
     ConfigError,
