@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,18 +19,18 @@ import yaml
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
-from scheduler.config.decode import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
-from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
-from scheduler.framework.runtime import Framework, FrameworkError
+from scheduler.core.profiles import FrameworkError, build_frameworks
+from scheduler.framework.interface import Plugin, QueuedPodInfo
+from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.model.dra import DRA_KINDS, instantiate_templates, pod_claim_refs, pod_has_claims
 from scheduler.model.objects import NamespaceInfo, PodInfo, SelectorOwner
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
 from scheduler.model.storage import STORAGE_KINDS
-from scheduler.plugins.registry import default_registry
 
 KNOWN_KINDS = {
     "Node",
@@ -250,17 +249,15 @@ class Simulator:
         self.snapshot = Snapshot()
         self.listers = cluster.listers
         self.algorithm = Algorithm(np.random.default_rng(seed))
-        reg = registry if registry is not None else default_registry()
-        self.frameworks: dict[str, Framework] = {}
-        binder = _StaticBinder()
-        preemption = _SimulatedPreemption(self.cache)
-        for prof in config.profiles:
-            handle = Handle(self.snapshot, self.listers, prof.scheduler_name, config.parallelism, binder)
-            handle.preemption = preemption
-            handle.rng = random.Random(seed)
-            self.frameworks[prof.scheduler_name] = Framework(
-                prof, reg, handle, global_percentage=config.percentage_of_nodes_to_score
-            )
+        self.frameworks: dict[str, Framework] = build_frameworks(
+            config,
+            self.snapshot,
+            self.listers,
+            registry=registry,
+            client=_StaticBinder(),
+            preemption=_SimulatedPreemption(self.cache),
+            seed=seed,
+        )
         for n in cluster.nodes:
             self.cache.add_node(n)
         self.pending: list[QueuedPodInfo] = []

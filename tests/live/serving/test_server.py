@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from scheduler import cli
-from scheduler.config.decode import DEFAULT_SCHEDULER_NAME, load_config, load_run_config
+from scheduler.config import DEFAULT_SCHEDULER_NAME, load_config, load_run_config
 from scheduler.live.serving.server import (
     ANONYMOUS_USER,
     DelegatingAuthorizer,
