@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.config.defaults import IN_TREE_PLUGINS
-from scheduler.config.duration import parse_go_duration
+from scheduler.config.duration import parse_duration
 from scheduler.config.types import (
     API_VERSION,
     CONFIG_POINTS,
@@ -144,7 +144,7 @@ def _bool(path: str, value: Any) -> bool:
 def _duration(path: str, value: Any) -> float:
     text = _str(path, value)
     try:
-        return parse_go_duration(text)
+        return parse_duration(text)
     except ValueError as exc:
         raise ConfigError(f"{path}: Invalid value: {fmt_value(text)}: {exc}") from None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
-from scheduler.config.duration import format_go_duration
+from scheduler.config.duration import format_duration
 from scheduler.config.types import PluginSet
 
 
@@ -70,7 +70,7 @@ def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[s
 
 
 def _invalid_d(path: str, seconds: float, detail: str) -> str:
-    return f"{path}: Invalid value: {format_go_duration(seconds)}: {detail}"
+    return f"{path}: Invalid value: {format_duration(seconds)}: {detail}"
 
 
 def _queue_sort_key(ps: PluginSet) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:

@@ -54,7 +54,7 @@ DECODE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     (
         "bad-duration",
         doc(leaderElection={"leaseDuration": "15"}),
-        'leaderElection.leaseDuration: Invalid value: "15": time: invalid duration "15"',
+        'leaderElection.leaseDuration: Invalid value: "15": time: missing unit in duration "15"',
     ),
     (
         "duration-must-be-string",

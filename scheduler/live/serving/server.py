@@ -39,7 +39,6 @@ import ipaddress
 import json
 import os
 import random
-import re
 import shutil
 import ssl
 import tempfile
@@ -88,27 +87,6 @@ ReviewCall = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 # ---------------------------------------------------------------------------------------------
 # Options
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration string ("10s", "1m30s", "500ms", "0") in seconds."""
-    s = text.strip()
-    if s == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(s):
-        m = _DURATION.match(s, pos)
-        if m is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not s:
-        raise ValueError(f"invalid duration {text!r}")
-    return total
 
 
 @dataclass(slots=True)

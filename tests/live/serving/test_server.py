@@ -35,7 +35,6 @@ from scheduler.live.serving.server import (
     bearer_token,
     forbidden_message,
     options_from_args,
-    parse_duration,
     self_signed_pair,
     ssl_context,
 )
@@ -336,20 +335,7 @@ def test_forbidden_message() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Options, durations, TLS material
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("10s", 10.0), ("0", 0.0), ("1m30s", 90.0), ("500ms", 0.5), ("1.5h", 5400.0)]
-)
-def test_parse_duration(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "10", "s", "1x", "-1s"])
-def test_parse_duration_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
-        parse_duration(text)
+# Options, TLS material
 
 
 @pytest.mark.parametrize(
