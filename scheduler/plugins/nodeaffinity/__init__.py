@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.config.pluginargs import is_qualified_name, is_valid_label_value
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     ActionType,
@@ -27,7 +28,6 @@ from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unres
 from scheduler.model.labels import NodeSelector, PreferredSchedulingTerm, parse_preferred_terms
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.helper import as_node, default_normalize_score
-from scheduler.plugins.validation import is_qualified_name, is_valid_label_value
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.config.pluginargs import is_qualified_name
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     ActionType,
@@ -64,7 +65,6 @@ from scheduler.plugins.noderesources.resource_allocation import (
     raise_aggregate,
     required,
 )
-from scheduler.plugins.validation import is_qualified_name
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
