@@ -26,8 +26,9 @@ from scheduler.framework.interface import (
     ScorePlugin,
     extension_points_of,
 )
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import DurationObserver, Framework
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, MAX_TOTAL_SCORE, go_quote
 from scheduler.plugins.registry import default_registry
 

@@ -18,8 +18,10 @@ from scheduler.backend.queue import (
 from scheduler.config import load_config
 from scheduler.core.profiles import build_frameworks
 from scheduler.framework.interface import ActionType, ClusterEvent
-from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_node, make_pod
 
 

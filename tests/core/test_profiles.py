@@ -27,7 +27,8 @@ from scheduler.core.profiles import (
 )
 from scheduler.framework import interface as fw
 from scheduler.framework.interface import EXTENSION_POINTS, Handle
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.registry import default_registry
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, Sched
 from scheduler.config import load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
 from scheduler.live.kube.binder import ApiError, Binder, Fenced, TokenBucket
 from scheduler.live.loop import Scheduler, truncate_message
 from scheduler.live.metrics import Metrics
