@@ -15,10 +15,11 @@ from scheduler.backend.queue import (
     UNSCHEDULABLE,
     SchedulingQueue,
 )
-from scheduler.config.config import load_config
+from scheduler.config import load_config
+from scheduler.core.profiles import build_frameworks
 from scheduler.framework.events import ActionType, ClusterEvent
-from scheduler.live.app import build
-from scheduler.live.metrics import Metrics
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_node, make_pod
@@ -37,8 +38,7 @@ class FakeClock:
 
 @pytest.fixture(scope="module")
 def frameworks():
-    fws, _, _, _ = build(load_config(None), Metrics())
-    return fws
+    return build_frameworks(load_config(None), Snapshot(), Listers())
 
 
 def new_queue(frameworks, clock=None, **kw) -> tuple[SchedulingQueue, FakeClock]:

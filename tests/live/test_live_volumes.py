@@ -216,19 +216,17 @@ async def test_prebind_times_out_unreserves_and_requeues() -> None:
 def test_app_wires_the_watched_store_and_the_volume_api(tmp_path: pathlib.Path) -> None:
     # The store the watcher's handler feeds is the one every volume plugin reads, and PreBind
     # gets the app's API client (a live PreBind without one fails every pod with claims).
-    from scheduler.config.config import load_config
-    from scheduler.live.app import App, build
+    from scheduler.config import load_config
+    from scheduler.live.app import App
     from scheduler.live.kube.clients import CredentialSource
     from scheduler.live.metrics import Metrics
+    from scheduler.plugins.registry import default_registry
 
-    cfg = load_config(None)
-    metrics = Metrics()
-    fws, handles, snap, listers = build(cfg, metrics)
     creds = CredentialSource(write_kubeconfig(tmp_path, {"token": "unused"}))
-    app = App(cfg, fws, handles, snap, listers, metrics, creds, None)
+    app = App(load_config(None), default_registry(), Metrics(), creds, None)
     try:
         store = app.scheduler.listers.storage
-        plugins = fws["default-scheduler"].plugins
+        plugins = app.scheduler.frameworks["default-scheduler"].plugins
         for name in ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "VolumeRestrictions"):
             assert plugins[name].store is store, name  # type: ignore[attr-defined]
         vb = plugins["VolumeBinding"]

@@ -327,7 +327,7 @@ BINARY_PLACEMENTS = {"p-cpu": "cmp-n1", "p-none": "cmp-big", "p-1e": "cmp-big", 
 
 
 def test_scores_equal_the_binary_with_one_exa_objects() -> None:
-    from scheduler.config.config import load_config
+    from scheduler.config import load_config
     from scheduler.simulate.simulator import Cluster, Simulator, attempt_record
 
     def node(name: str, cpu: str, mem: str) -> dict[str, Any]:

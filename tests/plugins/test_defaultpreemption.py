@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from scheduler.backend.cache import Cache
-from scheduler.config.config import PluginRef, Profile
+from scheduler.config import PluginRef, PluginSet, Profile
+from scheduler.core.profiles import new_framework
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, Plugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.listers import Listers
@@ -145,11 +146,10 @@ def setup(
         "postFilter": (PluginRef("DefaultPreemption"),),
         "bind": (PluginRef("DefaultBinder"),),
     }
-    prof = Profile("default-scheduler", plugins, {"DefaultPreemption": args} if args else {}, None)
-    handle = Handle(snap, listers)
+    sets = {p: PluginSet(refs) for p, refs in plugins.items()}
+    prof = Profile("default-scheduler", sets, {"DefaultPreemption": args} if args else {}, None)
     rec = Recorded()
-    handle.preemption = rec
-    fw = Framework(prof, registry, handle)
+    fw = new_framework(prof, registry, Handle(snap, listers, preemption=rec))
     pl = fw.plugins["DefaultPreemption"]
     assert isinstance(pl, DefaultPreemption)
     return fw, pl, rec

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 import yaml
 
-from scheduler.config.config import default_plugins, load_config
+from scheduler.config import default_plugins, load_config
+from scheduler.core.profiles import check_profiles
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, node_update_action
 from scheduler.framework.snapshot import Snapshot
@@ -528,13 +529,12 @@ def test_default_plugin_end_to_end() -> None:
 
 
 def test_registered_in_tree_and_last_in_default_profile() -> None:
-    assert plugin_registry.IN_TREE["NodeDeclaredFeatures"].endswith(":NodeDeclaredFeatures")
-    assert "NodeDeclaredFeatures" not in plugin_registry.NOT_AVAILABLE
+    assert plugin_registry.IN_TREE["NodeDeclaredFeatures"] is NodeDeclaredFeatures
     assert default_plugins()[-1] == ("NodeDeclaredFeatures", 0)
-    p = load_config(None).profiles[0]
-    assert [r.name for r in p.plugins["preFilter"]][-1] == "NodeDeclaredFeatures"
-    assert [r.name for r in p.plugins["filter"]][-1] == "NodeDeclaredFeatures"
-    assert "NodeDeclaredFeatures" not in [r.name for r in p.plugins["score"]]
+    [lists] = check_profiles(load_config(None), plugin_registry.IN_TREE)
+    assert [r.name for r in lists["preFilter"]][-1] == "NodeDeclaredFeatures"
+    assert [r.name for r in lists["filter"]][-1] == "NodeDeclaredFeatures"
+    assert "NodeDeclaredFeatures" not in [r.name for r in lists["score"]]
 
 
 def test_simulate_reports_the_upstream_reason(tmp_path: Path) -> None:
