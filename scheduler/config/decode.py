@@ -28,16 +28,6 @@ from scheduler.config.types import (
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
-# Pod-group extension points of the newest API; accepted by the decoder but only when empty,
-# since their feature gates are alpha and off.
-_GATED_POINTS: tuple[str, ...] = (
-    "placementGenerate",
-    "placementScore",
-    "placementFeasible",
-    "podGroupPostFilter",
-)
-
-
 # ---------------------------------------------------------------------------------------------
 # Messages in field.Error's format (validation.py uses them too)
 
@@ -180,7 +170,6 @@ def _decode_profile(path: str, raw: Any) -> RawProfile:
         (
             "schedulerName",
             "percentageOfNodesToScore",
-            "percentageOfPlacementsToScore",
             "plugins",
             "pluginConfig",
         ),
@@ -188,23 +177,12 @@ def _decode_profile(path: str, raw: Any) -> RawProfile:
     name = None if obj.get("schedulerName") is None else _str(f"{path}.schedulerName", obj["schedulerName"])
     pct = obj.get("percentageOfNodesToScore")
     pct = None if pct is None else _int(f"{path}.percentageOfNodesToScore", pct)
-    if obj.get("percentageOfPlacementsToScore") is not None:
-        raise ConfigError(
-            f"{path}.percentageOfPlacementsToScore: Forbidden: "
-            "requires the TopologyAwareWorkloadScheduling feature gate, which pyscheduler does not enable"
-        )
     plugins: dict[str, PluginSet] | None = None
     if obj.get("plugins") is not None:
         ppath = f"{path}.plugins"
         pobj = _mapping(ppath, obj["plugins"])
-        _check_keys(ppath, pobj, (*CONFIG_POINTS, *_GATED_POINTS))
+        _check_keys(ppath, pobj, CONFIG_POINTS)
         plugins = {p: _decode_plugin_set(f"{ppath}.{p}", pobj.get(p)) for p in CONFIG_POINTS}
-        for p in _GATED_POINTS:
-            gated = _decode_plugin_set(f"{ppath}.{p}", pobj.get(p))
-            if gated.enabled or gated.disabled:
-                raise ConfigError(
-                    f"{ppath}.{p}: Forbidden: pod group scheduling extension points are not supported by pyscheduler"
-                )
     configs: list[tuple[str, dict | None]] = []
     for i, item in enumerate(_list(f"{path}.pluginConfig", obj.get("pluginConfig"))):
         cpath = f"{path}.pluginConfig[{i}]"
@@ -242,7 +220,6 @@ _TOP_KEYS = (
     "enableProfiling",
     "enableContentionProfiling",
     "percentageOfNodesToScore",
-    "percentageOfPlacementsToScore",
     "podInitialBackoffSeconds",
     "podMaxBackoffSeconds",
     "profiles",
@@ -337,11 +314,6 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
         if top_obj.get(key) is not None:
             _bool(key, top_obj[key])
-    if top_obj.get("percentageOfPlacementsToScore") is not None:
-        raise ConfigError(
-            "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
-            "feature gate, which pyscheduler does not enable"
-        )
     if _list("extenders", top_obj.get("extenders")):
         raise ConfigError("extenders: Forbidden: scheduler extenders are not supported by pyscheduler")
     le = _decode_leader_election(top_obj.get("leaderElection"))

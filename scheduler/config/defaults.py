@@ -4,13 +4,14 @@ apis/config/v1/default_plugins.go)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from scheduler.config.types import CONFIG_POINTS, MULTI_POINT, PluginRef, PluginSet
+from scheduler.config.workloadgates import GANG_SCHEDULING, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, gate_enabled
 
 # getDefaultPlugins, feature gates at their v1.36 defaults: NodeDeclaredFeatures is beta/on, so
 # it is appended last; DynamicResourceAllocation is GA/on, so DynamicResources (weight 2) sits
-# just before DefaultPreemption; alpha-gated plugins (GangScheduling,
-# TopologyAwareWorkloadScheduling) are off.
+# just before DefaultPreemption. The alpha-gated ones follow (applyFeatureGates order).
 DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
@@ -35,14 +36,26 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
 )
 
 
-# Every in-tree plugin is in the default set (the registry's test keeps them equal); their args
-# are typed upstream (<Plugin>Args in the v1 group), out-of-tree ones are opaque.
-IN_TREE_PLUGINS: frozenset[str] = frozenset(name for name, _ in DEFAULT_MULTIPOINT)
+# applyGangScheduling and applyTopologyAwareWorkloadScheduling: appended when their gate is on.
+GANG_MULTIPOINT: tuple[tuple[str, int], ...] = (("GangScheduling", 0),)
+TOPOLOGY_AWARE_MULTIPOINT: tuple[tuple[str, int], ...] = (("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1))
+
+# Every in-tree plugin is in the default set with every gate on (the registry's test keeps them
+# equal); their args are typed upstream (<Plugin>Args in the v1 group), out-of-tree ones are opaque.
+IN_TREE_PLUGINS: frozenset[str] = frozenset(
+    name for name, _ in (*DEFAULT_MULTIPOINT, *GANG_MULTIPOINT, *TOPOLOGY_AWARE_MULTIPOINT)
+)
 
 
-def default_plugins() -> list[tuple[str, int]]:
-    """The upstream v1 default multiPoint list, in order, with weights (0 = no weight given)."""
-    return list(DEFAULT_MULTIPOINT)
+def default_plugins(gates: Any = None) -> list[tuple[str, int]]:
+    """The upstream v1 default multiPoint list for these feature gates (getDefaultPlugins and
+    applyFeatureGates), in order, with weights (0 = no weight given)."""
+    out = list(DEFAULT_MULTIPOINT)
+    if gate_enabled(gates, GANG_SCHEDULING):
+        out.extend(GANG_MULTIPOINT)
+    if gate_enabled(gates, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        out.extend(TOPOLOGY_AWARE_MULTIPOINT)
+    return out
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -67,15 +80,15 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
     return PluginSet(tuple(enabled), disabled)
 
 
-def _default_plugin_sets() -> dict[str, PluginSet]:
+def _default_plugin_sets(gates: Any) -> dict[str, PluginSet]:
     sets = {p: PluginSet() for p in CONFIG_POINTS}
-    sets[MULTI_POINT] = PluginSet(tuple(PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT))
+    sets[MULTI_POINT] = PluginSet(tuple(PluginRef(n, w) for n, w in default_plugins(gates)))
     return sets
 
 
-def merged_plugins(custom: Mapping[str, PluginSet] | None) -> dict[str, PluginSet]:
-    """A profile's plugins with the defaults merged in; ``None``: the profile gave none."""
-    defaults = _default_plugin_sets()
+def merged_plugins(custom: Mapping[str, PluginSet] | None, gates: Any = None) -> dict[str, PluginSet]:
+    """A profile's plugins with the defaults (for ``gates``) merged in; ``None``: the profile gave none."""
+    defaults = _default_plugin_sets(gates)
     if custom is None:
         return defaults
     return {p: merge_plugin_set(defaults[p], custom[p]) for p in CONFIG_POINTS}

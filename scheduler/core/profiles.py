@@ -17,9 +17,11 @@ from typing import Any
 
 from scheduler.config import ConfigError, PluginRef, PluginSet, Profile, SchedulerConfig
 from scheduler.config.types import MULTI_POINT
+from scheduler.config.workloadgates import workload_features
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
     Handle,
+    PlacementScorePlugin,
     Plugin,
     PodBinder,
     PreemptionActuator,
@@ -52,6 +54,8 @@ _FRAMEWORK_ORDER: tuple[str, ...] = (
     "permit",
     "preEnqueue",
     "queueSort",
+    "placementGenerate",
+    "placementScore",
 )
 _GO_TYPE = {p: p[0].upper() + p[1:] + "Plugin" for p in _FRAMEWORK_ORDER}
 _NONE = PluginSet()
@@ -123,27 +127,44 @@ def plugin_lists(profile: Profile, registry: Registry, path: str = "profiles[0]"
         )
     if not result["bind"]:
         raise ConfigError(f'{ppath}.bind: at least one bind plugin is needed for profile with scheduler name "{name}"')
+    if len(result["placementGenerate"]) > 1:
+        raise ConfigError(
+            f"{ppath}.placementGenerate: at most one placement generate plugin is allowed for profile with "
+            f'scheduler name "{name}"'
+        )
 
-    weights = _score_weights(ppath, [*sets.get("score", _NONE).enabled, *multipoint], registry)
-    return {
-        point: tuple(PluginRef(n, weights[n] if point == "score" else 0) for n in result[point])
-        for point in EXTENSION_POINTS
-    }
+    weights = _score_weights(f"{ppath}.score", [*sets.get("score", _NONE).enabled, *multipoint], registry, ScorePlugin)
+    placement_weights = _score_weights(
+        f"{ppath}.placementScore",
+        [*sets.get("placementScore", _NONE).enabled, *multipoint],
+        registry,
+        PlacementScorePlugin,
+    )
+
+    def ref(point: str, n: str) -> PluginRef:
+        if point == "score":
+            return PluginRef(n, weights[n])
+        if point == "placementScore":
+            return PluginRef(n, placement_weights[n])
+        return PluginRef(n)
+
+    return {point: tuple(ref(point, n) for n in result[point]) for point in EXTENSION_POINTS}
 
 
-def _score_weights(ppath: str, entries: list[PluginRef], registry: Registry) -> dict[str, int]:
-    # Explicit score entries come first, so their weight wins over the multiPoint one; an unset
-    # or zero weight becomes 1 (a plugin is disabled explicitly, never by weight).
+def _score_weights(where: str, entries: list[PluginRef], registry: Registry, kind: type[Plugin]) -> dict[str, int]:
+    # Explicit entries come first, so their weight wins over the multiPoint one; an unset or
+    # zero weight becomes 1 (a plugin is disabled explicitly, never by weight). Upstream
+    # getValidScoreWeights, for Score and PlacementScore plugins alike.
     weights: dict[str, int] = {}
     total = 0
     for e in entries:
         cls = registry.get(e.name)
-        if cls is None or not issubclass(cls, ScorePlugin) or e.name in weights:
+        if cls is None or not issubclass(cls, kind) or e.name in weights:
             continue
         w = e.weight or 1
         weights[e.name] = w
         if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
-            raise ConfigError(f"{ppath}.score: total score of Score plugins could overflow")
+            raise ConfigError(f"{where}: total score of Score plugins could overflow")
         total += w * MAX_NODE_SCORE
     return weights
 
@@ -164,7 +185,9 @@ def new_framework(
     lists: PluginLists | None = None,
 ) -> Framework:
     """One profile's framework: its plugins built once each, with their args, in extension-point
-    order; ``lists`` when ``check_profiles`` has computed them already."""
+    order; ``lists`` when ``check_profiles`` has computed them already. With the
+    WorkloadAwarePreemption gate (``handle.workload``), DefaultPreemption is the one
+    PodGroupPostFilter plugin, as upstream's NewFramework sets it."""
     if lists is None:
         lists = plugin_lists(profile, registry)
     plugins: dict[str, Plugin] = {}
@@ -180,6 +203,7 @@ def new_framework(
         lists,
         percentage_of_nodes_to_score=global_percentage if percentage is None else percentage,
         observer=observer,
+        pod_group_post_filter=("DefaultPreemption",) if handle.workload.enable_workload_aware_preemption else (),
     )
 
 
@@ -201,11 +225,13 @@ def build_frameworks(
     preemption: PreemptionActuator | None = None,
     seed: int | None = None,
     observers: ObserverFactory | None = None,
+    gates: Any = None,
 ) -> dict[str, Framework]:
     """Scheduler name -> framework, for every profile of ``cfg``. The handles share the snapshot,
     the listers and the API side (``client``: the binder; ``volume_api``: PV/PVC writes; both
-    None offline); ``seed`` seeds each handle's random source. ConfigError for a profile that
-    does not fit the registry, FrameworkError for args a plugin refuses."""
+    None offline); ``seed`` seeds each handle's random source; ``gates`` are the feature gates
+    (config/workloadgates.py). ConfigError for a profile that does not fit the registry,
+    FrameworkError for args a plugin refuses."""
     if registry is None:
         registry = default_registry()
     checked = check_profiles(cfg, registry)
@@ -221,6 +247,7 @@ def build_frameworks(
             preemption=preemption,
             rng=random.Random(seed),
         )
+        handle.workload = workload_features(gates)
         frameworks[prof.scheduler_name] = new_framework(
             prof,
             registry,

@@ -12,20 +12,23 @@ when a batch method returns ``None``.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from scheduler.config.workloadgates import WorkloadFeatures
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
 
 if TYPE_CHECKING:
     from scheduler.framework.listers import Listers
+    from scheduler.framework.podgroupstate import PodGroupStates
     from scheduler.framework.snapshot import Snapshot
 
 
@@ -111,6 +114,65 @@ class NodeToStatus:
 
 
 # ---------------------------------------------------------------------------------------------
+# Pod groups and placements (upstream fwk types.go: PodGroupInfo, Placement, PodGroupAssignments)
+
+
+class PodGroupInfo:
+    """A pod group in one pod-group cycle: its name and the pods being scheduled in it, in the
+    cycle's order (upstream framework.PodGroupInfo)."""
+
+    __slots__ = ("name", "namespace", "unscheduled_pods")
+
+    def __init__(self, namespace: str, name: str, unscheduled_pods: list[PodInfo] | None = None) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.unscheduled_pods: list[PodInfo] = unscheduled_pods or []
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def __repr__(self) -> str:
+        return f"PodGroupInfo({self.key} pods={len(self.unscheduled_pods)})"
+
+
+@dataclass(eq=False, slots=True)
+class Placement:
+    """The nodes a pod group is tried on (upstream fwk.Placement); compared by identity."""
+
+    name: str
+    nodes: list[NodeInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedAssignment:
+    pod: PodInfo
+    node_name: str
+
+
+@dataclass(slots=True)
+class PodGroupAssignments:
+    """Where a placement's cycle put each pod that found a node (upstream PodGroupAssignments)."""
+
+    placement: Placement
+    proposed_assignments: list[ProposedAssignment]
+
+
+@dataclass(slots=True)
+class PlacementScore:
+    placement: Placement
+    score: int
+
+
+@dataclass(slots=True)
+class PlacementPluginScores:
+    placement: Placement
+    scores: list[tuple[str, int]]  # (plugin, weighted score)
+    total_score: int = 0
+    randomizer: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
 # Handle
 
 
@@ -147,15 +209,19 @@ class Handle:
     (core/profiles.py); the nominator once the queue exists (upstream SetPodNominator)."""
 
     __slots__ = (
+        "activator",
         "client",
         "listers",
         "nominator",
         "parallelism",
+        "pod_group_manager",
         "preemption",
         "profile_name",
         "rng",
         "snapshot",
         "volume_api",
+        "waiting_pods",
+        "workload",
     )
 
     def __init__(
@@ -181,6 +247,23 @@ class Handle:
         self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
         self.rng = rng if rng is not None else random.Random()
+        # Workload-aware scheduling: the gates' plugin-facing flags, and the cache's pod-group
+        # states (upstream PodGroupManager), given once the cache exists.
+        self.workload: WorkloadFeatures = WorkloadFeatures()
+        self.pod_group_manager: PodGroupStates | None = None
+        # Permit's waiting pods (uid -> waiting pod) and the queue's Activate, given by the
+        # scheduler that owns them.
+        self.waiting_pods: Any = None
+        self.activator: Callable[[Mapping[str, PodInfo]], None] | None = None
+
+    def get_waiting_pod(self, uid: str) -> Any:
+        """The pod waiting at Permit with this uid, or None (upstream Handle.GetWaitingPod)."""
+        return None if self.waiting_pods is None else self.waiting_pods.get(uid)
+
+    def activate(self, pods: Mapping[str, PodInfo]) -> None:
+        """Move these pods (name -> pod) to activeQ if they wait in the queue (upstream Activate)."""
+        if self.activator is not None and pods:
+            self.activator(pods)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,6 +354,39 @@ class ReservePlugin(Plugin):
         raise NotImplementedError
 
 
+class PlacementGeneratePlugin(Plugin):
+    def generate_placements(
+        self, state: CycleState, pod_group: PodGroupInfo, parent: Placement
+    ) -> list[Placement] | Status:
+        """Candidate placements within ``parent`` (may overlap), or a non-success Status."""
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Plugin):
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo, assignments: PodGroupAssignments) -> int:
+        """Raw score of one feasible placement; raise ``StatusError`` to fail."""
+        raise NotImplementedError
+
+    # PlacementScoreExtensions; ``has_normalize_placement`` tells the runtime whether to call it.
+    has_normalize_placement: ClassVar[bool] = False
+
+    def normalize_placement_score(
+        self, state: CycleState, pod_group: PodGroupInfo, scores: list[PlacementScore]
+    ) -> Status | None:
+        return None
+
+
+class PodGroupPostFilterPlugin(Plugin):
+    """Called when a pod group cannot be scheduled (upstream framework.PodGroupPostFilterPlugin,
+    WorkloadAwarePreemption): ``feasible`` re-runs the pod-group algorithm, without PostFilter,
+    on the snapshot the plugin changed."""
+
+    def pod_group_post_filter(
+        self, pod_group: PodGroup, pods: list[PodInfo], feasible: Callable[[], Status | None]
+    ) -> Status | None:
+        raise NotImplementedError
+
+
 class PermitPlugin(Plugin):
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
         """Status (None = allow, WAIT = wait up to the returned seconds) and the timeout."""
@@ -314,6 +430,8 @@ EXTENSION_POINTS: dict[str, type[Plugin]] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
 }
 
 

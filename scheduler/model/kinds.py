@@ -27,6 +27,7 @@ class Role(Enum):
     PDB = "pdb"  # DefaultPreemption's PodDisruptionBudget lister
     DRA = "dra"  # DynamicResources' store
     PRIORITY = "priority"  # Priority admission: simulate applies it, live pods arrive with it applied
+    WORKLOAD = "workload"  # workload-aware scheduling: the pod-group cycle and its plugins
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,9 @@ class Kind:
     api_version: str  # "v1" for the core group, else "<group>/<version>"
     plural: str
     role: Role
-    watched: bool = True  # the live scheduler has an informer for it
+    watched: bool = True  # the live scheduler always has an informer for it
+    # Served and watched only with this feature gate on (kube-scheduler starts the informer then).
+    gate: str = ""
 
     @property
     def path(self) -> str:
@@ -70,6 +73,8 @@ KINDS: dict[str, Kind] = {
         Kind("DeviceClass", "resource.k8s.io/v1", "deviceclasses", Role.DRA),
         Kind("ResourceSlice", "resource.k8s.io/v1", "resourceslices", Role.DRA),
         Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", Role.PRIORITY, watched=False),
+        Kind("PodGroup", "scheduling.k8s.io/v1alpha2", "podgroups", Role.WORKLOAD, watched=False,
+             gate="GenericWorkload"),
     )
 }
 
@@ -79,6 +84,8 @@ def kinds_of(role: Role) -> tuple[str, ...]:
 
 
 WATCHED_KINDS = tuple(k.name for k in KINDS.values() if k.watched)
+# Kinds watched only behind a feature gate: kind -> gate.
+GATED_KINDS = {k.name: k.gate for k in KINDS.values() if k.gate}
 STORAGE_KINDS = kinds_of(Role.STORAGE)
 DRA_KINDS = kinds_of(Role.DRA)
 

@@ -50,6 +50,16 @@ def as_pod(obj: Any) -> PodInfo | None:
     raise TypeError(f"expected a Pod, got {type(obj).__name__}")
 
 
+def matching_scheduling_group(a: PodInfo, b: PodInfo) -> bool:
+    """Both pods name the same PodGroup (upstream helper.MatchingSchedulingGroup)."""
+    return (
+        a.namespace == b.namespace
+        and a.scheduling_group is not None
+        and b.scheduling_group is not None
+        and a.scheduling_group == b.scheduling_group
+    )
+
+
 def as_node(obj: Any) -> NodeInfo | None:
     """A queueing-hint argument as a NodeInfo (NodeInfo or raw Node dict)."""
     if obj is None or isinstance(obj, NodeInfo):

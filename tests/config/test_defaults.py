@@ -63,6 +63,31 @@ def test_default_plugins_match_upstream_v1_list() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("gates", "extra"),
+    [
+        # default_plugins_test.go TestApplyFeatureGates: GangScheduling appends GangScheduling;
+        # TopologyAwareWorkloadScheduling appends TopologyPlacementGenerator and
+        # PodGroupPodsCount (weight 1). Checked against the binary's --write-config-to.
+        ({}, []),
+        ({"GenericWorkload": True}, []),
+        ({"GenericWorkload": True, "GangScheduling": True}, [("GangScheduling", 0)]),
+        (
+            {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True},
+            [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
+        ),
+        (
+            {"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True},
+            [("GangScheduling", 0), ("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
+        ),
+    ],
+)
+def test_gated_default_plugins(gates: dict[str, bool], extra: list[tuple[str, int]]) -> None:
+    assert default_plugins(gates) == default_plugins() + extra
+    mp = parse_config(doc(), gates).profiles[0].plugins["multiPoint"]
+    assert [(e.name, e.weight) for e in mp.enabled] == default_plugins() + extra
+
+
 # ---------------------------------------------------------------------------------------------
 # Top-level defaults (defaults_test.go TestSchedulerDefaults "empty config")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS, Role, kinds_of, metadata
+from scheduler.model.kinds import DRA_KINDS, GATED_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS, Role, kinds_of, metadata
 
 
 def test_storage_kinds_have_the_informer_paths() -> None:
@@ -39,7 +39,15 @@ def test_roles() -> None:
 def test_priority_classes_are_read_offline_only() -> None:
     # Admission resolves a pod's priority before the scheduler sees it; simulate does it itself.
     assert "PriorityClass" in KINDS and "PriorityClass" not in WATCHED_KINDS
-    assert set(WATCHED_KINDS) == set(KINDS) - {"PriorityClass"}
+    assert set(WATCHED_KINDS) == set(KINDS) - {"PriorityClass", "PodGroup"}
+
+
+def test_pod_groups_are_watched_behind_generic_workload() -> None:
+    # kube-scheduler v1.36.3 scheduler.go: the PodGroup lister (scheduling.k8s.io/v1alpha2) only
+    # when the GenericWorkload gate is on.
+    assert KINDS["PodGroup"].path == "/apis/scheduling.k8s.io/v1alpha2/podgroups"
+    assert GATED_KINDS == {"PodGroup": "GenericWorkload"}
+    assert kinds_of(Role.WORKLOAD) == ("PodGroup",)
 
 
 @pytest.mark.parametrize(("raw", "want"), [({"metadata": {"name": "a"}}, {"name": "a"}), ({}, {}),
