@@ -91,8 +91,11 @@ class SchedulingQueue:
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         queue_sort: QueueSortPlugin | None = None,
+        generic_workload: bool = False,
     ) -> None:
         self.frameworks = frameworks
+        # GenericWorkload gate: pods of a pod group are retried after backoff, never on events.
+        self.generic_workload = generic_workload
         self.clock = clock
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -168,6 +171,9 @@ class SchedulingQueue:
             return False
         q.gated = False
         q.gating_plugin = ""
+        if q.initial_attempt_timestamp is None:
+            # Upstream stamps it when the pod first enters activeQ (the pod-group cycle orders by it).
+            q.initial_attempt_timestamp = self.clock()
         token = self._next_token()
         heapq.heappush(self._active, (self._heap_key(q), token, q))
         self._where[uid] = (ACTIVE, token)
@@ -370,16 +376,50 @@ class SchedulingQueue:
                 continue  # stale entry
             del self._where[uid]
             del self._pods[uid]
-            self.scheduling_cycle += 1
-            q.attempts += 1
-            if q.initial_attempt_timestamp is None:
-                q.initial_attempt_timestamp = self.clock()
-            # Plugins are recorded afresh by this attempt.
-            q.unschedulable_plugins = set()
-            q.pending_plugins = set()
-            self._in_flight[uid] = _InFlight(q, self.scheduling_cycle)
+            self._to_in_flight(q)
             return q
         return None
+
+    def _to_in_flight(self, q: QueuedPodInfo) -> None:
+        """What popping does to a pod (upstream movePodToInFlight)."""
+        uid = q.pod.uid
+        self.scheduling_cycle += 1
+        q.attempts += 1
+        if q.initial_attempt_timestamp is None:
+            q.initial_attempt_timestamp = self.clock()
+        # Plugins are recorded afresh by this attempt.
+        q.unschedulable_plugins = set()
+        q.pending_plugins = set()
+        self._in_flight[uid] = _InFlight(q, self.scheduling_cycle)
+
+    def _activate_one(self, uid: str) -> bool:
+        """Move a pod waiting in unschedulable or backoffQ to activeQ (PreEnqueue first)."""
+        where = self._where.get(uid, ("", 0))[0]
+        if where not in (UNSCHEDULABLE, GATED, BACKOFF):
+            return False
+        q = self._pods[uid]
+        return self._push_active(q, EVENT_FORCE_ACTIVATE.label)
+
+    def activate(self, pods: Mapping[str, PodInfo]) -> None:
+        """Upstream Activate: these pods (name -> pod) go to activeQ if they wait in the queue; a
+        pod in flight gets the ForceActivate event, so it is requeued at once when it returns."""
+        for pod in pods.values():
+            if self._activate_one(pod.uid):
+                continue
+            fl = self._in_flight.get(pod.uid)
+            if fl is not None:
+                fl.events.append((EVENT_FORCE_ACTIVATE, None, pod))
+
+    def pop_specific(self, uid: str) -> QueuedPodInfo | None:
+        """Upstream PopSpecificPod: take this pod out of the queue as if it had been activated
+        and popped (in flight, attempts counted); None if it is not queued or PreEnqueue holds it."""
+        self._activate_one(uid)
+        if self._where.get(uid, ("", 0))[0] != ACTIVE:
+            return None
+        del self._where[uid]  # its heap entry dies lazily
+        q = self._pods.pop(uid)
+        self._to_in_flight(q)
+        return q
 
     async def pop(self) -> QueuedPodInfo | None:
         """Wait for the head of activeQ; None once the queue is closed."""
@@ -427,6 +467,9 @@ class SchedulingQueue:
         if fl is None:
             # done() was called already (a PreBind/Bind failure): like upstream, which finds no
             # in-flight events for the pod, retry it after backoff.
+            return self._requeue(q, "ScheduleAttemptFailure")
+        if self.generic_workload and q.pod.scheduling_group is not None:
+            # Event-based requeueing is not implemented for pod groups upstream: backoff only.
             return self._requeue(q, "ScheduleAttemptFailure")
         for ev, old, new in fl.events:
             if self._worth_requeuing(q, ev, old, new) == QueueingHint.QUEUE:

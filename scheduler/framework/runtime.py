@@ -528,7 +528,7 @@ class Framework:
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status | None, float]:
         """None to allow; a WAIT status with the wait timeout; or a rejection/error."""
-        wait = False
+        wait: Status | None = None
         timeout = MAX_PERMIT_TIMEOUT
         for pl in self.permit_plugins:
             try:
@@ -540,12 +540,14 @@ class Framework:
             if s.is_rejected():
                 return s.with_plugin(pl.name), 0.0
             if s.code == Code.WAIT:
-                wait = True
+                wait = s
                 timeout = min(timeout, t)
                 continue
             return Status(Code.ERROR, f"running Permit plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name), 0.0
-        if wait:
-            return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod"), timeout
+        if wait is not None:
+            # Upstream appends to the last waiting plugin's own status.
+            msg = "one or more plugins asked to wait and no plugin rejected pod"
+            return Status(Code.WAIT, *wait.reasons, msg, plugin=wait.plugin), timeout
         return None, 0.0
 
     # -- PlacementGenerate / PlacementScore (pod-group cycle) --------------------------------

@@ -60,9 +60,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
             # of a pod never changes, so pod updates do not matter).
             ClusterEventWithHint(ClusterEvent("Pod", ActionType.ADD), self.is_schedulable_after_pod_added),
             # The PodGroup appearing may release its waiting pods (PodGroups are immutable).
-            ClusterEventWithHint(
-                ClusterEvent("PodGroup", ActionType.ADD), self.is_schedulable_after_pod_group_added
-            ),
+            ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.ADD), self.is_schedulable_after_pod_group_added),
         ]
 
     @staticmethod
