@@ -255,29 +255,32 @@ class PodGroupCycle:
         algorithm: Algorithm,
         cache: Cache,
         snapshot: Snapshot,
-        queue: SchedulingQueue,
+        queue: SchedulingQueue | None,
         hooks: PodGroupHooks,
         *,
+        nominator: PodNominator | None = None,
         clock: Callable[[], float] = time.perf_counter,
         on_algorithm_duration: Callable[[float], None] | None = None,
     ) -> None:
+        """``queue`` is where a popped pod's group is collected from (None offline, where the
+        caller forms the group: ``schedule_group``); the nominator defaults to the queue's."""
         self.frameworks = frameworks
         self.algorithm = algorithm
         self.cache = cache
         self.snapshot = snapshot
         self.queue = queue
         self.hooks = hooks
+        if nominator is None:
+            nominator = queue.nominator if queue is not None else PodNominator()
+        self.nominator = nominator
         self.clock = clock
         # scheduler_podgroup_scheduling_algorithm_duration_seconds
         self.on_algorithm_duration = on_algorithm_duration
 
-    @property
-    def nominator(self) -> PodNominator:
-        return self.queue.nominator
-
     # -- entry (upstream ScheduleOne's pod-group branch and scheduleOnePodGroup) --------------
     def schedule(self, q: QueuedPodInfo) -> PodGroupOutcome | None:
         """The popped pod ``q`` and its group: one cycle. None when nothing was attempted."""
+        assert self.queue is not None
         try:
             group = collect_pod_group(self.queue, self.cache, q)
         except PodGroupError as exc:
@@ -287,6 +290,10 @@ class PodGroupCycle:
                 return None
             self.hooks.failure(fw, q, Status(Code.ERROR, str(exc), err=exc), LEAVE)
             return None
+        return self.schedule_group(group)
+
+    def schedule_group(self, group: QueuedPodGroup) -> PodGroupOutcome | None:
+        """One cycle for a group already formed (upstream scheduleOnePodGroup)."""
         try:
             fw = framework_for_group(self.frameworks, group)
         except PodGroupError as exc:

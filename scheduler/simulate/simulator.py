@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,15 +16,18 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import numpy as np
+import structlog
 import yaml
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config.workloadgates import workload_features
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
+from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
 from scheduler.core.profiles import FrameworkError, build_frameworks
-from scheduler.framework.interface import Plugin, QueuedPodInfo
+from scheduler.framework.interface import Plugin, PodGroupInfo, QueuedPodInfo
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
@@ -32,7 +36,9 @@ from scheduler.model.dra import pod_claim_refs, pod_has_claims
 from scheduler.model.kinds import KINDS, Role
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
 from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
+from scheduler.simulate.podgroups import GroupRun, SimGroupHooks, WaitingPods
 from scheduler.simulate.templates import instantiate_templates
 
 
@@ -129,6 +135,9 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
             c.listers.pdbs[pdb.key] = pdb
         elif kind == "PriorityClass":
             c.priority_classes[str(d["metadata"]["name"])] = d
+        elif kind == "PodGroup":
+            pg = PodGroup.parse(d)
+            c.listers.pod_groups[pg.key] = pg
         else:
             c.ignored_kinds.add(kind)
     c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]
@@ -220,9 +229,11 @@ class Simulator:
         config: SchedulerConfig,
         seed: int | None = None,
         registry: Mapping[str, type[Plugin]] | None = None,
+        gates: Any = None,
     ) -> None:
         self.config = config
-        self.cache = Cache()
+        self.workload = workload_features(gates)
+        self.cache = Cache(generic_workload=self.workload.enable_generic_workload)
         self.snapshot = Snapshot()
         self.listers = cluster.listers
         self.algorithm = Algorithm(np.random.default_rng(seed))
@@ -234,6 +245,15 @@ class Simulator:
             client=_StaticBinder(),
             preemption=_SimulatedPreemption(self.cache),
             seed=seed,
+            gates=gates,
+        )
+        self.waiting = WaitingPods()
+        for fw in self.frameworks.values():
+            fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
+            fw.handle.waiting_pods = self.waiting
+        self.group_hooks = SimGroupHooks(self._bind, self.cache.forget_pod, self.waiting, self._set_condition)
+        self.group_cycle = PodGroupCycle(
+            self.frameworks, self.algorithm, self.cache, self.snapshot, None, self.group_hooks
         )
         for n in cluster.nodes:
             self.cache.add_node(n)
@@ -241,19 +261,24 @@ class Simulator:
         self.current: PodInfo | None = None  # the pod being attempted (for error lines)
         # Pods PreEnqueue holds back (SchedulingGates): never attempted, as upstream.
         self.gated: list[tuple[PodInfo, str]] = []
+        unbound: list[tuple[int, PodInfo, Framework]] = []
         for seq, raw in enumerate(cluster.pods):
             pod = PodInfo(raw)
             if pod.node_name:
                 if not pod.terminal:
                     self.cache.add_pod(pod)
                 continue
-            fw = self.frameworks.get(pod.scheduler_name)
-            if fw is None:
+            pfw = self.frameworks.get(pod.scheduler_name)
+            if pfw is None:
                 continue
             if pod_has_claims(raw):
                 # The resourceclaim-controller's part: claims for the pod's templates.
                 instantiate_templates(self.listers.dra, raw)
                 pod = PodInfo(raw)
+            # Every pod of a group is known before any PreEnqueue runs (GangScheduling counts them).
+            self.cache.add_pod_group_member(pod)
+            unbound.append((seq, pod, pfw))
+        for seq, pod, fw in unbound:
             held = fw.run_pre_enqueue(pod)
             if held is not None:
                 self.gated.append((pod, held.message))
@@ -263,8 +288,21 @@ class Simulator:
         first = next(iter(self.frameworks.values()))
         self.pending = sort_queued(self.pending, first.queue_sort)
 
-    def attempts(self) -> Iterator[CycleOutcome]:
+    def attempts(self) -> Iterator[CycleOutcome | GroupRun]:
+        """Each pending pod's attempt in queue order; a pod of a pod group (GenericWorkload)
+        brings its whole group, reported pod by pod and then as a ``GroupRun``."""
+        tried: set[str] = set()
         for q in self.pending:
+            group = q.pod.pod_group_key if self.workload.enable_generic_workload else None
+            if group is not None:
+                if group in tried:
+                    continue
+                tried.add(group)
+                self.current = q.pod
+                run = self.attempt_group([p for p in self.pending if p.pod.pod_group_key == group])
+                yield from run.pods
+                yield run
+                continue
             q.attempts += 1
             self.current = q.pod
             out = self.attempt(q.pod)
@@ -282,9 +320,37 @@ class Simulator:
     def attempt(self, pod: PodInfo) -> CycleOutcome:
         fw = self.frameworks[pod.scheduler_name]
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
-        assumed = out.assumed
-        if assumed is None:
+        if out.assumed is None:
             return out
+        return self._bind(fw, out)
+
+    def attempt_group(self, queued: list[QueuedPodInfo]) -> GroupRun:
+        """One pod-group cycle for ``queued`` (one group's pending pods, in queue order)."""
+        for q in queued:
+            q.attempts += 1
+        first = queued[0].pod
+        group = QueuedPodGroup(PodGroupInfo(first.namespace, first.scheduling_group or ""), [])
+        group.set_queued(list(queued))
+        run = self.group_hooks.start()
+        run.outcome = self.group_cycle.schedule_group(group)
+        self.group_hooks.expire_waiting()
+        return run
+
+    def _set_condition(self, group: QueuedPodGroup, condition: dict[str, str]) -> None:
+        """What the live scheduler writes to the PodGroup's status, applied to our copy."""
+        pg = self.listers.pod_groups.get(group.key)
+        if pg is None:
+            return
+        conditions = next_conditions(pg, condition, "1970-01-01T00:00:00Z")
+        if conditions is None:
+            return
+        raw = copy.deepcopy(dict(pg.raw))
+        raw.setdefault("status", {})["conditions"] = conditions
+        self.listers.pod_groups[group.key] = PodGroup.parse(raw)
+
+    def _bind(self, fw: Framework, out: CycleOutcome) -> CycleOutcome:
+        assumed = out.assumed
+        assert assumed is not None
         node = assumed.node_name
         # Binding cycle, synchronously: nothing here waits on I/O.
         s = _run_sync(fw.run_pre_bind(out.state, assumed, node))
@@ -399,6 +465,44 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
     stream.write("\n")
 
 
+def _quiet_logs() -> None:
+    """The decision core logs (structlog); offline, stdout is the report: warnings and worse
+    go to stderr, unless the caller configured logging itself."""
+    if not structlog.is_configured():
+        structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+            logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        )
+
+
+def group_record(run: GroupRun) -> dict[str, Any] | None:
+    """The --output json line of one pod group's attempt: its result, the PodGroupScheduled
+    condition the scheduler writes, and where each of its pods went."""
+    oc = run.outcome
+    if oc is None:
+        return None
+    return {
+        "podGroup": oc.group.key,
+        "result": oc.result,
+        "condition": oc.condition,
+        "pods": {out.pod.key: out.node for out in run.pods},
+    }
+
+
+def _group_output(run: GroupRun, output: str, stream: IO[str]) -> None:
+    rec = group_record(run)
+    if rec is None:
+        return
+    if output in ("json", "placements"):
+        stream.write(json.dumps(rec) + "\n")
+        return
+    cond = rec["condition"]
+    bound = sum(1 for n in rec["pods"].values() if n is not None)
+    stream.write(f"podgroup {rec['podGroup']}: {rec['result']} ({bound}/{len(rec['pods'])} pods bound)\n")
+    stream.write(f"  {cond['type']}={cond['status']} reason={cond['reason']}")
+    stream.write(f" message={json.dumps(cond['message'])}\n\n" if cond["message"] else "\n\n")
+
+
 def run(
     cluster_path: str,
     config_path: str | None,
@@ -406,13 +510,15 @@ def run(
     output: str,
     stream: IO[str] | None = None,
     stats: bool = False,
+    gates: Any = None,
 ) -> int:
     stream = stream or sys.stdout
+    _quiet_logs()
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
-        config = load_config(config_path)
-        sim = Simulator(cluster, config, seed)
+        config = load_config(config_path, gates)
+        sim = Simulator(cluster, config, seed, gates=gates)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -446,6 +552,9 @@ def run(
             pod = sim.current.key if sim.current is not None else "?"
             print(f"error: {cluster_path}: Pod {pod}: scheduling failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
+        if isinstance(out, GroupRun):
+            _group_output(out, output, stream)
+            continue
         attempts += 1
         if out.node is not None:
             placed += 1

@@ -1,0 +1,121 @@
+"""`simulate` with pod groups (GenericWorkload and friends): each group's first cycle, its pods'
+outcomes and messages, and the PodGroupScheduled condition the live scheduler writes.
+
+Expected messages are kube-scheduler v1.36.3's (schedule_one_podgroup.go,
+gangscheduling.go); the e2e suite (e2e/test_gang.py) compares them with the binary's.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.simulate.simulator import run
+from scheduler.testing.builders import make_node
+from tests.plugins._podgroup_helpers import group_pod, make_pod_group
+
+GANG = {"GenericWorkload": True, "GangScheduling": True}
+TAS = {**GANG, "TopologyAwareWorkloadScheduling": True}
+WAIT_MSG = (
+    "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
+    "one or more plugins asked to wait and no plugin rejected pod"
+)
+
+
+def _run(tmp_path: Path, docs: list[dict[str, Any]], gates: dict[str, bool] | None) -> list[dict[str, Any]]:
+    p = tmp_path / "cluster.yaml"
+    p.write_text(yaml.safe_dump_all(docs))
+    buf = io.StringIO()
+    assert run(str(p), None, 1, "json", stream=buf, gates=gates) == 0
+    return [json.loads(line) for line in buf.getvalue().splitlines()]
+
+
+def _nodes(n: int, cpu: str = "1", zones: int = 0) -> list[dict[str, Any]]:
+    return [make_node(f"n{i}", cpu=cpu, labels={"zone": f"z{i % zones}"} if zones else None) for i in range(n)]
+
+
+def _gang(name: str, size: int, min_count: int, topology: str | None = None, cpu: str = "1") -> list[dict[str, Any]]:
+    return [
+        make_pod_group(name, min_count=min_count, topology=topology),
+        *(group_pod(f"{name}-{i}", name, cpu=cpu) for i in range(size)),
+    ]
+
+
+def test_gang_of_n_on_room_for_n_minus_1_binds_nothing(tmp_path: Path) -> None:
+    lines = _run(tmp_path, [*_nodes(2), *_gang("g", 3, 3)], GANG)
+    *pods, group = lines
+    assert [p["node"] for p in pods] == [None, None, None]
+    # The two that fit waited at Permit; the third fit nowhere (its own FitError).
+    assert [p["message"] for p in pods[:2]] == [WAIT_MSG, WAIT_MSG]
+    assert pods[2]["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert group == {
+        "podGroup": "default/g",
+        "result": "unschedulable",
+        "condition": {
+            "type": "PodGroupScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "pod group is unschedulable",
+        },
+        "pods": {"default/g-0": None, "default/g-1": None, "default/g-2": None},
+    }
+
+
+def test_gang_that_fits_binds_all(tmp_path: Path) -> None:
+    *pods, group = _run(tmp_path, [*_nodes(3), *_gang("g", 3, 3)], GANG)
+    assert sorted(p["node"] for p in pods) == ["n0", "n1", "n2"]
+    assert group["result"] == "scheduled"
+    assert group["condition"] == {"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled", "message": ""}
+
+
+def test_gang_above_min_count_binds_what_fits(tmp_path: Path) -> None:
+    # minCount 2 of 3 pods on room for 2: the group is scheduled; the third is requeued alone.
+    *pods, group = _run(tmp_path, [*_nodes(2), *_gang("g", 3, 2)], GANG)
+    assert [p["node"] is not None for p in pods] == [True, True, False]
+    assert pods[2]["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert group["result"] == "scheduled"
+
+
+def test_topology_constrained_gang_lands_in_one_domain(tmp_path: Path) -> None:
+    # Four 1-cpu nodes in two zones (n0, n2 in z0; n1, n3 in z1); a gang of 2 on "zone".
+    *pods, group = _run(tmp_path, [*_nodes(4, zones=2), *_gang("g", 2, 2, topology="zone")], TAS)
+    nodes = {p["node"] for p in pods}
+    assert nodes in ({"n0", "n2"}, {"n1", "n3"})
+    assert group["result"] == "scheduled"
+
+
+def test_topology_constrained_gang_larger_than_any_domain(tmp_path: Path) -> None:
+    *pods, group = _run(tmp_path, [*_nodes(4, zones=2), *_gang("g", 3, 3, topology="zone")], TAS)
+    assert all(p["node"] is None for p in pods)
+    assert group["condition"]["message"] == (
+        "0/2 placements are available, first placement status: pod group is unschedulable"
+    )
+
+
+def test_without_the_gates_group_pods_are_scheduled_one_by_one(tmp_path: Path) -> None:
+    lines = _run(tmp_path, [*_nodes(2), *_gang("g", 3, 3)], None)
+    assert [line.get("node") for line in lines] == ["n0", "n1", None]
+    assert all("podGroup" not in line for line in lines)
+
+
+def test_two_gangs_competing_for_one_slot_set(tmp_path: Path) -> None:
+    # Room for one gang of 2: the first (queue order) takes it, the second binds nothing.
+    lines = _run(tmp_path, [*_nodes(2), *_gang("a", 2, 2), *_gang("b", 2, 2)], GANG)
+    groups = {r["podGroup"]: r for r in lines if "podGroup" in r}
+    assert groups["default/a"]["result"] == "scheduled"
+    assert groups["default/b"]["result"] == "unschedulable"
+    assert all(n is None for n in groups["default/b"]["pods"].values())
+
+
+def test_gang_waiting_for_its_pod_group_is_not_attempted(tmp_path: Path) -> None:
+    p = tmp_path / "cluster.yaml"
+    p.write_text(yaml.safe_dump_all([*_nodes(2), group_pod("orphan", "missing", cpu="1")]))
+    buf = io.StringIO()
+    assert run(str(p), None, 1, "text", stream=buf, gates=GANG) == 0
+    assert 'default/orphan: not attempted (waiting for pods\'s pod group "missing" to appear in scheduling queue)' in (
+        buf.getvalue()
+    )
