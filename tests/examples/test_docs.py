@@ -7,13 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
-from scheduler.config.config import parse_config
-from scheduler.framework.interface import Handle
-from scheduler.framework.runtime import Framework
-from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.plugins.registry import default_registry
+from scheduler.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -79,8 +74,10 @@ def _configurations() -> list[str]:
 
 
 @pytest.mark.parametrize("body", _configurations(), ids=lambda b: "")
-def test_configuration_examples_load(body: str) -> None:
-    registry = default_registry()
-    cfg = parse_config(yaml.safe_load(body), registry)
-    for profile in cfg.profiles:
-        Framework(profile, registry, Handle(Snapshot(), Listers(), profile.scheduler_name))
+def test_configuration_examples_load(body: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Through the command line: decoding, defaults, validation and every plugin's args.
+    config, cluster = tmp_path / "config.yaml", tmp_path / "cluster.yaml"
+    config.write_text(body, encoding="utf-8")
+    cluster.write_text("apiVersion: v1\nkind: List\nitems: []\n", encoding="utf-8")
+    code = cli_main(["simulate", "--cluster", str(cluster), "--config", str(config)])
+    assert code == 0, capsys.readouterr().err

@@ -16,7 +16,8 @@ import pytest
 from scheduler.cli import main as cli_main
 from scheduler.config.config import load_config
 from scheduler.framework.interface import ActionType, ClusterEvent
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import GROUP, default_registry
 from scheduler.simulate.simulator import Simulator, build_cluster, load_documents
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BindPlugin
 from scheduler.framework.status import SKIP, Status, unschedulable
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 DRY_RUN = "example.com/dry-run"
 

@@ -7,7 +7,8 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ScorePlugin
 from scheduler.framework.status import Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import default_normalize_score
 
 

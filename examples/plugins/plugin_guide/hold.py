@@ -7,7 +7,7 @@ from typing import Any
 
 from scheduler.framework.interface import Handle, PreEnqueuePlugin
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 
 class HoldByLabel(PreEnqueuePlugin):

@@ -8,7 +8,7 @@ from typing import Any
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, PostFilterPlugin, PostFilterResult
 from scheduler.framework.status import Status, unschedulable
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 
 class LargestGap(PostFilterPlugin):

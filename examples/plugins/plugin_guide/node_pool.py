@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PreFilterPlugin, PreFilterResult
 from scheduler.framework.status import SKIP, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 POOL = "example.com/pool"
 

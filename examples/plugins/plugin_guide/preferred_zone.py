@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PreScorePlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 WANT = "example.com/zone"
 ZONE = "topology.kubernetes.io/zone"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PostBindPlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 
 class RoundRobin(PostBindPlugin, ScorePlugin):
