@@ -3,6 +3,7 @@ resolves, and every complete configuration the configuration reference shows loa
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -81,3 +82,37 @@ def test_configuration_examples_load(body: str, tmp_path: Path, capsys: pytest.C
     cluster.write_text("apiVersion: v1\nkind: List\nitems: []\n", encoding="utf-8")
     code = cli_main(["simulate", "--cluster", str(cluster), "--config", str(config)])
     assert code == 0, capsys.readouterr().err
+
+
+def _tree_paths() -> list[str]:
+    """The files and packages the tree block of architecture.md lists, as paths from the root."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = re.search(r"^## The tree$.*?^```text\n(.*?)^```$", text, re.S | re.M)
+    assert block is not None
+    token = re.compile(r"^[\w.]+(?:\.py|/)$")
+    stack: list[str] = []
+    out: list[str] = []
+    for line in block.group(1).splitlines():
+        level = (len(line) - len(line.lstrip())) // 2
+        words = line.split()
+        paths = list(itertools.takewhile(token.match, words))  # the description follows them
+        parent = stack[level - 1] if level else ""
+        out += [parent + p for p in paths]
+        heading = bool(paths) and paths[0] == words[0] and words[0].endswith("/")
+        if heading and (len(words) > len(paths) or len(words) == 1):
+            del stack[level:]
+            stack.append(parent + words[0])  # a package with its description: its modules follow
+    return out
+
+
+def test_the_tree_lists_what_exists() -> None:
+    paths = _tree_paths()
+    assert "scheduler/core/cycle.py" in paths
+    assert [p for p in paths if not (ROOT / p).exists()] == []
+
+
+def test_architecture_names_real_classes() -> None:
+    text = _prose(ROOT / "docs" / "architecture.md")
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "scheduler").rglob("*.py"))
+    for name in set(re.findall(r"`([A-Z][A-Za-z]+)`", text)):
+        assert re.search(rf"^class {name}\b", source, re.M), name
