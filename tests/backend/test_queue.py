@@ -21,17 +21,7 @@ from scheduler.live.app import build
 from scheduler.live.metrics import Metrics
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.testing.builders import make_node, make_pod
-
-
-class FakeClock:
-    def __init__(self, t: float = 1000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def step(self, d: float) -> None:
-        self.t += d
+from scheduler.testing.fakes import FakeClock
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from scheduler.live.watch.informer import DELETED, MODIFIED
 from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.testing.builders import make_node, make_pod
-from tests.live.kube.test_clients import write_kubeconfig
-from tests.live.test_loop import Harness
-from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class
+from scheduler.testing.fakes import write_kubeconfig
+from scheduler.testing.harness import Harness
+from scheduler.testing.storage import claim_vol, pv, pvc, storage_class
 
 STORAGE = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode", "CSIDriver",
            "CSIStorageCapacity", "VolumeAttachment")

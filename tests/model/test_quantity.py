@@ -255,7 +255,7 @@ def test_bad_node_update_keeps_the_old_node() -> None:
 
 async def test_cycle_that_raises_costs_only_its_pod(monkeypatch: pytest.MonkeyPatch) -> None:
     from scheduler.live import loop as sched_mod
-    from tests.live.test_loop import Harness
+    from scheduler.testing.harness import Harness
 
     real = sched_mod.scheduling_cycle
 

@@ -1298,7 +1298,7 @@ class _FakeClaimAPI:
 async def test_gated_pod_released_by_claim_add_and_bound_with_allocation() -> None:
     from scheduler.backend.queue import ACTIVE, GATED
     from scheduler.testing.builders import make_node
-    from tests.live.test_loop import Harness
+    from scheduler.testing.harness import Harness
 
     h = Harness()
     pl = h.sched.frameworks["default-scheduler"].plugins["DynamicResources"]

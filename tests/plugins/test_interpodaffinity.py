@@ -17,7 +17,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._topology_helpers import (
+from scheduler.testing.topology import (
     add_pod_to_snapshot,
     build_handle,
     namespace,

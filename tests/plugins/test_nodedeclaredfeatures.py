@@ -565,7 +565,7 @@ async def test_requeued_only_when_declared_features_change() -> None:
     # by this plugin stays unschedulable on unrelated node updates and is retried as soon as
     # status.declaredFeatures changes (UpdateNodeDeclaredFeature).
     from scheduler.backend.queue import ACTIVE, UNSCHEDULABLE
-    from tests.live.test_loop import Harness
+    from scheduler.testing.harness import Harness
 
     h = Harness()
     n1 = make_node("n1")

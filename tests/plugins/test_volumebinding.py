@@ -25,7 +25,7 @@ from scheduler.plugins.volumebinding.binder import (
     BinderError,
 )
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._volume_helpers import pv, pvc, storage_class, store_of
+from scheduler.testing.storage import pv, pvc, storage_class, store_of
 
 HOST = "kubernetes.io/hostname"
 # Upstream's waitSC / waitHDDSC have no provisioner: nothing can be provisioned with them.

@@ -11,7 +11,7 @@ from scheduler.model.objects import NodeInfo
 from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from scheduler.testing.builders import make_node
-from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class, store_of, vol_pod
+from scheduler.testing.storage import claim_vol, pv, pvc, storage_class, store_of, vol_pod
 
 BZ = "failure-domain.beta.kubernetes.io/zone"
 BR = "failure-domain.beta.kubernetes.io/region"

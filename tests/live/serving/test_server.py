@@ -39,14 +39,7 @@ from scheduler.live.serving.server import (
     self_signed_pair,
     ssl_context,
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from scheduler.testing.fakes import FakeClock
 
 
 class FakeReview:
@@ -169,16 +162,16 @@ async def test_failed_token_is_401_and_caching(answer: dict | ReviewError, error
 
 
 async def test_token_cache_ttl() -> None:
-    clock = Clock()
+    clock = FakeClock()
     review = FakeReview(authenticated("a"))
     authn = TokenAuthenticator(review, cache_ttl=10, clock=clock, sleep=no_sleep)
     await authn.authenticate("Bearer t1")
-    clock.now += 9.9
+    clock.step(9.9)
     await authn.authenticate("Bearer t1")
     assert len(review.calls) == 1
     await authn.authenticate("Bearer t2")  # another token, another review
     assert len(review.calls) == 2
-    clock.now += 0.2  # t1's entry expired
+    clock.step(0.2)  # t1's entry expired
     await authn.authenticate("Bearer t1")
     assert len(review.calls) == 3
 
@@ -260,11 +253,11 @@ async def test_subject_access_review_body() -> None:
 
 async def test_authorization_cache_ttls() -> None:
     # webhook_test.go TestWebhookCache: allowed and denied answers have their own TTLs.
-    clock = Clock()
+    clock = FakeClock()
     review = FakeReview(ALLOWED)
     authz = DelegatingAuthorizer(review, authorized_ttl=10, unauthorized_ttl=2, clock=clock, sleep=no_sleep)
     assert (await authz.authorize(SA, "/metrics", "get")).allowed
-    clock.now += 5
+    clock.step(5)
     assert (await authz.authorize(SA, "/metrics", "get")).allowed
     assert len(review.calls) == 1
     await authz.authorize(SA, "/metrics", "head")  # another verb is another question
@@ -273,10 +266,10 @@ async def test_authorization_cache_ttls() -> None:
     review.answers = [DENIED]
     other = UserInfo("other", "", ("system:authenticated",))
     assert not (await authz.authorize(other, "/metrics", "get")).allowed
-    clock.now += 1.9
+    clock.step(1.9)
     assert not (await authz.authorize(other, "/metrics", "get")).allowed
     assert len(review.calls) == 3
-    clock.now += 0.2
+    clock.step(0.2)
     await authz.authorize(other, "/metrics", "get")
     assert len(review.calls) == 4
 

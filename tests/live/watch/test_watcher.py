@@ -24,7 +24,7 @@ from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.live.watch.informer import ADDED, DELETED, MODIFIED, Store, store_for
 from scheduler.live.watch.watcher import Credentials, ListDecoder, Watcher, WatchSettings, drop_managed_fields, loads
 from scheduler.testing.builders import make_node, make_pod
-from tests.live.test_loop import Harness
+from scheduler.testing.harness import Harness
 
 
 def rv(raw: dict[str, Any], version: int) -> dict[str, Any]:

@@ -1,14 +1,11 @@
-"""Shared helpers for the InterPodAffinity / PodTopologySpread tests: a snapshot + handle
-built from raw dicts, and random clusters for the batch-vs-reference checks."""
+"""A Handle over raw dicts and random clusters with affinity and spread, for the InterPodAffinity,
+PodTopologySpread and TaintToleration tests (batch scoring checked against the one-node reference)."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-import numpy as np
-
-from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.snapshot import Listers, Snapshot
 from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
@@ -188,11 +185,3 @@ def rand_incoming(rng: random.Random, k: int) -> dict[str, Any]:
         tolerations=tol,
         **extra,
     )
-
-
-def fresh_state() -> CycleState:
-    return CycleState()
-
-
-def positions(handle: Handle) -> np.ndarray:
-    return np.arange(len(handle.snapshot.node_infos), dtype=np.int64)

@@ -1,4 +1,5 @@
-"""Builders for the volume plugin tests (PVCs, PVs, classes, pods with volumes)."""
+"""Builders for storage objects (PVCs, PVs, StorageClasses, pods with volumes) and a StorageStore
+holding them, for the volume plugins and the loop and simulator tests that bind volumes."""
 
 from __future__ import annotations
 
