@@ -420,8 +420,13 @@ def _apply(w: PodWrapper | NodeWrapper, **setters: Any) -> None:
             getattr(w, setter)(value)
 
 
-def pod_info(**kw: Any) -> PodInfo:
-    return PodInfo(make_pod(**kw))
+def make_namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
+
+
+def pod_info(name: str = "p", namespace: str = "default", **kw: Any) -> PodInfo:
+    """``make_pod(...)`` parsed."""
+    return PodInfo(make_pod(name, namespace, **kw))
 
 
 def node_info(raw: dict[str, Any], *pods: dict[str, Any] | PodInfo) -> NodeInfo:

@@ -20,7 +20,8 @@ from scheduler.plugins.podtopologyspread.common import pod_constraints
 from scheduler.plugins.podtopologyspread.plugin import MAX_INT32, CriticalPaths
 from scheduler.plugins.topologyindex import node_matches_required_affinity
 from scheduler.testing.builders import make_node, make_pod
-from scheduler.testing.topology import add_pod_to_snapshot, build_handle, rand_cluster, rand_incoming
+from scheduler.testing.framework import add_pod_to_snapshot, build_handle
+from scheduler.testing.topology import rand_cluster, rand_incoming
 
 ZONE = "zone"
 NODE = "node"

@@ -20,7 +20,7 @@ from scheduler.live.loop import node_update_action
 from scheduler.model.objects import NodeInfo, PodInfo, Taint, Toleration
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.testing.builders import make_node, make_pod
-from scheduler.testing.topology import build_handle
+from scheduler.testing.framework import build_handle
 
 H = QueueingHint
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
