@@ -16,36 +16,17 @@ HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 
 
-class PodWrapper:
-    """A Pod under construction; every setter returns the wrapper."""
+class _Wrapper:
+    """What pod and node wrappers share: a name, labels, status fields and the setters for them."""
 
-    def __init__(self) -> None:
-        self._name = "p"
-        self._namespace = "default"
-        self._uid: str | None = None
+    def __init__(self, name: str) -> None:
+        self._name = name
         self._labels: dict[str, str] = {}
-        self._annotations: dict[str, str] = {}
-        self._owner: tuple[str, str] | None = None
-        self._creation: str | None = None
-        self._deleting = False
-        self._containers: list[dict[str, Any]] | None = None  # None: one "pause" container
-        self._init_containers: list[dict[str, Any]] = []
-        self._spec: dict[str, Any] = {}  # fields set as given, in the order make_pod always used
-        self._extra: dict[str, Any] = {}  # other spec fields, after those
+        self._spec: dict[str, Any] = {}
         self._status: dict[str, Any] = {}
 
-    # -- metadata --------------------------------------------------------------------------------
     def name(self, name: str) -> Self:
         self._name = name
-        return self
-
-    def namespace(self, namespace: str) -> Self:
-        self._namespace = namespace
-        return self
-
-    def uid(self, uid: str) -> Self:
-        """Defaults to ``uid-<namespace>-<name>``."""
-        self._uid = uid
         return self
 
     def label(self, key: str, value: str) -> Self:
@@ -54,6 +35,37 @@ class PodWrapper:
 
     def labels(self, labels: dict[str, str]) -> Self:
         self._labels.update(labels)
+        return self
+
+    def status(self, **fields: Any) -> Self:
+        self._status.update(fields)
+        return self
+
+
+class PodWrapper(_Wrapper):
+    """A Pod under construction; every setter returns the wrapper."""
+
+    def __init__(self) -> None:
+        super().__init__("p")
+        self._namespace = "default"
+        self._uid: str | None = None
+        self._annotations: dict[str, str] = {}
+        self._owner: tuple[str, str] | None = None
+        self._creation: str | None = None
+        self._deleting = False
+        self._containers: list[dict[str, Any]] | None = None  # None: one "pause" container
+        self._init_containers: list[dict[str, Any]] = []
+        # self._spec: fields set as given, in the order make_pod always used; then these:
+        self._extra: dict[str, Any] = {}
+
+    # -- metadata --------------------------------------------------------------------------------
+    def namespace(self, namespace: str) -> Self:
+        self._namespace = namespace
+        return self
+
+    def uid(self, uid: str) -> Self:
+        """Defaults to ``uid-<namespace>-<name>``."""
+        self._uid = uid
         return self
 
     def annotation(self, key: str, value: str) -> Self:
@@ -75,33 +87,28 @@ class PodWrapper:
 
     # -- containers ------------------------------------------------------------------------------
     def container(self, requests: dict[str, Any] | None = None, *, image: str = "pause", name: str | None = None,
-                  **fields: Any) -> Self:
-        """Appends a container ``c<i>``; empty ``requests`` leave ``resources`` out."""
-        if self._containers is None:
-            self._containers = []
-        self._containers.append(_container(f"c{len(self._containers)}", requests, image, name, fields))
+                  init: bool = False, **fields: Any) -> Self:
+        """Appends a container ``c<i>`` (``init``: an init container ``i<i>``; with
+        ``restartPolicy="Always"`` a sidecar). Empty ``requests`` leave ``resources`` out."""
+        cs = self._init_containers if init else self._containers
+        if cs is None:
+            cs = self._containers = []
+        cs.append(_container(f"{'i' if init else 'c'}{len(cs)}", requests, image, name, fields))
         return self
 
     def req(self, requests: dict[str, Any]) -> Self:
         """A container with these requests, as upstream's Req: one container per call."""
         return self.container(requests)
 
-    def containers(self, containers: list[dict[str, Any]]) -> Self:
-        """Exactly these containers (``[]``: none)."""
-        self._containers = list(containers)
-        return self
-
-    def init_container(self, requests: dict[str, Any] | None = None, *, image: str = "pause",
-                       name: str | None = None, **fields: Any) -> Self:
-        """Appends an init container ``i<i>``; ``restartPolicy="Always"`` makes a sidecar."""
-        self._init_containers.append(_container(f"i{len(self._init_containers)}", requests, image, name, fields))
-        return self
-
     def init_req(self, requests: dict[str, Any]) -> Self:
-        return self.init_container(requests)
+        return self.container(requests, init=True)
 
-    def init_containers(self, containers: list[dict[str, Any]]) -> Self:
-        self._init_containers = list(containers)
+    def containers(self, containers: list[dict[str, Any]], *, init: bool = False) -> Self:
+        """Exactly these containers (``[]``: none)."""
+        if init:
+            self._init_containers = list(containers)
+        else:
+            self._containers = list(containers)
         return self
 
     def host_port(self, port: int, protocol: str | None = None, host_ip: str | None = None) -> Self:
@@ -186,10 +193,6 @@ class PodWrapper:
     def start_time(self, ts: str) -> Self:
         return self.status(startTime=ts)
 
-    def status(self, **fields: Any) -> Self:
-        self._status.update(fields)
-        return self
-
     # -- results ---------------------------------------------------------------------------------
     def obj(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
@@ -232,35 +235,20 @@ def _container(default_name: str, requests: dict[str, Any] | None, image: str, n
     return c
 
 
-class NodeWrapper:
-    """A Node under construction; every setter returns the wrapper."""
+class NodeWrapper(_Wrapper):
+    """A Node under construction; every setter returns the wrapper. Its name is also its
+    ``kubernetes.io/hostname`` label, unless ``no_hostname_label``."""
 
     def __init__(self) -> None:
-        self._name = "n"
+        super().__init__("n")
         self._capacity: dict[str, Any] = {"cpu": "4", "memory": "32Gi", "pods": "110"}
         self._hostname_label = True
         self._zone: str | None = None
-        self._labels: dict[str, str] = {}
-        self._spec: dict[str, Any] = {}
         self._images: list[dict[str, Any]] = []
-        self._status: dict[str, Any] = {}
-
-    def name(self, name: str) -> Self:
-        """Also the ``kubernetes.io/hostname`` label, unless ``no_hostname_label``."""
-        self._name = name
-        return self
 
     def no_hostname_label(self) -> Self:
         """Only the labels given (upstream's MakeNode().Name() sets no hostname label)."""
         self._hostname_label = False
-        return self
-
-    def label(self, key: str, value: str) -> Self:
-        self._labels[key] = value
-        return self
-
-    def labels(self, labels: dict[str, str]) -> Self:
-        self._labels.update(labels)
         return self
 
     def zone(self, zone: str) -> Self:
@@ -287,10 +275,6 @@ class NodeWrapper:
 
     def declared_features(self, features: list[str]) -> Self:
         return self.status(declaredFeatures=features)
-
-    def status(self, **fields: Any) -> Self:
-        self._status.update(fields)
-        return self
 
     def obj(self) -> dict[str, Any]:
         lbl: dict[str, str] = {HOSTNAME: self._name} if self._hostname_label else {}
@@ -368,7 +352,9 @@ def make_pod(
         for img in (images or [])[1:]:
             w.container(image=img)
     # In the order the fields have always appeared in the dict.
-    _apply(w, uid=uid, labels=labels, creation_timestamp=creation, init_containers=init_containers,
+    if init_containers:
+        w.containers(init_containers, init=True)
+    _apply(w, uid=uid, labels=labels, creation_timestamp=creation,
            node=node_name, priority=priority, scheduler_name=scheduler_name, node_selector=node_selector,
            affinity=affinity, toleration=tolerations, spread_constraint=spread, overhead=overhead,
            res=pod_resources, scheduling_gates=gates, phase=phase)
@@ -413,7 +399,7 @@ def _given(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _apply(w: PodWrapper | NodeWrapper, **setters: Any) -> None:
+def _apply(w: _Wrapper, **setters: Any) -> None:
     """Calls ``w.<setter>(value)`` for every value given (not None, not empty)."""
     for setter, value in setters.items():
         if value is not None and value != "" and value != {} and value != []:
