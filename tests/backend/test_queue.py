@@ -15,19 +15,10 @@ from scheduler.backend.queue import (
     UNSCHEDULABLE,
     SchedulingQueue,
 )
-from scheduler.config.config import load_config
 from scheduler.framework.interface import ActionType, ClusterEvent
-from scheduler.live.app import build
-from scheduler.live.metrics import Metrics
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.fakes import FakeClock
-
-
-@pytest.fixture(scope="module")
-def frameworks():
-    fws, _, _, _ = build(load_config(None), Metrics())
-    return fws
 
 
 def new_queue(frameworks, clock=None, **kw) -> tuple[SchedulingQueue, FakeClock]:

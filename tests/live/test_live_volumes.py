@@ -7,8 +7,7 @@ TestBindPodVolumes)."""
 from __future__ import annotations
 
 import copy
-import pathlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from scheduler.live.watch.informer import DELETED, MODIFIED
 from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.testing.builders import make_node, make_pod
-from scheduler.testing.fakes import write_kubeconfig
 from scheduler.testing.harness import Harness
 from scheduler.testing.storage import claim_vol, pv, pvc, storage_class
 
@@ -221,7 +219,7 @@ async def test_prebind_times_out_unreserves_and_requeues() -> None:
     assert seen.claim_ref is not None and seen.claim_ref[:2] == ("default", "c1")
 
 
-def test_app_wires_the_watched_store_and_the_volume_api(tmp_path: pathlib.Path) -> None:
+def test_app_wires_the_watched_store_and_the_volume_api(kubeconfig: Callable[[dict[str, Any]], str]) -> None:
     # The store the watcher's handler feeds is the one every volume plugin reads, and PreBind
     # gets the app's API client (a live PreBind without one fails every pod with claims).
     from scheduler.config.config import load_config
@@ -232,7 +230,7 @@ def test_app_wires_the_watched_store_and_the_volume_api(tmp_path: pathlib.Path) 
     cfg = load_config(None)
     metrics = Metrics()
     fws, handles, snap, listers = build(cfg, metrics)
-    creds = CredentialSource(write_kubeconfig(tmp_path, {"token": "unused"}))
+    creds = CredentialSource(kubeconfig({"token": "unused"}))
     app = App(cfg, fws, handles, snap, listers, metrics, creds, None)
     try:
         store = app.scheduler.listers.storage

@@ -16,7 +16,7 @@ import pytest
 import structlog
 
 from scheduler.live.kube.clients import TOKEN_REREAD_PERIOD, CredentialSource, describe_error, wait_for_api
-from scheduler.testing.fakes import FakeClock, write_kubeconfig
+from scheduler.testing.fakes import write_kubeconfig
 
 
 @contextlib.contextmanager
@@ -32,12 +32,11 @@ def plain_http_api(tmp_path: pathlib.Path, handler: type, token: str) -> Iterato
         server.shutdown()
 
 
-def test_token_file_is_reread_when_rotated(tmp_path):
+def test_token_file_is_reread_when_rotated(tmp_path, clock, kubeconfig):
     # A projected ServiceAccount token is rotated by the kubelet: the file changes underneath.
     token = tmp_path / "token"
     token.write_text("first\n")
-    clock = FakeClock()
-    src = CredentialSource(write_kubeconfig(tmp_path, {"tokenFile": "token"}), clock=clock)
+    src = CredentialSource(kubeconfig({"tokenFile": "token"}), clock=clock)
     assert src.header() == "Bearer first"
     token.write_text("second\n")
     clock.t += TOKEN_REREAD_PERIOD - 1
@@ -47,11 +46,10 @@ def test_token_file_is_reread_when_rotated(tmp_path):
     assert src.credentials().token == "second" and src.credentials().scheme == "Bearer"
 
 
-def test_write_clients_and_watcher_share_the_refreshing_source(tmp_path):
+def test_write_clients_and_watcher_share_the_refreshing_source(tmp_path, clock, kubeconfig):
     token = tmp_path / "token"
     token.write_text("one")
-    clock = FakeClock()
-    src = CredentialSource(write_kubeconfig(tmp_path, {"tokenFile": str(token)}), clock=clock)
+    src = CredentialSource(kubeconfig({"tokenFile": str(token)}), clock=clock)
     binds = src.api_client("scheduler", pool_size=4)
     events = src.api_client("events", pool_size=2)
     assert binds.configuration is not events.configuration  # own pools
@@ -64,8 +62,8 @@ def test_write_clients_and_watcher_share_the_refreshing_source(tmp_path):
     assert src.credentials().token == "two"
 
 
-def test_static_token_is_kept(tmp_path):
-    src = CredentialSource(write_kubeconfig(tmp_path, {"token": "abc"}), clock=FakeClock())
+def test_static_token_is_kept(clock, kubeconfig):
+    src = CredentialSource(kubeconfig({"token": "abc"}), clock=clock)
     assert src.header() == "Bearer abc"
     assert src.host == "https://127.0.0.1:6443"
 

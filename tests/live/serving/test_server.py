@@ -161,8 +161,7 @@ async def test_failed_token_is_401_and_caching(answer: dict | ReviewError, error
     assert len(review.calls) == (1 if cached else 2)
 
 
-async def test_token_cache_ttl() -> None:
-    clock = FakeClock()
+async def test_token_cache_ttl(clock: FakeClock) -> None:
     review = FakeReview(authenticated("a"))
     authn = TokenAuthenticator(review, cache_ttl=10, clock=clock, sleep=no_sleep)
     await authn.authenticate("Bearer t1")
@@ -251,9 +250,8 @@ async def test_subject_access_review_body() -> None:
     ]
 
 
-async def test_authorization_cache_ttls() -> None:
+async def test_authorization_cache_ttls(clock: FakeClock) -> None:
     # webhook_test.go TestWebhookCache: allowed and denied answers have their own TTLs.
-    clock = FakeClock()
     review = FakeReview(ALLOWED)
     authz = DelegatingAuthorizer(review, authorized_ttl=10, unauthorized_ttl=2, clock=clock, sleep=no_sleep)
     assert (await authz.authorize(SA, "/metrics", "get")).allowed
