@@ -20,7 +20,7 @@ from scheduler.live.watch.watcher import Watcher
 from scheduler.model.objects import NodeInfo, PodInfo, Resource
 from scheduler.model.quantity import I64_MAX, I64_MIN, Quantity, QuantityError, _go_parse, api_string, parse
 from scheduler.model.schema import ObjectError
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakePod, make_node, make_pod
 
 # (manifest text, string the API server serves (None: refused), Value(), MilliValue())
 PARSE_CASES = [
@@ -165,10 +165,6 @@ def test_one_exa_cpu_pod_requests_zero_cpu() -> None:
     assert p.non0_cpu == 0  # cpu is set, so no 100m default: MilliValue of the set value
 
 
-def _containers(*cpus: str) -> list[dict[str, Any]]:
-    return [{"name": f"c{i}", "resources": {"requests": {"cpu": c}}} for i, c in enumerate(cpus)]
-
-
 @pytest.mark.parametrize(
     ("cpus", "milli"),
     [
@@ -181,7 +177,10 @@ def test_pod_requests_sum_like_upstream(cpus: tuple[str, ...], milli: int) -> No
     # scheduler.model.podrequests sums per-container int64 values; these cases give upstream's answer
     # (ADD_CASES above has the quantity sums: they differ for sub-milli parts and for sums that
     # overflow only once added, which podrequests does not model).
-    p = PodInfo(make_pod("p", containers=_containers(*cpus)))
+    w = MakePod().containers([])
+    for cpu in cpus:
+        w.req({"cpu": cpu})
+    p = w.info()
     assert p.requests.milli_cpu == milli
 
 
@@ -318,16 +317,14 @@ def test_scores_equal_the_binary_with_one_exa_objects() -> None:
     from scheduler.config.config import load_config
     from scheduler.simulate.simulator import Cluster, Simulator, attempt_record
 
-    def node(name: str, cpu: str, mem: str) -> dict[str, Any]:
-        return make_node(name, cpu=cpu, memory=mem)
-
     pods = [make_pod("huge", cpu="1E", memory="1Gi", node_name="cmp-n1")]
     for i, (name, cpu, mem) in enumerate(
         [("p-cpu", "1", "128Mi"), ("p-none", None, None), ("p-1e", "1E", "128Mi"), ("p-mem", None, "1Gi")]
     ):
         pods.append(make_pod(name, cpu=cpu, memory=mem, creation=f"2026-01-01T00:00:0{i}Z"))
-    cluster = Cluster(nodes=[node("cmp-n1", "4", "32Gi"), node("cmp-n2", "4", "16Gi"), node("cmp-big", "1E", "64Gi")],
-                      pods=pods)
+    nodes = [make_node("cmp-n1", cpu="4", memory="32Gi"), make_node("cmp-n2", cpu="4", memory="16Gi"),
+             make_node("cmp-big", cpu="1E", memory="64Gi")]
+    cluster = Cluster(nodes=nodes, pods=pods)
     sim = Simulator(cluster, load_config(None), seed=0)  # seed 0 breaks p-cpu's tie as the binary did
     placed = {}
     for out in sim.attempts():
