@@ -96,12 +96,16 @@ class PodWrapper(_Wrapper):
         cs.append(_container(f"{'i' if init else 'c'}{len(cs)}", requests, image, name, fields))
         return self
 
-    def req(self, requests: dict[str, Any]) -> Self:
-        """A container with these requests, as upstream's Req: one container per call."""
-        return self.container(requests)
+    def req(self, *requests: dict[str, Any]) -> Self:
+        """A container for each request map, as upstream's Req (one container per call)."""
+        for r in requests:
+            self.container(r)
+        return self
 
-    def init_req(self, requests: dict[str, Any]) -> Self:
-        return self.container(requests, init=True)
+    def init_req(self, *requests: dict[str, Any]) -> Self:
+        for r in requests:
+            self.container(r, init=True)
+        return self
 
     def containers(self, containers: list[dict[str, Any]], *, init: bool = False) -> Self:
         """Exactly these containers (``[]``: none)."""
@@ -126,6 +130,10 @@ class PodWrapper(_Wrapper):
 
     # -- spec ------------------------------------------------------------------------------------
     def node(self, name: str) -> Self:
+        """Bound to node ``name``; "" leaves the pod unbound."""
+        if not name:
+            self._spec.pop("nodeName", None)
+            return self
         return self._set("nodeName", name)
 
     def priority(self, value: int) -> Self:
@@ -404,6 +412,14 @@ def _apply(w: _Wrapper, **setters: Any) -> None:
     for setter, value in setters.items():
         if value is not None and value != "" and value != {} and value != []:
             getattr(w, setter)(value)
+
+
+def make_resource_node(name: str, milli_cpu: int, memory: int, extended: dict[str, int] | None = None) -> dict[str, Any]:
+    """The noderesources tests' node (upstream test_util.go makeNode): CPU in milli, memory in
+    bytes, 100 pods, extended resources by count."""
+    res = {"cpu": f"{milli_cpu}m", "memory": str(memory), "pods": "100"}
+    res.update({k: str(v) for k, v in (extended or {}).items()})
+    return MakeNode().name(name).capacity(res).obj()
 
 
 def make_namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodeInfo, PodInfo
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
-from scheduler.testing.builders import make_node
+from scheduler.testing.builders import MakePod, make_node
 
 ONE_MI = 1048576
 
@@ -29,21 +29,12 @@ def pod(
     overhead: dict[str, str] | None = None,
     pod_level: dict[str, str] | None = None,
 ) -> PodInfo:
-    def c(i: int, r: dict[str, str], prefix: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": f"{prefix}{i}", "image": "pause"}
-        if r:
-            out["resources"] = {"requests": r}
-        return out
-
-    spec: dict[str, Any] = {
-        "containers": [c(i, r, "c") for i, r in enumerate(containers or [])],
-        "initContainers": [c(i, r, "i") for i, r in enumerate(inits or [])],
-    }
+    w = MakePod().containers([]).req(*(containers or [])).init_req(*(inits or []))
     if overhead:
-        spec["overhead"] = overhead
+        w.overhead(overhead)
     if pod_level:
-        spec["resources"] = {"requests": pod_level}
-    return PodInfo({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})
+        w.res({"requests": pod_level})
+    return w.info()
 
 
 D_CPU, D_MEM = DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST
