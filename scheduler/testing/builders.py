@@ -150,12 +150,12 @@ class PodWrapper(_Wrapper):
 
     def toleration(self, *tolerations: dict[str, Any] | list[dict[str, Any]]) -> Self:
         """Appends tolerations (each given alone or in a list)."""
-        self._spec.setdefault("tolerations", []).extend(_flat(tolerations))
+        _extend(self._spec, "tolerations", _flat(tolerations))
         return self
 
     def spread_constraint(self, *constraints: dict[str, Any] | list[dict[str, Any]]) -> Self:
         """Appends topologySpreadConstraints (each given alone or in a list)."""
-        self._spec.setdefault("topologySpreadConstraints", []).extend(_flat(constraints))
+        _extend(self._spec, "topologySpreadConstraints", _flat(constraints))
         return self
 
     def overhead(self, resources: dict[str, Any]) -> Self:
@@ -170,7 +170,7 @@ class PodWrapper(_Wrapper):
         return self
 
     def volume(self, *volumes: dict[str, Any]) -> Self:
-        self._extra.setdefault("volumes", []).extend(volumes)
+        _extend(self._extra, "volumes", list(volumes))
         return self
 
     def pvc(self, claim: str) -> Self:
@@ -179,7 +179,7 @@ class PodWrapper(_Wrapper):
 
     def resource_claim(self, *claims: dict[str, Any]) -> Self:
         """spec.resourceClaims entries ({"name": ..., "resourceClaimName"|"resourceClaimTemplateName": ...})."""
-        self._extra.setdefault("resourceClaims", []).extend(claims)
+        _extend(self._extra, "resourceClaims", list(claims))
         return self
 
     def spec(self, **fields: Any) -> Self:
@@ -399,6 +399,12 @@ def make_node(
     return w.obj()
 
 
+def _extend(fields: dict[str, Any], key: str, items: list[dict[str, Any]]) -> None:
+    """Appends to the list at ``key``; nothing appended leaves the field out."""
+    if items:
+        fields.setdefault(key, []).extend(items)
+
+
 def _flat(items: tuple[dict[str, Any] | list[dict[str, Any]], ...]) -> list[dict[str, Any]]:
     return [x for item in items for x in (item if isinstance(item, list) else [item])]
 
@@ -414,7 +420,9 @@ def _apply(w: _Wrapper, **setters: Any) -> None:
             getattr(w, setter)(value)
 
 
-def make_resource_node(name: str, milli_cpu: int, memory: int, extended: dict[str, int] | None = None) -> dict[str, Any]:
+def make_resource_node(
+    name: str, milli_cpu: int, memory: int, extended: dict[str, int] | None = None
+) -> dict[str, Any]:
     """The noderesources tests' node (upstream test_util.go makeNode): CPU in milli, memory in
     bytes, 100 pods, extended resources by count."""
     res = {"cpu": f"{milli_cpu}m", "memory": str(memory), "pods": "100"}

@@ -49,7 +49,7 @@ from scheduler.plugins.nodedeclaredfeatures.framework import (
     Version,
 )
 from scheduler.simulate.simulator import run
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, make_node, make_pod, pod_info
 
 V = Version.parse
 
@@ -60,14 +60,13 @@ def mock_feature(name: str, infer: bool, max_version: str = "") -> Feature:
 
 
 def node(name: str = "node-1", declared: list[str] | None = None) -> NodeInfo:
-    raw = make_node(name)
-    if declared is not None:
-        raw["status"]["declaredFeatures"] = declared
-    return NodeInfo(raw)
+    """Upstream's fixture node; ``declared`` None leaves status.declaredFeatures unset."""
+    w = MakeNode().name(name)
+    return (w.declared_features(declared) if declared is not None else w).info()
 
 
 def pod(name: str = "test-pod", uid: str | None = None, **kw: Any) -> PodInfo:
-    return PodInfo(make_pod(name, uid=uid, **kw))
+    return pod_info(name, uid=uid, **kw)
 
 
 RESTART_ALL_RULE = {
