@@ -7,7 +7,7 @@ from typing import Any
 
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.model.storage import StorageStore
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, MakePod
 
 
 def pvc(
@@ -109,11 +109,8 @@ def claim_vol(claim: str, name: str | None = None) -> dict[str, Any]:
 
 
 def vol_pod(name: str = "p", *vols: dict[str, Any], ns: str = "default", node: str = "") -> PodInfo:
-    return PodInfo(make_pod(name, ns, node_name=node, volumes=list(vols)))
+    return MakePod().name(name).namespace(ns).node(node).volume(*vols).info()
 
 
 def node_with(name: str = "node-1", *pods: PodInfo, labels: dict[str, str] | None = None) -> NodeInfo:
-    ni = NodeInfo(make_node(name, labels=labels))
-    for p in pods:
-        ni.add_pod(p)
-    return ni
+    return MakeNode().name(name).labels(labels or {}).info(*pods)
