@@ -8,6 +8,7 @@ container; node "n" with 4 CPUs, 32Gi and 110 pods, labelled with its hostname."
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Self
 
 from scheduler.model.objects import NodeInfo, PodInfo
@@ -432,6 +433,13 @@ def make_resource_node(
 
 def make_namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
+
+
+def with_resource_version(raw: dict[str, Any], version: int) -> dict[str, Any]:
+    """A deep copy of ``raw`` at metadata.resourceVersion ``version``, as a watch would deliver it."""
+    out = copy.deepcopy(raw)
+    out["metadata"]["resourceVersion"] = str(version)
+    return out
 
 
 def pod_info(name: str = "p", namespace: str = "default", **kw: Any) -> PodInfo:

@@ -18,17 +18,12 @@ from scheduler.live.watch.informer import DELETED, MODIFIED
 from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import with_resource_version as rv
 from scheduler.testing.harness import Harness
 from scheduler.testing.storage import claim_vol, pv, pvc, storage_class
 
 STORAGE = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode", "CSIDriver",
            "CSIStorageCapacity", "VolumeAttachment")
-
-
-def rv(raw: dict[str, Any], version: int) -> dict[str, Any]:
-    out = copy.deepcopy(raw)
-    out["metadata"]["resourceVersion"] = str(version)
-    return out
 
 
 def live() -> tuple[Harness, Watcher]:

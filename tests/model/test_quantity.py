@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.framework.snapshot import Snapshot
 from scheduler.live.watch.watcher import Watcher
 from scheduler.model.objects import NodeInfo, PodInfo, Resource
 from scheduler.model.quantity import I64_MAX, I64_MIN, Quantity, QuantityError, _go_parse, api_string, parse
 from scheduler.model.schema import ObjectError
 from scheduler.testing.builders import MakePod, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 # (manifest text, string the API server serves (None: refused), Value(), MilliValue())
 PARSE_CASES = [
@@ -190,8 +190,7 @@ def test_node_sums_wrap_like_int64() -> None:
         ni.add_pod(PodInfo(make_pod(f"p{i}", memory="7Ei")))
     # 7Ei = 8070450532247928832 bytes each; Go's int64 += wraps.
     assert ni.requested.memory == 2 * 8070450532247928832 - 2**64
-    snap = Snapshot()
-    snap.set_nodes([ni])
+    snap = new_snapshot([ni])
     assert snap.columns.req_mem[0] == ni.requested.memory
     assert snap.columns.poisoned == 0
 
@@ -200,8 +199,7 @@ def test_snapshot_contains_a_node_that_does_not_fit_the_columns() -> None:
     good = NodeInfo(make_node("good", cpu="4"))
     bad = NodeInfo(make_node("bad", cpu="4"))
     bad.allocatable = Resource(milli_cpu=2**70)  # cannot come from objects.py; simulates a bug
-    snap = Snapshot()
-    snap.set_nodes([good, bad])
+    snap = new_snapshot([good, bad])
     cols = snap.columns
     assert cols.poisoned == 1
     assert (cols.alloc_cpu[0], cols.unschedulable[0]) == (4000, False)

@@ -12,7 +12,6 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PreFilterResult, QueueingHint
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.nodeaffinity import (
@@ -23,6 +22,7 @@ from scheduler.plugins.nodeaffinity import (
     NodeAffinityArgs,
 )
 from scheduler.testing.builders import MakeNode, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -554,8 +554,7 @@ def test_score(
     scores = np.array([pl.score(state, p, n) for n in nodes], dtype=np.int64)
     pl.normalize_score(state, p, scores)
     assert scores.tolist() == want
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     batch = pl.score_batch(state, p, snap, np.arange(len(nodes)))
     pl.normalize_score(state, p, batch)
     assert batch.tolist() == want
@@ -701,8 +700,7 @@ def test_batch_matches_per_node(seed: int) -> None:
         .info()
         for i in range(40)
     ]
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     added = {
         "addedAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {

@@ -26,7 +26,6 @@ import yaml
 from scheduler.config.config import default_plugins, load_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.live.loop import node_update_action
 from scheduler.model.objects import NodeInfo, PodInfo
@@ -50,6 +49,7 @@ from scheduler.plugins.nodedeclaredfeatures.framework import (
 )
 from scheduler.simulate.simulator import run
 from scheduler.testing.builders import MakeNode, make_node, make_pod, pod_info
+from scheduler.testing.framework import new_snapshot
 
 V = Version.parse
 
@@ -185,8 +185,7 @@ def test_filter_ignores_unknown_and_reads_only_sorted_lists() -> None:
 def test_filter_batch_agrees_with_per_node_form() -> None:
     lists: list[list[str] | None] = [None, [], [FA], [FB], [FA, FB], [FA, FC], [FA, FB, FC], [FC, FA], ["X", FA, FC]]
     nodes = [node(f"n{i}", d) for i, d in enumerate(lists)]
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     pl = NodeDeclaredFeatures(ABC, V("1.35.0"))
     for reqs in ([FA], [FB], [FA, FC], [FA, FB, FC]):
         state = CycleState()

@@ -9,11 +9,11 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code
 from scheduler.model.objects import NodeInfo, PodInfo
 from scheduler.plugins.nodeports import ERR_REASON, NodePorts, fits_ports
 from scheduler.testing.builders import MakeNode, MakePod, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 
 def pod_with(*specs: str, name: str = "p", node: str = "") -> dict:
@@ -132,8 +132,7 @@ def test_batch_matches_per_node(seed: int) -> None:
                 )
             )
         nodes.append(ni)
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     pl = NodePorts()
     for _ in range(10):
         pod = PodInfo(pod_with(*[rand_port() for _ in range(rng.randint(1, 3))]))

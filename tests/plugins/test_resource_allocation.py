@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.snapshot import Snapshot
 from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodeInfo, PodInfo
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
 from scheduler.testing.builders import MakePod, make_node
+from scheduler.testing.framework import new_snapshot
 
 ONE_MI = 1048576
 
@@ -101,8 +101,7 @@ def test_balanced_allocation_uses_pod_level_resources() -> None:
 def test_fit_score_with_pod_level_resources(strategy: str) -> None:
     """The score equals that of the same pod without spec.resources (and batch == per node)."""
     node = NodeInfo(make_node("n1", cpu="4", memory="10000", pods=10))
-    snap = Snapshot()
-    snap.set_nodes([node])
+    snap = new_snapshot([node])
     ss: dict[str, Any] = {"type": strategy}
     if strategy == "RequestedToCapacityRatio":
         ss["requestedToCapacityRatio"] = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}

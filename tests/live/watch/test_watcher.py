@@ -24,13 +24,8 @@ from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.live.watch.informer import ADDED, DELETED, MODIFIED, Store, store_for
 from scheduler.live.watch.watcher import Credentials, ListDecoder, Watcher, WatchSettings, drop_managed_fields, loads
 from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import with_resource_version as rv
 from scheduler.testing.harness import Harness
-
-
-def rv(raw: dict[str, Any], version: int) -> dict[str, Any]:
-    out = copy.deepcopy(raw)
-    out["metadata"]["resourceVersion"] = str(version)
-    return out
 
 
 def bound(name: str, node: str, version: int, cpu: str = "1", **kw: Any) -> dict[str, Any]:
