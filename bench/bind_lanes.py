@@ -28,7 +28,7 @@ from kubernetes import client  # noqa: E402
 
 from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
 from scheduler.live.kube.clients import CredentialSource  # noqa: E402
-from scheduler.model.objects import PodInfo  # noqa: E402
+from scheduler.model.pod import PodInfo  # noqa: E402
 
 
 async def _stall_probe(stop: asyncio.Event, worst: list[float]) -> None:

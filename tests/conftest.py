@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.config.config import load_config
+from scheduler.config import load_config
+from scheduler.core.profiles import build_frameworks
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
-from scheduler.live.app import build
-from scheduler.live.metrics import Metrics
+from scheduler.framework.snapshot import Snapshot
 from scheduler.testing.fakes import FakeClock, write_kubeconfig
 
 
@@ -31,5 +32,4 @@ def kubeconfig(tmp_path: pathlib.Path) -> Callable[[dict[str, Any]], str]:
 @pytest.fixture(scope="module")
 def frameworks() -> dict[str, Framework]:
     """The default configuration's frameworks by scheduler name, one set per test module."""
-    fws, _, _, _ = build(load_config(None), Metrics())
-    return fws
+    return build_frameworks(load_config(None), Snapshot(), Listers())

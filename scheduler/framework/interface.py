@@ -1,7 +1,7 @@
 """Extension-point protocols (upstream framework/interface.go), as base classes.
 
 A plugin subclasses ``Plugin`` plus one class per extension point it implements; the runtime
-and the config validation read the extension points off the class hierarchy.
+and the profile builder (core/profiles.py) read the extension points off the class hierarchy.
 
 Batch forms: a Filter or Score plugin may override ``filter_batch`` / ``score_batch`` to decide
 many nodes at once (numpy over the snapshot's columns). They must agree exactly with the
@@ -21,10 +21,12 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.framework.snapshot import Listers, Snapshot
+    from scheduler.framework.listers import Listers
+    from scheduler.framework.snapshot import Snapshot
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,8 +203,9 @@ class PreemptionActuator(Protocol):
 
 
 class Handle:
-    """What plugins may use from the framework: the current snapshot, the cluster listers and
-    the binder (``client``); the nominator and the preemption actuator once the app wires them."""
+    """What plugins may use from the framework: the current snapshot, the cluster listers, the
+    binder (``client``), the volume API and the preemption actuator, all given when it is built
+    (core/profiles.py); the nominator once the queue exists (upstream SetPodNominator)."""
 
     __slots__ = (
         "client",
@@ -223,6 +226,10 @@ class Handle:
         profile_name: str = "",
         parallelism: int = 16,
         client: PodBinder | None = None,
+        *,
+        volume_api: Any = None,
+        preemption: PreemptionActuator | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.listers = listers
@@ -230,11 +237,11 @@ class Handle:
         self.parallelism = parallelism
         self.client = client
         # PV/PVC writes for VolumeBinding's PreBind (volumebinding.binder.VolumeAPI); None offline.
-        self.volume_api: Any = None
+        self.volume_api = volume_api
         self.nominator: Nominator | None = None
-        self.preemption: PreemptionActuator | None = None
+        self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
-        self.rng: random.Random = random.Random()
+        self.rng = rng if rng is not None else random.Random()
 
 
 # ---------------------------------------------------------------------------------------------

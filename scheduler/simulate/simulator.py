@@ -1,14 +1,13 @@
 """Offline what-if: the real framework against a cluster described in YAML, no API server.
 
-See shared/reference/simulate-contract.md. The same Cache, Snapshot, Framework, Algorithm and
-scheduling cycle as the live scheduler; the binder is a stand-in that always succeeds.
+The same Cache, Snapshot, Framework, Algorithm and scheduling cycle as the live scheduler; the
+binder is a stand-in that always succeeds.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import random
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,41 +19,21 @@ import yaml
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
-from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
-from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
-from scheduler.framework.runtime import Framework, FrameworkError
-from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.dra import DRA_KINDS, instantiate_templates, pod_claim_refs, pod_has_claims
-from scheduler.model.objects import NamespaceInfo, PodInfo, SelectorOwner
+from scheduler.core.profiles import FrameworkError, build_frameworks
+from scheduler.framework.interface import Plugin, QueuedPodInfo
+from scheduler.framework.listers import Listers
+from scheduler.framework.runtime import Framework
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.dra import pod_claim_refs, pod_has_claims
+from scheduler.model.kinds import KINDS, Role
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
-from scheduler.model.storage import STORAGE_KINDS
-from scheduler.plugins.registry import default_registry
-
-KNOWN_KINDS = {
-    "Node",
-    "Pod",
-    "Namespace",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "StorageClass",
-    "CSINode",
-    "CSIDriver",
-    "CSIStorageCapacity",
-    "VolumeAttachment",
-    "PodDisruptionBudget",
-    "PriorityClass",
-    "Service",
-    "ReplicaSet",
-    "StatefulSet",
-    "ReplicationController",
-    *DRA_KINDS,
-}
-OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
-# Kinds whose outline is checked on input: the storage model's kinds plus PodDisruptionBudget.
-CHECKED_KINDS = (*STORAGE_KINDS, "PodDisruptionBudget")
+from scheduler.simulate.templates import instantiate_templates
 
 
 class InputError(Exception):
@@ -121,7 +100,8 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
     c = Cluster()
     for d in docs:
         kind = d["kind"]
-        if kind in CHECKED_KINDS:
+        role = KINDS[kind].role if kind in KINDS else None
+        if role is Role.STORAGE or role is Role.PDB:
             # The volume plugins read these during cycles: their outline is checked here.
             try:
                 check(d, STORAGE, "")
@@ -134,14 +114,14 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
         elif kind == "Namespace":
             ns = NamespaceInfo.parse(d)
             c.listers.namespaces[ns.name] = ns
-        elif kind in STORAGE_KINDS:
+        elif role is Role.STORAGE:
             c.listers.storage.apply(kind, d)
-        elif kind in DRA_KINDS:
+        elif role is Role.DRA:
             try:
                 c.listers.dra.apply(kind, d)
             except ValueError as exc:
                 raise InputError(str(exc)) from None
-        elif kind in OWNER_KINDS:
+        elif role is Role.OWNER:
             o = SelectorOwner.parse(d)
             c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o
         elif kind == "PodDisruptionBudget":
@@ -149,10 +129,6 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
             c.listers.pdbs[pdb.key] = pdb
         elif kind == "PriorityClass":
             c.priority_classes[str(d["metadata"]["name"])] = d
-        elif kind in KNOWN_KINDS:
-            meta = d.get("metadata") or {}
-            key = f"{meta.get('namespace', '')}/{meta['name']}".lstrip("/")
-            c.listers.objects.setdefault(kind, {})[key] = d
         else:
             c.ignored_kinds.add(kind)
     c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]
@@ -250,17 +226,15 @@ class Simulator:
         self.snapshot = Snapshot()
         self.listers = cluster.listers
         self.algorithm = Algorithm(np.random.default_rng(seed))
-        reg = registry if registry is not None else default_registry()
-        self.frameworks: dict[str, Framework] = {}
-        binder = _StaticBinder()
-        preemption = _SimulatedPreemption(self.cache)
-        for prof in config.profiles:
-            handle = Handle(self.snapshot, self.listers, prof.scheduler_name, config.parallelism, binder)
-            handle.preemption = preemption
-            handle.rng = random.Random(seed)
-            self.frameworks[prof.scheduler_name] = Framework(
-                prof, reg, handle, global_percentage=config.percentage_of_nodes_to_score
-            )
+        self.frameworks: dict[str, Framework] = build_frameworks(
+            config,
+            self.snapshot,
+            self.listers,
+            registry=registry,
+            client=_StaticBinder(),
+            preemption=_SimulatedPreemption(self.cache),
+            seed=seed,
+        )
         for n in cluster.nodes:
             self.cache.add_node(n)
         self.pending: list[QueuedPodInfo] = []
@@ -457,11 +431,6 @@ def run(
         return 2
     if cluster.ignored_kinds:
         print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
-    if config.not_available:
-        print(
-            f"note: not available in pyscheduler, left out of the profile: {', '.join(config.not_available)}",
-            file=sys.stderr,
-        )
     placed = 0
     attempts = 0
     write = stream.write

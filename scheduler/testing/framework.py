@@ -7,8 +7,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.framework.interface import Handle
-from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 
 def new_snapshot(nodes: Iterable[dict[str, Any] | NodeInfo], pods: Iterable[dict[str, Any] | PodInfo] = ()) -> Snapshot:

@@ -9,9 +9,11 @@ import numpy as np
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
-from scheduler.config.config import load_config
+from scheduler.config import load_config
 from scheduler.core.algorithm import Algorithm
-from scheduler.live.app import build
+from scheduler.core.profiles import build_frameworks
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
 from scheduler.live.kube.binder import Binder, TokenBucket
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
@@ -24,10 +26,10 @@ class Harness:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
-        fws, handles, snap, listers = build(load_config(None), self.metrics)
         self.binder = Binder(self.api, limiter or TokenBucket(0, 1), hostname="h", clock=lambda: 1.7e9, fence=fence)
-        for h in handles:
-            h.client = self.binder
+        snap, listers = Snapshot(), Listers()
+        fws = build_frameworks(load_config(None), snap, listers, client=self.binder,
+                               observers=self.metrics.extension_point_observer)
         self.cache = Cache()
         self.queue = SchedulingQueue(fws, self.clock)
         self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),

@@ -16,7 +16,7 @@ from scheduler.backend.queue import (
     SchedulingQueue,
 )
 from scheduler.framework.interface import ActionType, ClusterEvent
-from scheduler.model.objects import NodeInfo
+from scheduler.model.node import NodeInfo
 from scheduler.testing.builders import make_node, pod_info
 from scheduler.testing.fakes import FakeClock
 

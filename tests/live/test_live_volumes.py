@@ -14,8 +14,9 @@ import pytest
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.framework.interface import ActionType
+from scheduler.live.kube.clients import Credentials
 from scheduler.live.watch.informer import DELETED, MODIFIED
-from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
+from scheduler.live.watch.watcher import Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.builders import with_resource_version as rv
@@ -34,15 +35,6 @@ def live() -> tuple[Harness, Watcher]:
 
 def queued(h: Harness) -> dict[str, int]:
     return h.queue.counts()
-
-
-def test_watcher_knows_the_storage_kinds() -> None:
-    # kube-scheduler's informers for the volume plugins (core/v1 and storage.k8s.io/v1).
-    assert RESOURCES["PersistentVolume"] == ("/api/v1", "persistentvolumes")
-    assert RESOURCES["PersistentVolumeClaim"] == ("/api/v1", "persistentvolumeclaims")
-    for kind, plural in (("StorageClass", "storageclasses"), ("CSINode", "csinodes"), ("CSIDriver", "csidrivers"),
-                         ("CSIStorageCapacity", "csistoragecapacities"), ("VolumeAttachment", "volumeattachments")):
-        assert RESOURCES[kind] == ("/apis/storage.k8s.io/v1", plural)
 
 
 @pytest.mark.parametrize(
@@ -217,19 +209,17 @@ async def test_prebind_times_out_unreserves_and_requeues() -> None:
 def test_app_wires_the_watched_store_and_the_volume_api(kubeconfig: Callable[[dict[str, Any]], str]) -> None:
     # The store the watcher's handler feeds is the one every volume plugin reads, and PreBind
     # gets the app's API client (a live PreBind without one fails every pod with claims).
-    from scheduler.config.config import load_config
-    from scheduler.live.app import App, build
+    from scheduler.config import load_config
+    from scheduler.live.app import App
     from scheduler.live.kube.clients import CredentialSource
     from scheduler.live.metrics import Metrics
+    from scheduler.plugins.registry import default_registry
 
-    cfg = load_config(None)
-    metrics = Metrics()
-    fws, handles, snap, listers = build(cfg, metrics)
     creds = CredentialSource(kubeconfig({"token": "unused"}))
-    app = App(cfg, fws, handles, snap, listers, metrics, creds, None)
+    app = App(load_config(None), default_registry(), Metrics(), creds, None)
     try:
         store = app.scheduler.listers.storage
-        plugins = fws["default-scheduler"].plugins
+        plugins = app.scheduler.frameworks["default-scheduler"].plugins
         for name in ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "VolumeRestrictions"):
             assert plugins[name].store is store, name  # type: ignore[attr-defined]
         vb = plugins["VolumeBinding"]

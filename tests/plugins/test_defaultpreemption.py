@@ -16,19 +16,22 @@ from typing import Any
 import pytest
 
 from scheduler.backend.cache import Cache
-from scheduler.config.config import PluginRef, Profile
+from scheduler.config import PluginRef, PluginSet, Profile
+from scheduler.core.profiles import new_framework
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, Plugin, PreFilterPlugin, PreFilterResult
+from scheduler.framework.listers import Listers
 from scheduler.framework.preemption import (
     Victims,
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
 )
 from scheduler.framework.runtime import Framework
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.defaultpreemption import DefaultPreemption, parse_args
 from scheduler.plugins.registry import default_registry
 from scheduler.testing.builders import MakeNode, MakePod
@@ -142,11 +145,10 @@ def setup(
         "postFilter": (PluginRef("DefaultPreemption"),),
         "bind": (PluginRef("DefaultBinder"),),
     }
-    prof = Profile("default-scheduler", plugins, {"DefaultPreemption": args} if args else {}, None)
-    handle = Handle(snap, listers)
+    sets = {p: PluginSet(refs) for p, refs in plugins.items()}
+    prof = Profile("default-scheduler", sets, {"DefaultPreemption": args} if args else {}, None)
     rec = Recorded()
-    handle.preemption = rec
-    fw = Framework(prof, registry, handle)
+    fw = new_framework(prof, registry, Handle(snap, listers, preemption=rec))
     pl = fw.plugins["DefaultPreemption"]
     assert isinstance(pl, DefaultPreemption)
     return fw, pl, rec

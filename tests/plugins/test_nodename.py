@@ -10,7 +10,8 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ActionType, ClusterEvent
 from scheduler.framework.status import Code
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodename import ERR_REASON, NodeName
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.framework import new_snapshot

@@ -6,8 +6,8 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.storage import StorageStore
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from scheduler.testing.builders import MakeNode
 from scheduler.testing.storage import claim_vol, pv, pvc, storage_class, store_of, vol_pod

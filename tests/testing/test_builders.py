@@ -3,7 +3,8 @@ upstream's wrapper semantics where the names are upstream's (pkg/scheduler/testi
 
 from __future__ import annotations
 
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import MakeNode, MakePod, make_node, make_pod, node_info
 
 
