@@ -39,8 +39,9 @@ from scheduler.core.algorithm import Algorithm  # noqa: E402
 from scheduler.core.profiles import build_frameworks  # noqa: E402
 from scheduler.framework.listers import Listers  # noqa: E402
 from scheduler.framework.snapshot import Snapshot  # noqa: E402
-from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
+from scheduler.live.kube.binder import Binder  # noqa: E402
 from scheduler.live.kube.clients import Credentials, CredentialSource  # noqa: E402
+from scheduler.live.kube.transport import KubeCoreAPI, TokenBucket  # noqa: E402
 from scheduler.live.loop import Scheduler  # noqa: E402
 from scheduler.live.metrics import Metrics  # noqa: E402
 

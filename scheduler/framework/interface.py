@@ -11,15 +11,15 @@ when a batch method returns ``None``.
 
 from __future__ import annotations
 
-import enum
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -63,67 +63,6 @@ class QueuedPodInfo:
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
-
-
-class ActionType(enum.IntFlag):
-    ADD = 1
-    DELETE = 2
-    UPDATE_NODE_ALLOCATABLE = 4
-    UPDATE_NODE_LABEL = 8
-    UPDATE_NODE_TAINT = 16
-    UPDATE_NODE_CONDITION = 32
-    UPDATE_NODE_ANNOTATION = 64
-    UPDATE_POD_LABEL = 128
-    UPDATE_POD_SCALE_DOWN = 256
-    UPDATE_POD_TOLERATION = 512
-    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
-    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
-    # Appended rather than placed as upstream orders it, so the other values stay put.
-    UPDATE_NODE_DECLARED_FEATURE = 4096
-    UPDATE = (
-        UPDATE_NODE_ALLOCATABLE
-        | UPDATE_NODE_LABEL
-        | UPDATE_NODE_TAINT
-        | UPDATE_NODE_CONDITION
-        | UPDATE_NODE_ANNOTATION
-        | UPDATE_NODE_DECLARED_FEATURE
-        | UPDATE_POD_LABEL
-        | UPDATE_POD_SCALE_DOWN
-        | UPDATE_POD_TOLERATION
-        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
-        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
-    )
-    ALL = ADD | DELETE | UPDATE
-
-
-class QueueingHint(enum.IntEnum):
-    QUEUE_SKIP = 0
-    QUEUE = 1
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterEvent:
-    resource: str  # "Pod", "AssignedPod", "UnscheduledPod", "Node", "Namespace", "Service", "*", ...
-    action: ActionType
-    label: str = ""
-
-    def matches(self, other: ClusterEvent) -> bool:
-        """Whether ``other`` (an event that happened) is covered by this registered event."""
-        if self.resource not in ("*", other.resource) and not (
-            self.resource == "Pod" and other.resource in ("AssignedPod", "UnscheduledPod")
-        ):
-            return False
-        return bool(self.action & other.action)
-
-
-# hint(pod, old_obj, new_obj) -> QueueingHint
-QueueingHintFn = Callable[[PodInfo, Any, Any], QueueingHint]
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterEventWithHint:
-    event: ClusterEvent
-    hint: QueueingHintFn | None = None
 
 
 # ---------------------------------------------------------------------------------------------

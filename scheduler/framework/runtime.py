@@ -79,7 +79,7 @@ def _as_status(exc: Exception) -> Status:
     the framework wraps with AsStatus): a StatusError carries its own, anything else is an Error
     with the exception's text. Called from each run method's ``except``, so the success path
     costs nothing (no wrapper call or bound-method allocation per plugin and node)."""
-    return exc.status if isinstance(exc, StatusError) else Status(Code.ERROR, str(exc))
+    return exc.status if isinstance(exc, StatusError) else Status(Code.ERROR, str(exc), err=exc)
 
 
 def _invalid_score(plugin: str, score: int) -> str:
@@ -551,7 +551,9 @@ class Framework:
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running Bind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
+                return Status(
+                    Code.ERROR, f"running Bind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name, err=s.err
+                )
             return None
         return Status(Code.SKIP)
 

@@ -37,10 +37,11 @@ from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, 
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
-from scheduler.live.kube.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.live.kube.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.live.kube.binder import ApiError
+from scheduler.live.kube.transport import ApiError
 
 
 class FakeClock:

@@ -14,7 +14,8 @@ from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
-from scheduler.live.kube.binder import Binder, TokenBucket
+from scheduler.live.kube.binder import Binder
+from scheduler.live.kube.transport import TokenBucket
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
 from scheduler.testing.fakes import FakeClock, FakeCoreAPI, FakeFence
@@ -26,7 +27,7 @@ class Harness:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
-        self.binder = Binder(self.api, limiter or TokenBucket(0, 1), hostname="h", clock=lambda: 1.7e9, fence=fence)
+        self.binder = Binder(self.api, limiter or TokenBucket(0, 1), fence=fence)
         snap, listers = Snapshot(), Listers()
         fws = build_frameworks(load_config(None), snap, listers, client=self.binder,
                                observers=self.metrics.extension_point_observer)

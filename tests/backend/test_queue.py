@@ -15,7 +15,7 @@ from scheduler.backend.queue import (
     UNSCHEDULABLE,
     SchedulingQueue,
 )
-from scheduler.framework.interface import ActionType, ClusterEvent
+from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.model.node import NodeInfo
 from scheduler.testing.builders import make_node, pod_info
 from scheduler.testing.fakes import FakeClock

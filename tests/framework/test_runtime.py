@@ -15,7 +15,7 @@ import pytest
 
 from scheduler.backend.cache import Cache
 from scheduler.config import PluginRef, PluginSet, Profile
-from scheduler.core.algorithm import Algorithm, FitError, SchedulingError
+from scheduler.core.algorithm import Algorithm, FitError
 from scheduler.core.profiles import new_framework
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
@@ -50,6 +50,13 @@ class Binder(BindPlugin):
 
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         return None
+
+
+class FailingBind(BindPlugin):
+    name = "FailingBind"
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        raise ConnectionResetError("connection reset by peer")
 
 
 class RejectNames(FilterPlugin):
@@ -124,7 +131,8 @@ class FailingScore(ScorePlugin):
 
 
 REGISTRY: dict[str, type[Plugin]] = {
-    c.name: c for c in (Sort, Binder, RejectNames, ErrFilter, Narrow, Narrow2, SkipAll, ByIndex, FailingScore)
+    c.name: c
+    for c in (Sort, Binder, FailingBind, RejectNames, ErrFilter, Narrow, Narrow2, SkipAll, ByIndex, FailingScore)
 }
 
 
@@ -189,7 +197,7 @@ def test_fit_error_counts_reasons() -> None:
 
 def test_filter_exception_is_error_naming_plugin() -> None:
     fw, snap, alg = _setup(3, {"filter": ["ErrFilter"], "score": ["ByIndex"]})
-    with pytest.raises(SchedulingError) as ei:
+    with pytest.raises(StatusError) as ei:
         alg.schedule_pod(fw, CycleState(), POD, snap)
     assert ei.value.status.code == Code.ERROR
     assert ei.value.status.message == 'running "ErrFilter" filter plugin: boom'
@@ -247,7 +255,7 @@ def test_weights_multiply_normalized_scores() -> None:
 def test_score_out_of_range_is_an_error() -> None:
     fw, snap, alg = _setup(3, {"score": ["ByIndex"]})
     ByIndex.bad = True
-    with pytest.raises(SchedulingError) as ei:
+    with pytest.raises(StatusError) as ei:
         alg.schedule_pod(fw, CycleState(), POD, snap)
     assert ei.value.status.message == (
         'applying score defaultWeights on Score plugins: plugin "ByIndex" returns an invalid score 101, '
@@ -257,7 +265,7 @@ def test_score_out_of_range_is_an_error() -> None:
 
 def test_score_error_names_plugin() -> None:
     fw, snap, alg = _setup(3, {"score": ["FailingScore"]})
-    with pytest.raises(SchedulingError) as ei:
+    with pytest.raises(StatusError) as ei:
         alg.schedule_pod(fw, CycleState(), POD, snap)
     assert ei.value.status.message == 'running Score plugins: plugin "FailingScore" failed with: no score for you'
 
@@ -271,5 +279,15 @@ def test_single_feasible_node_is_not_scored() -> None:
 
 def test_no_nodes() -> None:
     fw, snap, alg = _setup(0, {"score": ["ByIndex"]})
-    with pytest.raises(SchedulingError, match="no nodes available to schedule pods"):
+    with pytest.raises(StatusError, match="no nodes available to schedule pods"):
         alg.schedule_pod(fw, CycleState(), POD, snap)
+
+
+async def test_bind_error_names_the_plugin_and_keeps_the_exception() -> None:
+    # Upstream RunBindPlugins: AsStatus(fmt.Errorf("running Bind plugin %q: %w", name, err)):
+    # the message names the plugin; the error itself stays readable to the caller.
+    fw, _, _ = _setup(1, {"bind": ["FailingBind"]})
+    s = await fw.run_bind(CycleState(), POD, "node-0")
+    assert s is not None and s.code == Code.ERROR and s.plugin == "FailingBind"
+    assert s.message == 'running Bind plugin "FailingBind": connection reset by peer'
+    assert isinstance(s.err, ConnectionResetError)

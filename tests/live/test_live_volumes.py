@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from scheduler.framework.interface import ActionType
+from scheduler.framework.events import ActionType
 from scheduler.live.kube.clients import Credentials
 from scheduler.live.watch.informer import DELETED, MODIFIED
 from scheduler.live.watch.watcher import Watcher

@@ -9,9 +9,8 @@ import asyncio
 
 import pytest
 
-from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
-from scheduler.live.kube.binder import ApiError, Fenced, TokenBucket
-from scheduler.live.loop import truncate_message
+from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
+from scheduler.live.kube.transport import ApiError, Fenced, TokenBucket
 from scheduler.live.metrics import Metrics
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.fakes import FakeCoreAPI, FakeFence
@@ -60,6 +59,7 @@ async def test_unschedulable_reports_then_places_when_node_added():
     cond = h.api.status_patches[0][2]["status"]["conditions"][0]
     assert (cond["reason"], cond["message"]) == ("Unschedulable", msg)
     assert h.queue.where("uid-default-big") == UNSCHEDULABLE
+    assert h.queue.get("uid-default-big").unschedulable_plugins == {"NodeResourcesFit"}
     assert attempts(h.metrics, "unschedulable") == 1
     # A node that does not help leaves it there; one that does moves it.
     h.sched.on_node(None, make_node("small2", cpu="1"))
@@ -171,53 +171,6 @@ async def test_priority_order():
     await h.step()
     assert h.bound() == {"high": "n1"}
     assert h.queue.where("uid-default-low") == UNSCHEDULABLE
-
-
-async def test_other_schedulers_pods_untouched_but_counted():
-    h = Harness()
-    h.sched.on_node(None, make_node("n1", cpu="2"))
-    h.sched.on_pod("ADDED", make_pod("theirs", cpu="1", scheduler_name="other"))
-    assert "uid-default-theirs" not in h.queue
-    # Bound by the other scheduler: its resources count.
-    h.sched.on_pod("MODIFIED", make_pod("theirs", cpu="1", scheduler_name="other", node_name="n1"))
-    h.sched.on_pod("ADDED", make_pod("mine", cpu="1500m"))
-    await h.step()
-    assert h.bound() == {}
-    assert h.events("FailedScheduling")[0]["note"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. "
-        "no new claims to deallocate, "
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
-    )
-    # The other pod finishes: its resources are freed and ours is requeued.
-    h.clock.step(2)
-    h.sched.on_pod("MODIFIED", make_pod("theirs", cpu="1", scheduler_name="other", node_name="n1",
-                                        phase="Succeeded"))
-    assert h.queue.where("uid-default-mine") == ACTIVE
-    await h.step()
-    assert h.bound() == {"mine": "n1"}
-
-
-async def test_stale_unbound_update_while_assumed_is_ignored():
-    # eventhandlers.go skipPodUpdate: an assumed pod's unbound updates must not requeue it.
-    h = Harness()
-    h.sched.on_node(None, make_node("n1"))
-    h.sched.on_pod("ADDED", make_pod("a"))
-    q = h.queue.pop_nowait()
-    h.sched.schedule_one(q)  # assumed, binding task not yet run
-    h.sched.on_pod("MODIFIED", make_pod("a", labels={"x": "1"}))
-    assert h.queue.counts() == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
-    await h.settle()
-    assert len(h.api.bindings) == 1
-
-
-async def test_gated_pod_waits_for_gate_removal():
-    h = Harness()
-    h.sched.on_node(None, make_node("n1"))
-    h.sched.on_pod("ADDED", make_pod("g", gates=["wait"]))
-    assert not await h.step()
-    h.sched.on_pod("MODIFIED", make_pod("g"))
-    assert await h.step()
-    assert h.bound() == {"g": "n1"}
 
 
 async def test_deleting_pod_is_skipped():
@@ -350,9 +303,3 @@ async def test_events_queue_is_bounded_drops_and_counts():
     await h.sched.recorder.flush()
     # Events are best effort; the PodScheduled condition of every pod is written.
     assert len(h.api.events) == 2 and len(h.api.status_patches) == 5
-
-
-def test_truncate_message():
-    assert truncate_message("x" * 10) == "x" * 10
-    t = truncate_message("y" * 2000)
-    assert len(t) == 1024 and t.endswith(" ...")

@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.queue import pod_update_events
-from scheduler.framework.interface import ActionType
-from scheduler.live.loop import assigned_pod_update_action
+from scheduler.framework.events import ActionType, assigned_pod_update_action, pod_update_events
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, pod_resource_inputs
 from scheduler.model.podrequests import (

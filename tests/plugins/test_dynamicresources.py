@@ -1149,7 +1149,7 @@ def test_claim_change_hint() -> None:
     pl = DynamicResources(store_with(pclaim()))
     p = pod()
     c = ResourceClaim(pclaim())
-    from scheduler.framework.interface import QueueingHint
+    from scheduler.framework.events import QueueingHint
 
     assert pl._after_claim_change(p, None, c) == QueueingHint.QUEUE
     assert pl._after_claim_change(p, c, ResourceClaim(pclaim())) == QueueingHint.QUEUE_SKIP

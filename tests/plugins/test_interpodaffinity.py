@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
+from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.status import Code, Status
 from scheduler.model.affinity import AffinityTerm
 from scheduler.model.node import NodeInfo

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import PreFilterResult, QueueingHint
+from scheduler.framework.events import QueueingHint
+from scheduler.framework.interface import PreFilterResult
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo

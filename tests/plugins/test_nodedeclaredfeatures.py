@@ -26,9 +26,8 @@ import yaml
 from scheduler.config import default_plugins, load_config
 from scheduler.core.profiles import check_profiles
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
+from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, node_update_action
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.live.loop import node_update_action
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins import registry as plugin_registry

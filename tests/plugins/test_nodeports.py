@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.status import SKIP, Code
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo

@@ -741,7 +741,7 @@ def test_filter_batch_equals_filter(seed: int) -> None:
 
 def test_events_to_register() -> None:
     """fit.go EventsToRegister with queueing hints and InPlacePodVerticalScaling on (the defaults)."""
-    from scheduler.framework.interface import ActionType, QueueingHint
+    from scheduler.framework.events import ActionType, QueueingHint
 
     ev = Fit().events_to_register()
     assert [(e.event.resource, e.event.action) for e in ev] == [

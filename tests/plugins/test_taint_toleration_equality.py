@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.queue import pod_update_events
-from scheduler.framework.interface import ActionType, QueueingHint
-from scheduler.live.loop import node_update_action
+from scheduler.framework.events import ActionType, QueueingHint, node_update_action, pod_update_events
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.model.taints import Taint, Toleration

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone

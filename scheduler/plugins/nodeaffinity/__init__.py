@@ -11,17 +11,14 @@ import numpy as np
 
 from scheduler.config.pluginargs import is_qualified_name, is_valid_label_value
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ScorePlugin,
 )
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unresolvable

@@ -20,17 +20,14 @@ import numpy as np
 
 from scheduler.config.pluginargs import is_qualified_name
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ScorePlugin,
 )
 from scheduler.framework.status import Code, Status

@@ -114,7 +114,8 @@ def test_describe_error_unwraps_urllib3():
 def test_fence_checked_right_before_the_bytes_leave(tmp_path):
     # The fence is open when the bind thread checks it and closes before the request is
     # written (a SIGSTOP between the two): the connection itself refuses to send.
-    from scheduler.live.kube.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
+    from scheduler.live.kube.binder import Binder
+    from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
     from scheduler.model.pod import PodInfo
     from scheduler.testing.builders import make_pod
 
@@ -174,7 +175,7 @@ def test_core_api_requests_and_status_errors(tmp_path, method_name, args, body, 
                                              status):  # fmt: skip
     import json
 
-    from scheduler.live.kube.binder import ApiError, KubeCoreAPI
+    from scheduler.live.kube.transport import ApiError, KubeCoreAPI
 
     seen: list[tuple[str, str | None, str | None, bytes]] = []
 

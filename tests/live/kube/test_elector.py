@@ -187,7 +187,7 @@ def test_renew_fast_path_is_one_request():
 
 
 def test_own_rate_limit_is_used():
-    from scheduler.live.kube.binder import TokenBucket
+    from scheduler.live.kube.transport import TokenBucket
 
     api, clock = FakeLeaseAPI(), FakeClock(0.0)
     slept: list[float] = []

@@ -29,8 +29,8 @@ from scheduler.framework.interface import Handle, NodeToStatus, PostFilterPlugin
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.live.kube.binder import ApiError
 from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.transport import ApiError
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import run
