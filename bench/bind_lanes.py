@@ -26,8 +26,9 @@ sys.path.insert(0, str(ROOT / "e2e"))
 import harness  # noqa: E402
 from kubernetes import client  # noqa: E402
 
-from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
+from scheduler.live.kube.binder import Binder  # noqa: E402
 from scheduler.live.kube.clients import CredentialSource  # noqa: E402
+from scheduler.live.kube.transport import KubeCoreAPI, TokenBucket  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402
 
 
