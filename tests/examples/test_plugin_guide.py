@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from scheduler.cli import main as cli_main
-from scheduler.config.config import load_config
-from scheduler.framework.interface import ActionType, ClusterEvent
+from scheduler.config.load import load_config
+from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import GROUP, default_registry
