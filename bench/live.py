@@ -56,15 +56,21 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from bench.live_http import ApiError, Kube
+from bench.live_shapes import FULL, QUICK, Workload
+from e2e.support.apply import iter_yaml_documents
+from e2e.support.plane import (
+    CONTROLPLANE_DIR,
+    MANIFESTS_DIR,
+    ControlPlane,
+    local_binaries_present,
+    start_local_control_plane,
+)
+from e2e.support.waits import NOT_READY_TAINT_KEYS
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "e2e"))
-
-import harness  # noqa: E402
-
-from bench.live_http import ApiError, Kube  # noqa: E402
-from bench.live_shapes import FULL, QUICK, Workload  # noqa: E402
-
 OUT = ROOT / "bench" / "out"
 BENCH_LABEL = "pyscheduler-bench"
 SCHEDULER_NAME = "default-scheduler"
@@ -142,7 +148,7 @@ def loadavg() -> float:
 
 @dataclasses.dataclass
 class Plane:
-    cp: harness.ControlPlane
+    cp: ControlPlane
     run: pathlib.Path
     admin: Kube
     sched_kubeconfig: str
@@ -153,7 +159,7 @@ class Plane:
 
 
 def component_paths() -> dict[str, str]:
-    script = f'source "{harness.CONTROLPLANE_DIR}/lib.sh"; echo "$KUBE_SCHEDULER_BIN"'
+    script = f'source "{CONTROLPLANE_DIR}/lib.sh"; echo "$KUBE_SCHEDULER_BIN"'
     out = subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.PIPE, text=True).stdout
     return {"kube-scheduler": out.strip()}
 
@@ -161,19 +167,19 @@ def component_paths() -> dict[str, str]:
 def start_plane() -> Plane:
     paths = component_paths()
     missing = [c for c in ("kube-scheduler",) if not os.access(paths[c], os.X_OK)]
-    if not harness.local_binaries_present():
+    if not local_binaries_present():
         missing = ["etcd", "kube-apiserver", "kwok", *missing]
     if missing:
         say(f"building {' '.join(missing)} (e2e/controlplane/build.sh)")
-        subprocess.run([str(harness.CONTROLPLANE_DIR / "build.sh"), *missing], check=True)
+        subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), *missing], check=True)
     say(f"control plane in {os.environ['PYSCHED_RUN']}")
-    cp = harness.start_local_control_plane()
+    cp = start_local_control_plane()
     assert cp.run_dir is not None
     admin = Kube(cp.kubeconfig)
     # One identity for all contestants: system:kube-scheduler has the upstream role; the
     # pyscheduler ClusterRole (manifests/rbac.yaml) adds what ours also lists.
     role = next(
-        d for d in harness.iter_yaml_documents(harness.MANIFESTS_DIR / "rbac.yaml") if d["kind"] == "ClusterRole"
+        d for d in iter_yaml_documents(MANIFESTS_DIR / "rbac.yaml") if d["kind"] == "ClusterRole"
     )
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -244,7 +250,7 @@ def not_ready_nodes(kube: Kube) -> int:
     return sum(
         1
         for n in doc.get("items") or []
-        if any(t.get("key") in harness.NOT_READY_TAINT_KEYS for t in (n.get("spec") or {}).get("taints") or [])
+        if any(t.get("key") in NOT_READY_TAINT_KEYS for t in (n.get("spec") or {}).get("taints") or [])
     )
 
 
