@@ -28,7 +28,7 @@ from e2e.support.objects import make_node, make_pod
 from e2e.support.plane import new_api_client
 from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.clients import CredentialSource
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 
 async def _stall_probe(stop: asyncio.Event, worst: list[float]) -> None:

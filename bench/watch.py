@@ -38,10 +38,9 @@ from scheduler.config.config import load_config  # noqa: E402
 from scheduler.core.algorithm import Algorithm  # noqa: E402
 from scheduler.live.app import build  # noqa: E402
 from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
-from scheduler.live.kube.clients import CredentialSource  # noqa: E402
+from scheduler.live.kube.clients import Credentials, CredentialSource  # noqa: E402
 from scheduler.live.loop import Scheduler  # noqa: E402
 from scheduler.live.metrics import Metrics  # noqa: E402
-from scheduler.live.watch.watcher import Credentials  # noqa: E402
 
 NS = "bench-watch"
 LABEL = "bench-watch"

@@ -8,6 +8,7 @@ import sys
 
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.boot.lazyimport import defer_reexports
+from scheduler.live.serving.options import add_flags as add_serving_flags
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         "pyscheduler/pyscheduler (never kube-scheduler's 'default-scheduler' or its Lease)",
     )
     run.add_argument("--kubeconfig", help="kubeconfig file; in-cluster credentials or ~/.kube/config otherwise")
-    _serving_flags(run)
+    add_serving_flags(run, _duration)
     return p
 
 
@@ -43,34 +44,6 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _serving_flags(run: argparse.ArgumentParser) -> None:
-    """kube-scheduler's secure serving, authentication and authorization flags (same names)."""
-    g = run.add_argument_group("secure serving (HTTPS for /healthz, /livez, /readyz, /metrics)")
-    g.add_argument("--bind-address", default="0.0.0.0", help="IP address to listen on (default 0.0.0.0)")
-    # --port: the earlier name, kept so existing scripts keep working.
-    g.add_argument("--secure-port", "--port", dest="secure_port", type=int, default=10259,
-                   help="HTTPS port; 0 turns serving off (default 10259)")
-    g.add_argument("--tls-cert-file", default=None,
-                   help="serving certificate (PEM, chain after it); a self-signed pair is made at start if absent")
-    g.add_argument("--tls-private-key-file", default=None, help="private key of --tls-cert-file (PEM)")
-    a = run.add_argument_group("delegated authentication and authorization (TokenReview, SubjectAccessReview)")
-    a.add_argument("--authentication-kubeconfig", default=None,
-                   help="kubeconfig allowed to create tokenreviews; in-cluster if absent, else every request "
-                        "is anonymous")
-    a.add_argument("--authorization-kubeconfig", default=None,
-                   help="kubeconfig allowed to create subjectaccessreviews; in-cluster if absent, else all "
-                        "but the always-allowed paths is forbidden")
-    a.add_argument("--authentication-token-webhook-cache-ttl", type=_duration, default=10.0, metavar="DURATION",
-                   help="how long TokenReview answers are cached (default 10s)")
-    a.add_argument("--authorization-webhook-cache-authorized-ttl", type=_duration, default=10.0,
-                   metavar="DURATION", help="how long allowing SubjectAccessReview answers are cached (default 10s)")
-    a.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=_duration, default=10.0,
-                   metavar="DURATION", help="how long denying SubjectAccessReview answers are cached (default 10s)")
-    a.add_argument("--authorization-always-allow-paths", default="/healthz,/readyz,/livez", metavar="PATHS",
-                   help="comma-separated paths served without authorization; a trailing * makes a prefix "
-                        "(default /healthz,/readyz,/livez)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler.framework.snapshot import Snapshot, zone_key
-from scheduler.model.objects import NodeInfo, PodInfo, Raw, node_image_entries
+from scheduler.model.kinds import Raw
+from scheduler.model.node import NodeInfo, node_image_entries
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 

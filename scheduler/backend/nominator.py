@@ -8,7 +8,7 @@ updated, fail, get assumed or deleted; it stores the latest version of each pod.
 
 from __future__ import annotations
 
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 # Nominating modes (upstream NominatingMode): override sets or clears, noop keeps the pod's own.
 OVERRIDE = "override"

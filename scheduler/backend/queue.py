@@ -37,7 +37,7 @@ from scheduler.framework.interface import (
     QueueingHint,
     QueueSortPlugin,
 )
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.runtime import Framework

@@ -16,7 +16,7 @@ from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.runtime import Framework, ScoreResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, StatusError
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

@@ -13,7 +13,7 @@ from scheduler.framework.interface import PostFilterResult
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 
 @dataclass(slots=True)

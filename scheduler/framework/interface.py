@@ -21,10 +21,12 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.framework.snapshot import Listers, Snapshot
+    from scheduler.framework.listers import Listers
+    from scheduler.framework.snapshot import Snapshot
 
 
 # ---------------------------------------------------------------------------------------------

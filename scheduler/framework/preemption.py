@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, PostFilterResult
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.runtime import Framework

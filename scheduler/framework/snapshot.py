@@ -12,14 +12,7 @@ import builtins
 import numpy as np
 import structlog
 
-from scheduler.model.dra import DraStore
-from scheduler.model.objects import (
-    NamespaceInfo,
-    NodeInfo,
-    SelectorOwner,
-)
-from scheduler.model.pdb import PodDisruptionBudget
-from scheduler.model.storage import StorageStore
+from scheduler.model.node import NodeInfo
 
 _ZONE_LABELS = (
     ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"),
@@ -101,7 +94,7 @@ class NodeColumns:
     def _poison(self, i: int, ni: NodeInfo, exc: Exception) -> None:
         """A node whose numbers do not fit the columns: it offers nothing, the others are untouched.
 
-        objects.py keeps every number inside int64, so this is a last line of defence.
+        The model keeps every number inside int64, so this is a last line of defence.
         """
         self.poisoned += 1
         log.error("node_columns_failed", node=ni.name, error=str(exc))
@@ -143,30 +136,6 @@ class NodeColumns:
         if name not in self.scalar_alloc:
             self.scalar_alloc[name] = np.zeros(self.n, dtype=np.int64)
             self.scalar_req[name] = np.zeros(self.n, dtype=np.int64)
-
-
-class Listers:
-    """Cluster objects that are not nodes or pods, as plugins need them (upstream listers)."""
-
-    def __init__(self) -> None:
-        self.namespaces: dict[str, NamespaceInfo] = {}
-        # kind -> namespace/name -> owner
-        self.owners: dict[str, dict[str, SelectorOwner]] = {}
-        # Raw storage objects by kind for the volume plugins: kind -> key -> dict.
-        self.objects: dict[str, dict[str, dict]] = {}
-        # Parsed storage objects (PV, PVC, StorageClass, CSI*) for the volume plugins.
-        self.storage = StorageStore()
-        # PodDisruptionBudgets by namespace/name, in arrival order (DefaultPreemption).
-        self.pdbs: dict[str, PodDisruptionBudget] = {}
-        # ResourceClaims, templates, DeviceClasses, ResourceSlices for DynamicResources.
-        self.dra = DraStore()
-
-    def namespace_labels(self, name: str) -> dict[str, str] | None:
-        ns = self.namespaces.get(name)
-        return ns.labels if ns is not None else None
-
-    def owners_in(self, namespace: str, kind: str) -> list[SelectorOwner]:
-        return [o for o in self.owners.get(kind, {}).values() if o.namespace == namespace]
 
 
 class Snapshot:

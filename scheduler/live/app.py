@@ -34,8 +34,9 @@ from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.framework.interface import Handle
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework, FrameworkError
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
 from scheduler.live.kube.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
@@ -44,9 +45,10 @@ from scheduler.live.kube.preemptor import LivePreemption
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
-from scheduler.live.serving.server import SecureServer, ServingError, build_server, options_from_args
+from scheduler.live.serving.options import ServingError, options_from_args
+from scheduler.live.serving.server import SecureServer, build_server
 from scheduler.live.watch.watcher import Watcher
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 
 log = structlog.get_logger(__name__)

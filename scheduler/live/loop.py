@@ -26,21 +26,23 @@ from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
 from scheduler.framework.interface import ActionType, ClusterEvent, QueuedPodInfo
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.live.kube.binder import BindConflict, Binder, Fenced, PodGone
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
-from scheduler.model.dra import DRA_KINDS
-from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, Raw, SelectorOwner
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.kinds import DRA_KINDS, Raw
+from scheduler.model.node import NodeInfo
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 
 # Upstream events.k8s.io note limit (truncateMessage).
 NOTE_LENGTH_LIMIT = 1024
-OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 
 def truncate_message(message: str) -> str:

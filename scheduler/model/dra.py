@@ -1,10 +1,6 @@
 """Dynamic resource allocation objects (resource.k8s.io/v1): ResourceClaims,
-ResourceClaimTemplates, DeviceClasses and ResourceSlices, parsed once from API JSON, and the
-store the DynamicResources plugin reads (upstream's DRA manager: claim assume cache, in-flight
-allocations, slice and class listers).
-
-``DraStore.on_event(kind, etype, raw)`` is the watcher's hook; ``simulate`` calls ``apply``
-for each DRA object of its input file.
+ResourceClaimTemplates, DeviceClasses and ResourceSlices, parsed once from API JSON, and how a
+pod names its claims. The store that holds them is scheduler.framework.listers.DraStore.
 """
 
 from __future__ import annotations
@@ -13,34 +9,15 @@ from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
+from scheduler.model.kinds import Raw, as_list, as_map, metadata
 from scheduler.model.labels import NodeSelector
-from scheduler.model.objects import toleration_matches
-from scheduler.model.quantity import Quantity, QuantityError, parse
+from scheduler.model.quantity import Quantity, parse
+from scheduler.model.taints import toleration_matches
 
-Raw = Mapping[str, Any]
-
-DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice")
 FINALIZER = "resource.kubernetes.io/delete-protection"
 # resourceapi.FirstAvailableDeviceRequestMaxSize and AllocationResultsMaxSize.
 FIRST_AVAILABLE_MAX = 8
 ALLOCATION_RESULTS_MAX = 32
-
-
-class ClaimNotFound(LookupError):
-    """What upstream's assume cache says for a claim it does not hold."""
-
-
-def _meta(raw: Raw) -> Mapping[str, Any]:
-    m = raw.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
-def _list(v: Any) -> list[Any]:
-    return list(v) if isinstance(v, list) else []
-
-
-def _map(v: Any) -> Mapping[str, Any]:
-    return v if isinstance(v, Mapping) else {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,7 +35,7 @@ class Attribute:
 
     @staticmethod
     def parse(raw: Any) -> Attribute | None:
-        raw = _map(raw)
+        raw = as_map(raw)
         if raw.get("int") is not None:
             return Attribute("int", int(raw["int"]))
         if raw.get("bool") is not None:
@@ -101,8 +78,8 @@ class CapacityPolicy:
     def __init__(self, raw: Mapping[str, Any]) -> None:
         d = raw.get("default")
         self.default: Fraction | None = parse(d).exact if d is not None else None
-        self.valid_values = [parse(x).exact for x in _list(raw.get("validValues"))]
-        rng = _map(raw.get("validRange"))
+        self.valid_values = [parse(x).exact for x in as_list(raw.get("validValues"))]
+        rng = as_map(raw.get("validRange"))
         self.min: Fraction | None = parse(rng["min"]).exact if rng.get("min") is not None else None
         self.max: Fraction | None = parse(rng["max"]).exact if rng.get("max") is not None else None
         self.step: Fraction | None = parse(rng["step"]).exact if rng.get("step") is not None else None
@@ -160,33 +137,33 @@ class Device:
     def __init__(self, raw: Raw) -> None:
         self.name = str(raw.get("name") or "")
         self.attributes: dict[str, Attribute] = {}
-        for k, v in _map(raw.get("attributes")).items():
+        for k, v in as_map(raw.get("attributes")).items():
             a = Attribute.parse(v)
             if a is not None:
                 self.attributes[str(k)] = a
         self.capacity: dict[str, Quantity] = {}
         self.capacity_policy: dict[str, CapacityPolicy] = {}
-        for k, v in _map(raw.get("capacity")).items():
-            self.capacity[str(k)] = parse(_map(v).get("value", 0))
-            policy = _map(v).get("requestPolicy")
+        for k, v in as_map(raw.get("capacity")).items():
+            self.capacity[str(k)] = parse(as_map(v).get("value", 0))
+            policy = as_map(v).get("requestPolicy")
             if isinstance(policy, Mapping):
                 self.capacity_policy[str(k)] = CapacityPolicy(policy)
         # [(counterSet, {counter: Quantity})]
         self.consumes_counters: list[tuple[str, dict[str, Quantity]]] = [
             (
                 str(c.get("counterSet") or ""),
-                {str(n): parse(_map(v).get("value", 0)) for n, v in _map(c.get("counters")).items()},
+                {str(n): parse(as_map(v).get("value", 0)) for n, v in as_map(c.get("counters")).items()},
             )
-            for c in _list(raw.get("consumesCounters"))
+            for c in as_list(raw.get("consumesCounters"))
         ]
         self.node_name = str(raw.get("nodeName") or "")
         self.all_nodes = bool(raw.get("allNodes"))
         self.node_selector = NodeSelector.parse(raw.get("nodeSelector"))
-        self.taints = tuple(DeviceTaint(t) for t in _list(raw.get("taints")))
+        self.taints = tuple(DeviceTaint(t) for t in as_list(raw.get("taints")))
         self.binding_conditions: list[str] | None = (
             [str(x) for x in raw["bindingConditions"]] if raw.get("bindingConditions") is not None else None
         )
-        self.binding_failure_conditions = [str(x) for x in _list(raw.get("bindingFailureConditions"))]
+        self.binding_failure_conditions = [str(x) for x in as_list(raw.get("bindingFailureConditions"))]
         self.binds_to_node = bool(raw.get("bindsToNode"))
         self.allow_multiple_allocations = bool(raw.get("allowMultipleAllocations"))
 
@@ -209,10 +186,10 @@ class ResourceSlice:
 
     def __init__(self, raw: Raw) -> None:
         self.raw = raw
-        self.name = str(_meta(raw).get("name") or "")
-        spec = _map(raw.get("spec"))
+        self.name = str(metadata(raw).get("name") or "")
+        spec = as_map(raw.get("spec"))
         self.driver = str(spec.get("driver") or "")
-        pool = _map(spec.get("pool"))
+        pool = as_map(spec.get("pool"))
         self.pool = str(pool.get("name") or "")
         self.generation = int(pool.get("generation") or 0)
         self.resource_slice_count = int(pool.get("resourceSliceCount") or 0)
@@ -223,12 +200,12 @@ class ResourceSlice:
         # {counterSet: {counter: Quantity}}
         self.shared_counters: dict[str, dict[str, Quantity]] = {}
         self._parse_counters(spec)
-        self.devices = [Device(d) for d in _list(spec.get("devices"))]
+        self.devices = [Device(d) for d in as_list(spec.get("devices"))]
 
     def _parse_counters(self, spec: Mapping[str, Any]) -> None:
-        for cs in _list(spec.get("sharedCounters")):
+        for cs in as_list(spec.get("sharedCounters")):
             self.shared_counters[str(cs.get("name") or "")] = {
-                str(n): parse(_map(v).get("value", 0)) for n, v in _map(cs.get("counters")).items()
+                str(n): parse(as_map(v).get("value", 0)) for n, v in as_map(cs.get("counters")).items()
             }
 
 
@@ -237,18 +214,18 @@ class DeviceClass:
 
     def __init__(self, raw: Raw) -> None:
         self.raw = raw
-        self.name = str(_meta(raw).get("name") or "")
-        spec = _map(raw.get("spec"))
+        self.name = str(metadata(raw).get("name") or "")
+        spec = as_map(raw.get("spec"))
         self.selectors = _selectors(spec.get("selectors"))
-        self.config = [dict(c) for c in _list(spec.get("config"))]
+        self.config = [dict(c) for c in as_list(spec.get("config"))]
 
 
 def _selectors(raw: Any) -> list[str | None]:
     """CEL expressions of a selector list; None for a selector without ``cel`` (unsupported)."""
     out: list[str | None] = []
-    for s in _list(raw):
-        cel = _map(s).get("cel")
-        out.append(str(_map(cel).get("expression") or "") if cel is not None else None)
+    for s in as_list(raw):
+        cel = as_map(s).get("cel")
+        out.append(str(as_map(cel).get("expression") or "") if cel is not None else None)
     return out
 
 
@@ -256,7 +233,9 @@ def _selectors(raw: Any) -> list[str | None]:
 # Claims
 
 
-class Toleration:
+class DeviceToleration:
+    """A request's resource.k8s.io DeviceToleration (of device taints, not node taints)."""
+
     __slots__ = ("effect", "key", "operator", "value")
 
     def __init__(self, raw: Raw) -> None:
@@ -296,8 +275,8 @@ class SubRequest:
         self.admin_access: bool | None = (
             bool(raw["adminAccess"]) if admin and raw.get("adminAccess") is not None else None
         )
-        self.tolerations_raw = [dict(t) for t in _list(raw.get("tolerations"))]
-        self.tolerations = [Toleration(t) for t in self.tolerations_raw]
+        self.tolerations_raw = [dict(t) for t in as_list(raw.get("tolerations"))]
+        self.tolerations = [DeviceToleration(t) for t in self.tolerations_raw]
         self.capacity = raw.get("capacity")
 
 
@@ -310,7 +289,7 @@ class DeviceRequest:
         self.exactly = SubRequest(self.name, ex, True) if isinstance(ex, Mapping) else None
         self.first_available = [
             SubRequest(str(s.get("name") or ""), s, False)
-            for s in _list(raw.get("firstAvailable"))
+            for s in as_list(raw.get("firstAvailable"))
             if isinstance(s, Mapping)
         ]
 
@@ -319,7 +298,7 @@ class Constraint:
     __slots__ = ("distinct_attribute", "match_attribute", "requests")
 
     def __init__(self, raw: Raw) -> None:
-        self.requests = [str(r) for r in _list(raw.get("requests"))]
+        self.requests = [str(r) for r in as_list(raw.get("requests"))]
         self.match_attribute = str(raw["matchAttribute"]) if raw.get("matchAttribute") else None
         self.distinct_attribute = str(raw["distinctAttribute"]) if raw.get("distinctAttribute") else None
 
@@ -345,7 +324,7 @@ class ResourceClaim:
 
     def __init__(self, raw: Raw) -> None:
         self.raw = raw
-        meta = _meta(raw)
+        meta = metadata(raw)
         self.name = str(meta.get("name") or "")
         self.namespace = str(meta.get("namespace") or "default")
         self.key = f"{self.namespace}/{self.name}"
@@ -354,21 +333,21 @@ class ResourceClaim:
         self.uid = str(meta.get("uid") or self.key)
         self.resource_version = str(meta.get("resourceVersion") or "")
         self.deleting = meta.get("deletionTimestamp") is not None
-        self.finalizers = [str(f) for f in _list(meta.get("finalizers"))]
+        self.finalizers = [str(f) for f in as_list(meta.get("finalizers"))]
         self.controller_uid = ""
-        for ref in _list(meta.get("ownerReferences")):
+        for ref in as_list(meta.get("ownerReferences")):
             if isinstance(ref, Mapping) and ref.get("controller"):
                 self.controller_uid = str(ref.get("uid") or "")
                 break
-        devices = _map(_map(raw.get("spec")).get("devices"))
-        self.requests = [DeviceRequest(r) for r in _list(devices.get("requests")) if isinstance(r, Mapping)]
-        self.constraints = [Constraint(c) for c in _list(devices.get("constraints")) if isinstance(c, Mapping)]
-        self.config = [dict(c) for c in _list(devices.get("config")) if isinstance(c, Mapping)]
-        status = _map(raw.get("status"))
+        devices = as_map(as_map(raw.get("spec")).get("devices"))
+        self.requests = [DeviceRequest(r) for r in as_list(devices.get("requests")) if isinstance(r, Mapping)]
+        self.constraints = [Constraint(c) for c in as_list(devices.get("constraints")) if isinstance(c, Mapping)]
+        self.config = [dict(c) for c in as_list(devices.get("config")) if isinstance(c, Mapping)]
+        status = as_map(raw.get("status"))
         alloc = status.get("allocation")
         self.allocation: dict[str, Any] | None = dict(alloc) if isinstance(alloc, Mapping) else None
         self.reserved_for: list[dict[str, Any]] = [
-            dict(r) for r in _list(status.get("reservedFor")) if isinstance(r, Mapping)
+            dict(r) for r in as_list(status.get("reservedFor")) if isinstance(r, Mapping)
         ]
 
     def is_reserved_for(self, pod_uid: str) -> bool:
@@ -377,11 +356,11 @@ class ResourceClaim:
     def with_allocation(self, allocation: dict[str, Any] | None) -> ResourceClaim:
         """A copy with ``status.allocation`` set (and the finalizer, as upstream's Reserve)."""
         raw = dict(self.raw)
-        meta = dict(_meta(raw))
+        meta = dict(metadata(raw))
         if allocation is not None and FINALIZER not in self.finalizers:
             meta["finalizers"] = [*self.finalizers, FINALIZER]
         raw["metadata"] = meta
-        status = dict(_map(raw.get("status")))
+        status = dict(as_map(raw.get("status")))
         if allocation is None:
             status.pop("allocation", None)
         else:
@@ -398,7 +377,7 @@ class ResourceClaimTemplate:
 
     def __init__(self, raw: Raw) -> None:
         self.raw = raw
-        meta = _meta(raw)
+        meta = metadata(raw)
         self.name = str(meta.get("name") or "")
         self.namespace = str(meta.get("namespace") or "default")
         self.key = f"{self.namespace}/{self.name}"
@@ -420,17 +399,17 @@ class PodClaimRef:
 def pod_claim_refs(pod_raw: Raw) -> Iterator[PodClaimRef | str]:
     """Each ``spec.resourceClaims`` entry resolved to its claim name; a string is the error
     upstream's resourceclaim.Name returns for it."""
-    meta = _meta(pod_raw)
+    meta = metadata(pod_raw)
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
-    statuses = _list(_map(pod_raw.get("status")).get("resourceClaimStatuses"))
-    for pc in _list(_map(pod_raw.get("spec")).get("resourceClaims")):
-        pc = _map(pc)
+    statuses = as_list(as_map(pod_raw.get("status")).get("resourceClaimStatuses"))
+    for pc in as_list(as_map(pod_raw.get("spec")).get("resourceClaims")):
+        pc = as_map(pc)
         pc_name = str(pc.get("name") or "")
         if pc.get("resourceClaimName") is not None:
             yield PodClaimRef(pc_name, str(pc["resourceClaimName"]), False)
         elif pc.get("resourceClaimTemplateName") is not None:
             for st in statuses:
-                st = _map(st)
+                st = as_map(st)
                 if str(st.get("name") or "") == pc_name:
                     cn = st.get("resourceClaimName")
                     yield PodClaimRef(pc_name, str(cn) if cn is not None else None, True)
@@ -442,225 +421,31 @@ def pod_claim_refs(pod_raw: Raw) -> Iterator[PodClaimRef | str]:
 
 
 def pod_has_claims(pod_raw: Raw) -> bool:
-    return bool(_list(_map(pod_raw.get("spec")).get("resourceClaims")))
+    return bool(as_list(as_map(pod_raw.get("spec")).get("resourceClaims")))
 
 
-# ---------------------------------------------------------------------------------------------
-# Store
-
-
-def _rv(raw: Raw) -> int:
-    try:
-        return int(str(_meta(raw).get("resourceVersion") or "0"))
-    except ValueError:
-        return 0
-
-
-class DraStore:
-    """Informer-like store of the DRA objects plus the scheduler's own view of claims:
-    an assume cache (claims as the scheduler last wrote them, until the watch catches up) and
-    in-flight allocations (made in Reserve, not yet written in PreBind)."""
-
-    __slots__ = ("assumed", "claims", "classes", "in_flight", "slices", "templates", "version")
-
-    def __init__(self) -> None:
-        self.claims: dict[str, ResourceClaim] = {}  # namespace/name, informer version
-        self.assumed: dict[str, ResourceClaim] = {}  # namespace/name, written by the scheduler
-        self.in_flight: dict[str, ResourceClaim] = {}  # uid -> claim with the pending allocation
-        self.templates: dict[str, ResourceClaimTemplate] = {}
-        self.classes: dict[str, DeviceClass] = {}
-        self.slices: dict[str, ResourceSlice] = {}
-        self.version = 0
-
-    # -- events ------------------------------------------------------------------------------
-    def apply(self, kind: str, raw: Raw) -> Any:
-        try:
-            if kind == "ResourceClaim":
-                c = ResourceClaim(raw)
-                self.claims[c.key] = c
-                a = self.assumed.get(c.key)
-                # The assume cache keeps the scheduler's write until the watch shows it (or newer).
-                if a is not None and (a.uid != c.uid or _rv(raw) >= _rv(a.raw)):
-                    del self.assumed[c.key]
-                obj: Any = c
-            elif kind == "ResourceClaimTemplate":
-                obj = ResourceClaimTemplate(raw)
-                self.templates[obj.key] = obj
-            elif kind == "DeviceClass":
-                obj = DeviceClass(raw)
-                self.classes[obj.name] = obj
-            elif kind == "ResourceSlice":
-                obj = ResourceSlice(raw)
-                self.slices[obj.name] = obj
-            else:
-                return None
-        except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
-            meta = _meta(raw)
-            ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
-            raise ValueError(f"{kind} {ns}{meta.get('name')}: {exc}") from None
-        self.version += 1
-        return obj
-
-    def _table(self, kind: str) -> dict[str, Any]:
-        tables: dict[str, dict[str, Any]] = {
-            "ResourceClaim": self.claims,
-            "ResourceClaimTemplate": self.templates,
-            "DeviceClass": self.classes,
-            "ResourceSlice": self.slices,
-        }
-        return tables[kind]
-
-    @staticmethod
-    def _key(kind: str, raw: Raw) -> str:
-        meta = _meta(raw)
-        if kind in ("ResourceClaim", "ResourceClaimTemplate"):
-            return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
-        return str(meta.get("name") or "")
-
-    def on_event(self, kind: str, etype: str | None, raw: Raw) -> tuple[Any, Any] | None:
-        if kind not in DRA_KINDS:
-            return None
-        key = self._key(kind, raw)
-        if etype == "DELETED":
-            self.version += 1
-            if kind == "ResourceClaim":
-                self.assumed.pop(key, None)
-            return self._table(kind).pop(key, None), None
-        old = self.get_claim_or_none(*key.split("/", 1)) if kind == "ResourceClaim" else self._table(kind).get(key)
-        return old, self.apply(kind, raw)
-
-    # -- claims (assume cache view) ----------------------------------------------------------
-    def get_claim_or_none(self, namespace: str, name: str) -> ResourceClaim | None:
-        key = f"{namespace}/{name}"
-        return self.assumed.get(key) or self.claims.get(key)
-
-    def get_claim(self, namespace: str, name: str) -> ResourceClaim:
-        c = self.get_claim_or_none(namespace, name)
-        if c is None:
-            raise ClaimNotFound(f'could not find ResourceClaim "{namespace}/{name}"')
-        return c
-
-    def all_claims(self) -> Iterator[ResourceClaim]:
-        for key, c in self.claims.items():
-            yield self.assumed.get(key, c)
-        for key, c in self.assumed.items():
-            if key not in self.claims:
-                yield c
-
-    def assume(self, claim: ResourceClaim) -> None:
-        """AssumeClaimAfterAPICall: the claim as the API returned it after our write."""
-        cur = self.claims.get(claim.key)
-        if cur is not None and _rv(cur.raw) >= _rv(claim.raw) and cur.uid == claim.uid:
-            return
-        self.assumed[claim.key] = claim
-        self.version += 1
-
-    def restore(self, key: str) -> None:
-        """AssumedClaimRestore: drop the scheduler's version, back to the informer's."""
-        if self.assumed.pop(key, None) is not None:
-            self.version += 1
-
-    def signal_pending(self, claim: ResourceClaim) -> None:
-        self.in_flight[claim.uid] = claim
-        self.version += 1
-
-    def remove_pending(self, uid: str) -> bool:
-        if self.in_flight.pop(uid, None) is not None:
-            self.version += 1
-            return True
-        return False
-
-    def allocated_devices(
-        self,
-    ) -> tuple[
-        set[tuple[str, str, str]], set[tuple[str, str, str, str]], dict[tuple[str, str, str], dict[str, Quantity]]
-    ]:
-        """Devices in use by any claim (stored or in flight): dedicated device ids, shared
-        (device, shareID) ids and the capacity consumed on shared devices."""
-        dedicated: set[tuple[str, str, str]] = set()
-        shared: set[tuple[str, str, str, str]] = set()
-        consumed: dict[tuple[str, str, str], dict[str, Quantity]] = {}
-
-        def visit(alloc: Mapping[str, Any] | None) -> None:
-            if not alloc:
-                return
-            for r in _list(_map(alloc.get("devices")).get("results")):
-                r = _map(r)
-                if r.get("adminAccess"):
-                    continue
-                dev = (str(r.get("driver") or ""), str(r.get("pool") or ""), str(r.get("device") or ""))
-                if r.get("shareID") is not None:
-                    shared.add((*dev, str(r["shareID"])))
-                    cc = r.get("consumedCapacity")
-                    if cc:
-                        tot = consumed.setdefault(dev, {})
-                        for n, q in _map(cc).items():
-                            qq = parse(q)
-                            tot[n] = tot[n].add(qq) if n in tot else qq
-                    continue
-                dedicated.add(dev)
-
-        for c in self.all_claims():
-            if c.uid in self.in_flight:
-                continue
-            visit(c.allocation)
-        for c in self.in_flight.values():
-            visit(c.allocation)
-        return dedicated, shared, consumed
-
-    # -- listers -----------------------------------------------------------------------------
-    def get_class(self, name: str) -> DeviceClass | None:
-        return self.classes.get(name)
-
-    def list_slices(self) -> list[ResourceSlice]:
-        return list(self.slices.values())
-
-
-def instantiate_templates(store: DraStore, pod_raw: dict[str, Any]) -> None:
-    """What kube-controller-manager's resourceclaim-controller does for a pod, offline: a claim
-    for each ``resourceClaimTemplateName`` without one yet (owned by the pod, named
-    ``<pod>-<claim>`` where the controller adds a random suffix), recorded in the pod's
-    ``status.resourceClaimStatuses``. A missing template leaves the pod waiting, as live."""
-    meta = _meta(pod_raw)
-    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
-    uid = str(meta.get("uid") or f"{ns}/{name}")
-    status = pod_raw.setdefault("status", {})
-    statuses: list[Any] = status.setdefault("resourceClaimStatuses", [])
-    have = {str(_map(s).get("name") or "") for s in statuses}
-    for pc in _list(_map(pod_raw.get("spec")).get("resourceClaims")):
-        pc = _map(pc)
-        tmpl_name = pc.get("resourceClaimTemplateName")
-        pc_name = str(pc.get("name") or "")
-        if tmpl_name is None or pc_name in have:
+def add_allocated(
+    alloc: Mapping[str, Any] | None,
+    dedicated: set[tuple[str, str, str]],
+    shared: set[tuple[str, str, str, str]],
+    consumed: dict[tuple[str, str, str], dict[str, Quantity]],
+) -> None:
+    """Add the devices of one claim's ``status.allocation``: dedicated (driver, pool, device)
+    ids, shared (device, shareID) ids and the capacity consumed on shared devices."""
+    if not alloc:
+        return
+    for r in as_list(as_map(alloc.get("devices")).get("results")):
+        r = as_map(r)
+        if r.get("adminAccess"):
             continue
-        tmpl = store.templates.get(f"{ns}/{tmpl_name}")
-        if tmpl is None:
+        dev = (str(r.get("driver") or ""), str(r.get("pool") or ""), str(r.get("device") or ""))
+        if r.get("shareID") is not None:
+            shared.add((*dev, str(r["shareID"])))
+            cc = r.get("consumedCapacity")
+            if cc:
+                tot = consumed.setdefault(dev, {})
+                for n, q in as_map(cc).items():
+                    qq = parse(q)
+                    tot[n] = tot[n].add(qq) if n in tot else qq
             continue
-        claim_name = f"{name}-{pc_name}"
-        store.apply(
-            "ResourceClaim",
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {
-                    "name": claim_name,
-                    "namespace": ns,
-                    "uid": f"{uid}/{pc_name}",
-                    "annotations": {"resource.kubernetes.io/pod-claim-name": pc_name},
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "v1",
-                            "kind": "Pod",
-                            "name": name,
-                            "uid": uid,
-                            "controller": True,
-                            "blockOwnerDeletion": True,
-                        }
-                    ],
-                },
-                "spec": dict(_map(_map(tmpl.raw.get("spec")).get("spec"))),
-            },
-        )
-        statuses.append({"name": pc_name, "resourceClaimName": claim_name})
-    if not statuses:
-        del status["resourceClaimStatuses"]
+        dedicated.add(dev)

@@ -9,7 +9,7 @@ Feature gates at their v1.36 defaults: PodLevelResources (beta, on), InPlacePodV
 (GA), InPlacePodLevelResourcesVerticalScaling (beta, on), DRANodeAllocatableResources (alpha,
 off: status.nodeAllocatableResourceClaimStatuses is not counted).
 
-This module knows no Kubernetes field paths; ``scheduler.model.objects`` parses a pod into
+This module knows no Kubernetes field paths; ``scheduler.model.pod`` parses a pod into
 ``PodResourceInputs``.
 """
 

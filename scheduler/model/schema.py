@@ -1,6 +1,6 @@
-"""Shape checks for the API fields objects.py reads, and the errors that name a bad field.
+"""Shape checks for the API fields the model reads, and the errors that name a bad field.
 
-objects.py parses optimistically (no per-field checks on the common path); when parsing
+The model parses optimistically (no per-field checks on the common path); when parsing
 raises, or for the few subtrees where a wrong type would parse silently into nonsense
 (affinity, spread constraints, tolerations), ``check`` walks the object against the schema
 below and reports the first bad field as ``path: message`` in apimachinery's field-error style.

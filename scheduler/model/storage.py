@@ -1,21 +1,17 @@
 """Storage objects the volume plugins read (PV, PVC, StorageClass, CSINode, CSIDriver,
-CSIStorageCapacity), parsed once from API JSON, and the store that holds them.
-
-``StorageStore.apply(kind, raw)`` / ``StorageStore.delete(kind, raw)`` is the hook a watcher
-calls for each event; ``simulate`` calls ``apply`` for every storage object of its input file.
-Lookups mirror upstream listers, including their NotFound messages.
+CSIStorageCapacity, VolumeAttachment), parsed once from API JSON, and the claims a pod's volumes
+name. The store that holds them is scheduler.framework.listers.StorageStore.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from scheduler.model.kinds import Raw, metadata
 from scheduler.model.labels import LabelSelector, NodeSelector
 from scheduler.model.quantity import QuantityError, int_value
-from scheduler.model.schema import ANY, BOOL, STORAGE, STR, object_error
-
-Raw = Mapping[str, Any]
+from scheduler.model.schema import ANY, BOOL, STR
 
 # Annotations (component-helpers storage/volume).
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -23,16 +19,6 @@ ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 ANN_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
-
-STORAGE_KINDS = (
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "StorageClass",
-    "CSINode",
-    "CSIDriver",
-    "CSIStorageCapacity",
-    "VolumeAttachment",
-)
 
 
 class NotFoundError(LookupError):
@@ -49,10 +35,6 @@ def _storage_bytes(value: Any) -> int | None:
         return int_value(value)
     except (QuantityError, ValueError, TypeError):
         return None
-
-
-def _meta(raw: Raw) -> Mapping[str, Any]:
-    return raw.get("metadata") or {}
 
 
 # In-tree PV / inline volume sources: spec key -> (in-tree plugin name, CSI driver name).
@@ -90,7 +72,7 @@ class PersistentVolume:
     )
 
     def __init__(self, raw: Raw) -> None:
-        meta, spec = _meta(raw), raw.get("spec") or {}
+        meta, spec = metadata(raw), raw.get("spec") or {}
         self.raw = raw
         self.name = str(meta.get("name", ""))
         self.resource_version = str(meta.get("resourceVersion") or "")
@@ -141,7 +123,7 @@ class PersistentVolumeClaim:
     )
 
     def __init__(self, raw: Raw) -> None:
-        meta, spec = _meta(raw), raw.get("spec") or {}
+        meta, spec = metadata(raw), raw.get("spec") or {}
         self.raw = raw
         self.name = str(meta.get("name", ""))
         self.namespace = str(meta.get("namespace") or "default")
@@ -196,7 +178,7 @@ class StorageClass:
 
     def __init__(self, raw: Raw) -> None:
         self.raw = raw
-        self.name = str(_meta(raw).get("name", ""))
+        self.name = str(metadata(raw).get("name", ""))
         self.provisioner = str(raw.get("provisioner") or "")
         mode = raw.get("volumeBindingMode")
         self.binding_mode: str | None = str(mode) if mode is not None else None
@@ -235,7 +217,7 @@ class CSINode:
     __slots__ = ("annotations", "drivers", "limits", "name", "raw")
 
     def __init__(self, raw: Raw) -> None:
-        meta = _meta(raw)
+        meta = metadata(raw)
         self.raw = raw
         self.name = str(meta.get("name", ""))
         self.annotations: dict[str, str] = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
@@ -256,7 +238,7 @@ class CSIDriver:
     def __init__(self, raw: Raw) -> None:
         spec = raw.get("spec") or {}
         self.raw = raw
-        self.name = str(_meta(raw).get("name", ""))
+        self.name = str(metadata(raw).get("name", ""))
         sc = spec.get("storageCapacity")
         self.storage_capacity: bool | None = bool(sc) if sc is not None else None
         self.attach_required = spec.get("attachRequired")
@@ -267,7 +249,7 @@ class CSIStorageCapacity:
     __slots__ = ("capacity", "key", "maximum_volume_size", "name", "namespace", "node_topology", "raw", "storage_class")
 
     def __init__(self, raw: Raw) -> None:
-        meta = _meta(raw)
+        meta = metadata(raw)
         self.raw = raw
         self.name = str(meta.get("name", ""))
         self.namespace = str(meta.get("namespace") or "")
@@ -289,130 +271,17 @@ class VolumeAttachment:
     def __init__(self, raw: Raw) -> None:
         spec = raw.get("spec") or {}
         self.raw = raw
-        self.name = str(_meta(raw).get("name", ""))
+        self.name = str(metadata(raw).get("name", ""))
         self.attacher = str(spec.get("attacher") or "")
         self.node_name = str(spec.get("nodeName") or "")
         pv = (spec.get("source") or {}).get("persistentVolumeName")
         self.pv_name: str | None = str(pv) if pv is not None else None
 
 
-_PARSERS: dict[str, type] = {
-    "PersistentVolume": PersistentVolume,
-    "PersistentVolumeClaim": PersistentVolumeClaim,
-    "StorageClass": StorageClass,
-    "CSINode": CSINode,
-    "CSIDriver": CSIDriver,
-    "CSIStorageCapacity": CSIStorageCapacity,
-    "VolumeAttachment": VolumeAttachment,
-}
-
-
-class StorageStore:
-    """Informer-like store of the storage objects, keyed like upstream listers."""
-
-    __slots__ = ("capacities", "classes", "csi_drivers", "csi_nodes", "pvcs", "pvs", "version", "volume_attachments")
-
-    def __init__(self) -> None:
-        self.pvs: dict[str, PersistentVolume] = {}
-        self.pvcs: dict[str, PersistentVolumeClaim] = {}  # namespace/name
-        self.classes: dict[str, StorageClass] = {}
-        self.csi_nodes: dict[str, CSINode] = {}
-        self.csi_drivers: dict[str, CSIDriver] = {}
-        self.capacities: dict[str, CSIStorageCapacity] = {}  # namespace/name
-        self.volume_attachments: dict[str, VolumeAttachment] = {}
-        # Bumped on every change, so plugins can cache derived data.
-        self.version = 0
-
-    def _table(self, kind: str) -> dict[str, Any]:
-        tables: dict[str, dict[str, Any]] = {
-            "PersistentVolume": self.pvs,
-            "PersistentVolumeClaim": self.pvcs,
-            "StorageClass": self.classes,
-            "CSINode": self.csi_nodes,
-            "CSIDriver": self.csi_drivers,
-            "CSIStorageCapacity": self.capacities,
-            "VolumeAttachment": self.volume_attachments,
-        }
-        return tables[kind]
-
-    def apply(self, kind: str, raw: Raw) -> Any:
-        """Add or update one object (the watcher's hook); returns the parsed object, or None
-        for a kind this store does not hold. An object that cannot be parsed raises
-        ``ObjectError`` (one line) and leaves the store unchanged."""
-        cls = _PARSERS.get(kind)
-        if cls is None:
-            return None
-        try:
-            obj = cls(raw)
-        except (ValueError, TypeError, AttributeError, KeyError) as exc:
-            # One line naming the object (and the field when the outline shows it).
-            raise object_error(kind, raw, STORAGE, exc) from None
-        key = getattr(obj, "key", None) or obj.name
-        self._table(kind)[key] = obj
-        self.version += 1
-        return obj
-
-    def on_event(self, kind: str, etype: str | None, raw: Raw) -> tuple[Any, Any] | None:
-        """The watcher's hook: apply one watch event ("ADDED", "MODIFIED", "DELETED"; None
-        counts as an add or update) and return ``(old, new)`` parsed objects for the queue's
-        hints (``None`` on the missing side), or None for a kind this store does not hold.
-
-        The caller moves pods with ``ClusterEvent(kind, ADD | UPDATE | DELETE)``: ADD when
-        ``old`` is None, DELETE when ``new`` is None, UPDATE otherwise.
-        """
-        if kind not in _PARSERS:
-            return None
-        if etype == "DELETED":
-            return self.delete(kind, raw), None
-        meta = _meta(raw)
-        name = str(meta.get("name", ""))
-        if kind in ("PersistentVolumeClaim", "CSIStorageCapacity"):
-            ns = meta.get("namespace") or ("default" if kind == "PersistentVolumeClaim" else "")
-            name = f"{ns}/{name}"
-        old = self._table(kind).get(name)
-        return old, self.apply(kind, raw)
-
-    def delete(self, kind: str, raw: Raw) -> Any:
-        """Remove one object; returns what was stored, if anything."""
-        if kind not in _PARSERS:
-            return None
-        meta = _meta(raw)
-        name = str(meta.get("name", ""))
-        if kind in ("PersistentVolumeClaim", "CSIStorageCapacity"):
-            ns = meta.get("namespace") or ("default" if kind == "PersistentVolumeClaim" else "")
-            name = f"{ns}/{name}"
-        self.version += 1
-        return self._table(kind).pop(name, None)
-
-    # -- lister-like lookups that raise NotFoundError -----------------------------------------
-    def get_pvc(self, namespace: str, name: str) -> PersistentVolumeClaim:
-        pvc = self.pvcs.get(f"{namespace}/{name}")
-        if pvc is None:
-            raise NotFoundError("persistentvolumeclaim", name)
-        return pvc
-
-    def get_pv(self, name: str) -> PersistentVolume:
-        pv = self.pvs.get(name)
-        if pv is None:
-            raise NotFoundError("persistentvolume", name)
-        return pv
-
-    def get_class(self, name: str) -> StorageClass:
-        sc = self.classes.get(name)
-        if sc is None:
-            raise NotFoundError("storageclass.storage.k8s.io", name)
-        return sc
-
-    def pvs_of_class(self, class_name: str) -> Iterator[PersistentVolume]:
-        for pv in self.pvs.values():
-            if pv.storage_class == class_name:
-                yield pv
-
-
 # ---------------------------------------------------------------------------------------------
 # Pod volumes
 
-# The volume sources the volume plugins read, as objects.py checks them on pod parse (a pod
+# The volume sources the volume plugins read, as PodInfo checks them on parse (a pod
 # whose sources do not fit is refused with a one-line error instead of failing mid-cycle).
 _RO = {"readOnly": BOOL}
 POD_VOLUMES = [
@@ -434,34 +303,21 @@ POD_VOLUMES = [
 ]
 
 
-class PodVolume:
-    """One entry of pod.spec.volumes, reduced to what the volume plugins read."""
-
-    __slots__ = ("claim_name", "csi_driver", "ephemeral", "name", "raw", "read_only")
-
-    def __init__(self, raw: Raw, pod_name: str) -> None:
-        self.raw = raw
-        self.name = str(raw.get("name") or "")
-        pvc = raw.get("persistentVolumeClaim")
-        self.ephemeral = raw.get("ephemeral") is not None
-        self.read_only = bool(pvc.get("readOnly")) if pvc else False
-        if pvc is not None:
-            self.claim_name: str | None = str(pvc.get("claimName") or "")
-        elif self.ephemeral:
-            # ephemeral.VolumeClaimName: <pod name>-<volume name>.
-            self.claim_name = f"{pod_name}-{self.name}"
-        else:
-            self.claim_name = None
-        csi = raw.get("csi")
-        self.csi_driver = str(csi.get("driver") or "") if csi else ""
+def volume_claim(pod_name: str, vol: Raw) -> tuple[str, bool] | None:
+    """The claim a pod volume names, as (claim name, is ephemeral), or None for a volume
+    without one: a persistentVolumeClaim's claimName, or for a generic ephemeral volume
+    ephemeral.VolumeClaimName's ``<pod name>-<volume name>``."""
+    pvc = vol.get("persistentVolumeClaim")
+    if pvc is not None:
+        return str(pvc.get("claimName") or ""), False
+    if vol.get("ephemeral") is not None:
+        return f"{pod_name}-{vol.get('name', '')}", True
+    return None
 
 
-def pod_volumes(pod: Any) -> tuple[PodVolume, ...]:
-    """The pod's volumes as PodVolume (empty tuple for the common no-volume pod)."""
-    vols = pod.volumes
-    if not vols:
-        return ()
-    return tuple(PodVolume(v, pod.name) for v in vols)
+def pvc_claim_names(volumes: tuple[Raw, ...]) -> list[str]:
+    """The claimNames of a pod's persistentVolumeClaim volumes (not the ephemeral ones)."""
+    return [str(v["persistentVolumeClaim"].get("claimName") or "") for v in volumes if v.get("persistentVolumeClaim")]
 
 
 def ephemeral_owned_by(pod: Any, pvc: PersistentVolumeClaim) -> str | None:

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from scheduler.framework.status import MAX_NODE_SCORE
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 # helper.DoNotScheduleTaintsFilterFunc: the taint effects a Filter must honour.
 DO_NOT_SCHEDULE_EFFECTS: tuple[str, ...] = ("NoSchedule", "NoExecute")

@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.model.affinity import AffinityTerm
 from scheduler.model.labels import LabelSelector
-from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo, find_untolerated_taint
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import find_untolerated_taint
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

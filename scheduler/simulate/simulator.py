@@ -1,7 +1,7 @@
 """Offline what-if: the real framework against a cluster described in YAML, no API server.
 
-See shared/reference/simulate-contract.md. The same Cache, Snapshot, Framework, Algorithm and
-scheduling cycle as the live scheduler; the binder is a stand-in that always succeeds.
+The same Cache, Snapshot, Framework, Algorithm and scheduling cycle as the live scheduler; the
+binder is a stand-in that always succeeds.
 """
 
 from __future__ import annotations
@@ -24,37 +24,17 @@ from scheduler.config.config import ConfigError, SchedulerConfig, error_line, lo
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
 from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework, FrameworkError
-from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.dra import DRA_KINDS, instantiate_templates, pod_claim_refs, pod_has_claims
-from scheduler.model.objects import NamespaceInfo, PodInfo, SelectorOwner
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.dra import pod_claim_refs, pod_has_claims
+from scheduler.model.kinds import KINDS, Role
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
-from scheduler.model.storage import STORAGE_KINDS
 from scheduler.plugins.registry import default_registry
-
-KNOWN_KINDS = {
-    "Node",
-    "Pod",
-    "Namespace",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "StorageClass",
-    "CSINode",
-    "CSIDriver",
-    "CSIStorageCapacity",
-    "VolumeAttachment",
-    "PodDisruptionBudget",
-    "PriorityClass",
-    "Service",
-    "ReplicaSet",
-    "StatefulSet",
-    "ReplicationController",
-    *DRA_KINDS,
-}
-OWNER_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
-# Kinds whose outline is checked on input: the storage model's kinds plus PodDisruptionBudget.
-CHECKED_KINDS = (*STORAGE_KINDS, "PodDisruptionBudget")
+from scheduler.simulate.templates import instantiate_templates
 
 
 class InputError(Exception):
@@ -121,7 +101,8 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
     c = Cluster()
     for d in docs:
         kind = d["kind"]
-        if kind in CHECKED_KINDS:
+        role = KINDS[kind].role if kind in KINDS else None
+        if role is Role.STORAGE or role is Role.PDB:
             # The volume plugins read these during cycles: their outline is checked here.
             try:
                 check(d, STORAGE, "")
@@ -134,14 +115,14 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
         elif kind == "Namespace":
             ns = NamespaceInfo.parse(d)
             c.listers.namespaces[ns.name] = ns
-        elif kind in STORAGE_KINDS:
+        elif role is Role.STORAGE:
             c.listers.storage.apply(kind, d)
-        elif kind in DRA_KINDS:
+        elif role is Role.DRA:
             try:
                 c.listers.dra.apply(kind, d)
             except ValueError as exc:
                 raise InputError(str(exc)) from None
-        elif kind in OWNER_KINDS:
+        elif role is Role.OWNER:
             o = SelectorOwner.parse(d)
             c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o
         elif kind == "PodDisruptionBudget":
@@ -149,10 +130,6 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
             c.listers.pdbs[pdb.key] = pdb
         elif kind == "PriorityClass":
             c.priority_classes[str(d["metadata"]["name"])] = d
-        elif kind in KNOWN_KINDS:
-            meta = d.get("metadata") or {}
-            key = f"{meta.get('namespace', '')}/{meta['name']}".lstrip("/")
-            c.listers.objects.setdefault(kind, {})[key] = d
         else:
             c.ignored_kinds.add(kind)
     c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 
 def make_pod(

@@ -8,7 +8,7 @@ import pytest
 from scheduler.backend.cache import Cache
 from scheduler.core.cycle import assumed_copy
 from scheduler.framework.snapshot import Snapshot
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_node, make_pod
 
 

@@ -19,7 +19,8 @@ from scheduler.config.config import load_config
 from scheduler.framework.interface import ActionType, ClusterEvent
 from scheduler.live.app import build
 from scheduler.live.metrics import Metrics
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_node, make_pod
 
 

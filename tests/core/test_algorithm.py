@@ -7,7 +7,7 @@ import pytest
 
 from scheduler.core.algorithm import Algorithm, Diagnosis, FitError, num_feasible_nodes_to_find
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
 
 

@@ -28,10 +28,12 @@ from scheduler.framework.interface import (
     QueueSortPlugin,
     ScorePlugin,
 )
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework, FrameworkError
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status, StatusError
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_node, make_pod
 
 

@@ -15,8 +15,9 @@ import pytest
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.framework.interface import ActionType
+from scheduler.live.kube.clients import Credentials
 from scheduler.live.watch.informer import DELETED, MODIFIED
-from scheduler.live.watch.watcher import RESOURCES, Credentials, Watcher
+from scheduler.live.watch.watcher import Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.testing.builders import make_node, make_pod
 from tests.live.kube.test_clients import write_kubeconfig
@@ -41,15 +42,6 @@ def live() -> tuple[Harness, Watcher]:
 
 def queued(h: Harness) -> dict[str, int]:
     return h.queue.counts()
-
-
-def test_watcher_knows_the_storage_kinds() -> None:
-    # kube-scheduler's informers for the volume plugins (core/v1 and storage.k8s.io/v1).
-    assert RESOURCES["PersistentVolume"] == ("/api/v1", "persistentvolumes")
-    assert RESOURCES["PersistentVolumeClaim"] == ("/api/v1", "persistentvolumeclaims")
-    for kind, plural in (("StorageClass", "storageclasses"), ("CSINode", "csinodes"), ("CSIDriver", "csidrivers"),
-                         ("CSIStorageCapacity", "csistoragecapacities"), ("VolumeAttachment", "volumeattachments")):
-        assert RESOURCES[kind] == ("/apis/storage.k8s.io/v1", plural)
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,7 @@
 """Malformed cluster and config files: ``simulate`` exits 2 with one line naming file, object, field.
 
-Contract: shared/reference/simulate-contract.md ("2 with a clear one-line error for a bad
-file"). Each case is run through the CLI entry (scheduler.cli.main); stderr must be exactly one
-line that starts with ``error: <file>:`` and contains every expected fragment (the object as
+Each case is run through the CLI entry (scheduler.cli.main); stderr must be exactly one line
+that starts with ``error: <file>:`` and contains every expected fragment (the object as
 ``Kind namespace/name`` and the field path). Messages for values the API server would refuse
 follow apimachinery's field-error wording ("Invalid value: ...: must be greater than or equal
 to 0", "must be in the range 1-100", from k8s.io/apimachinery validation and

@@ -19,7 +19,8 @@ import pytest
 from scheduler.backend.queue import pod_update_events
 from scheduler.framework.interface import ActionType
 from scheduler.live.loop import assigned_pod_update_action
-from scheduler.model.objects import NodeInfo, PodInfo, pod_resource_inputs
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo, pod_resource_inputs
 from scheduler.model.podrequests import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -246,7 +247,7 @@ def test_pod_level_resource_requests(skip_pod_level: bool, raw: Raw, want: dict[
 
 
 # helpers_test.go TestAggregateContainerRequestsAndLimits, the request side. The limits-only
-# cases are left out: the helper sees API-defaulted pods, and objects.py applies that defaulting
+# cases are left out: the helper sees API-defaulted pods, and PodInfo applies that defaulting
 # (a limit with no request requests the limit) itself.
 AGGREGATE = [
     ("one container with requests", pod([ctr(req={"cpu": "9"})]), False, {"cpu": "9"}),
@@ -525,7 +526,7 @@ def test_actuated_scale_down_of_assigned_pod_is_an_event() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # PodInfo keeps the requests of pods whose status reports no resources by their spec's resource
-# fields (objects._requests_memo). Every case above, built twice (the second from the memo
+# fields (scheduler.model.pod._requests_memo). Every case above, built twice (the second from the memo
 # where it applies), must give what the computation gives.
 
 @pytest.mark.parametrize(
@@ -553,12 +554,12 @@ def test_status_resources_bypass_kept_requests() -> None:
 
 
 def test_pods_of_one_workload_compute_their_requests_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import scheduler.model.objects as objects
+    import scheduler.model.pod as pod_module
 
     calls = []
-    real = objects.calculate_resource
-    monkeypatch.setattr(objects, "_requests_memo", {})
-    monkeypatch.setattr(objects, "calculate_resource", lambda inp: calls.append(1) or real(inp))
+    real = pod_module.calculate_resource
+    monkeypatch.setattr(pod_module, "_requests_memo", {})
+    monkeypatch.setattr(pod_module, "calculate_resource", lambda inp: calls.append(1) or real(inp))
     for i in range(5):
         raw = pod([{**ctr("c", {"cpu": "100m", "memory": "500Mi"}),
                     "volumeMounts": [{"name": f"kube-api-access-{i}", "mountPath": "/var/run/secrets"}]}])

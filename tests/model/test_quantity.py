@@ -17,8 +17,20 @@ import pytest
 
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live.watch.watcher import Watcher
-from scheduler.model.objects import NodeInfo, PodInfo, Resource
-from scheduler.model.quantity import I64_MAX, I64_MIN, Quantity, QuantityError, _go_parse, api_string, parse
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.quantity import (
+    I64_MAX,
+    I64_MIN,
+    Quantity,
+    QuantityError,
+    _go_parse,
+    api_string,
+    int_value,
+    milli_value,
+    parse,
+)
+from scheduler.model.resource import Resource
 from scheduler.model.schema import ObjectError
 from scheduler.testing.builders import make_node, make_pod
 
@@ -351,3 +363,41 @@ def test_api_string_is_stable() -> None:
     for text, served, _, _ in PARSE_CASES:
         if served is not None:
             assert api_string(served) == served, text
+
+
+# Exact parsing: apimachinery resource.Quantity's MilliValue/Value round up.
+@pytest.mark.parametrize(
+    ("text", "milli", "value"),
+    [
+        ("100m", 100, 1),  # Value() rounds 0.1 up to 1
+        ("0.1", 100, 1),
+        ("1", 1000, 1),
+        ("1.5", 1500, 2),
+        ("1n", 1, 1),  # MilliValue rounds up too
+        ("1Ki", 1024000, 1024),
+        ("500Mi", 500 * 2**20 * 1000, 500 * 2**20),
+        ("1Gi", 2**30 * 1000, 2**30),
+        ("1.5Gi", 3 * 2**29 * 1000, 3 * 2**29),
+        ("1e3", 10**6, 1000),
+        ("1E3", 10**6, 1000),
+        ("2k", 2 * 10**6, 2000),
+        ("1M", 10**9, 10**6),
+        ("32Gi", 32 * 2**30 * 1000, 32 * 2**30),
+        ("0", 0, 0),
+        (4, 4000, 4),
+        ("+1", 1000, 1),
+        (".5", 500, 1),
+        ("5.", 5000, 5),
+        ("1e-3", 1, 1),
+    ],
+)
+def test_quantity(text: str, milli: int, value: int) -> None:
+    assert milli_value(text) == milli
+    assert int_value(text) == value
+
+
+# "Gi" alone parses as 0 upstream (empty numerator), so it is not in this list.
+@pytest.mark.parametrize("bad", ["", "1.2.3", "1Qi", "1 Gi", "abc", "--1"])
+def test_quantity_rejects(bad: str) -> None:
+    with pytest.raises(QuantityError):
+        milli_value(bad)

@@ -1,12 +1,10 @@
-"""Storage model: parsing and the store hook (scheduler/storage.py)."""
+"""Storage objects: parsing, and the claims a pod's volumes name."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from scheduler.model.storage import NotFoundError, PersistentVolumeClaim, StorageStore
+from scheduler.model.storage import PersistentVolumeClaim, pvc_claim_names, volume_claim
 from scheduler.simulate.simulator import build_cluster
 
 
@@ -34,23 +32,6 @@ def test_claim_class(cls: str | None, ann: str | None, want: str) -> None:
     pvc = PersistentVolumeClaim(pvc_raw("c", cls, ann))
     assert pvc.storage_class == want
     assert pvc.request == 1 << 30
-
-
-def test_store_apply_delete_and_not_found_messages() -> None:
-    st = StorageStore()
-    st.apply("PersistentVolumeClaim", pvc_raw("c", "gold"))
-    assert st.get_pvc("ns", "c").name == "c"
-    with pytest.raises(NotFoundError, match='persistentvolumeclaim "x" not found'):
-        st.get_pvc("ns", "x")
-    with pytest.raises(NotFoundError, match='persistentvolume "pv" not found'):
-        st.get_pv("pv")
-    with pytest.raises(NotFoundError, match=re.escape('storageclass.storage.k8s.io "sc" not found')):
-        st.get_class("sc")
-    v = st.version
-    assert st.delete("PersistentVolumeClaim", pvc_raw("c")) is not None
-    assert st.version > v
-    with pytest.raises(NotFoundError):
-        st.get_pvc("ns", "c")
 
 
 def test_simulate_reads_storage_kinds() -> None:
@@ -85,37 +66,8 @@ def test_simulate_reads_storage_kinds() -> None:
     assert st.pvcs["ns/c"].storage_class == "gold"
 
 
-def test_on_event_returns_old_and_new_for_hints() -> None:
-    st = StorageStore()
-    old, new = st.on_event("PersistentVolumeClaim", "ADDED", pvc_raw("c", "gold"))  # type: ignore[misc]
-    assert old is None and new.storage_class == "gold"
-    old, new = st.on_event("PersistentVolumeClaim", "MODIFIED", pvc_raw("c", "silver"))  # type: ignore[misc]
-    assert old.storage_class == "gold" and new.storage_class == "silver"
-    old, new = st.on_event("PersistentVolumeClaim", "DELETED", pvc_raw("c"))  # type: ignore[misc]
-    assert old.storage_class == "silver" and new is None
-    assert st.pvcs == {}
-    assert st.on_event("Secret", "ADDED", {"metadata": {"name": "s"}}) is None
-
-
-@pytest.mark.parametrize(
-    "raw",
-    [
-        {"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "d", "allocatable": {"count": "many"}}]}},
-        {"metadata": {"name": "n"}, "spec": {"drivers": "d"}},
-    ],
-)
-def test_unparseable_object_is_one_line_error_and_store_unchanged(raw: dict) -> None:
-    from scheduler.model.schema import ObjectError
-
-    st = StorageStore()
-    with pytest.raises(ObjectError) as ei:
-        st.apply("CSINode", raw)
-    assert str(ei.value).startswith("CSINode n: ") and "\n" not in str(ei.value)
-    assert st.csi_nodes == {} and st.version == 0
-
-
 def test_pod_with_malformed_volume_source_is_refused() -> None:
-    from scheduler.model.objects import PodInfo
+    from scheduler.model.pod import PodInfo
     from scheduler.model.schema import ObjectError
 
     raw = {
@@ -124,3 +76,21 @@ def test_pod_with_malformed_volume_source_is_refused() -> None:
     }
     with pytest.raises(ObjectError, match=r"spec\.volumes\[0\]\.persistentVolumeClaim: expected an object"):
         PodInfo(raw)
+
+
+@pytest.mark.parametrize(
+    ("vol", "want"),
+    [
+        ({"name": "v", "persistentVolumeClaim": {"claimName": "data"}}, ("data", False)),
+        # ephemeral.VolumeClaimName: <pod>-<volume>.
+        ({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}, ("web-0-scratch", True)),
+        ({"name": "cfg", "configMap": {"name": "c"}}, None),
+    ],
+)
+def test_volume_claim(vol: dict, want: tuple[str, bool] | None) -> None:
+    assert volume_claim("web-0", vol) == want
+
+
+def test_pvc_claim_names_leave_out_ephemeral_volumes() -> None:
+    vols = ({"name": "a", "persistentVolumeClaim": {"claimName": "x"}}, {"name": "b", "ephemeral": {}})
+    assert pvc_claim_names(vols) == ["x"]

@@ -10,8 +10,11 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
-from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.objects import NamespaceInfo, NodeInfo, PodInfo, SelectorOwner
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_node, make_pod
 
 

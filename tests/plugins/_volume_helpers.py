@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.model.objects import NodeInfo, PodInfo
-from scheduler.model.storage import StorageStore
+from scheduler.framework.listers import StorageStore
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_node, make_pod
 
 

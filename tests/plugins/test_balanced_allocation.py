@@ -17,7 +17,8 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.balanced_allocation import (
     BalancedAllocation,
     BalancedAllocationArgs,

@@ -19,16 +19,18 @@ from scheduler.backend.cache import Cache
 from scheduler.config.config import PluginRef, Profile
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, Plugin, PreFilterPlugin, PreFilterResult
+from scheduler.framework.listers import Listers
 from scheduler.framework.preemption import (
     Victims,
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
 )
 from scheduler.framework.runtime import Framework
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.defaultpreemption import DefaultPreemption, parse_args
 from scheduler.plugins.registry import default_registry
 from scheduler.testing.builders import make_node, make_pod

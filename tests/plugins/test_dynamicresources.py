@@ -16,13 +16,16 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import NodeToStatus
+from scheduler.framework.listers import DraStore
 from scheduler.framework.status import Code
-from scheduler.model.dra import Device, DeviceClass, DraStore, ResourceClaim, ResourceSlice
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.dra import Device, DeviceClass, ResourceClaim, ResourceSlice
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.cel import CompiledExpression
-from scheduler.plugins.dynamicresources.celcache import Cache, CelError
+from scheduler.plugins.dynamicresources.celcache import CelCache
+from scheduler.plugins.dynamicresources.celerror import CelError
 
 # ---------------------------------------------------------------------------------------------
 # CEL (compile_test.go)
@@ -242,7 +245,7 @@ def test_cel_non_bool_result_is_an_error() -> None:
 
 
 def test_cel_cache_keeps_the_most_recent() -> None:
-    c = Cache(2)
+    c = CelCache(2)
     a = c.get_or_compile("true")
     c.get_or_compile("false")
     assert c.get_or_compile("true") is a
@@ -362,7 +365,7 @@ def run(
     allocated: set[tuple[str, str, str]] | None = None,
 ) -> list[dict[str, Any]] | None:
     by_name = {c.name: c for c in classes}
-    a = Allocator(allocated or set(), {}, by_name.get, slices, Cache())
+    a = Allocator(allocated or set(), {}, by_name.get, slices, CelCache())
     return a.allocate(node, {"kubernetes.io/hostname": node}, claims)
 
 

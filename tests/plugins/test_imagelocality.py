@@ -19,8 +19,10 @@ import pytest
 from scheduler.backend.cache import Cache
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
-from scheduler.framework.snapshot import Listers, Snapshot
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.imagelocality import ImageLocality, normalized_image_name
 from scheduler.testing.builders import make_node, make_pod
 

@@ -14,7 +14,9 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import AffinityTerm, NodeInfo, PodInfo
+from scheduler.model.affinity import AffinityTerm
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._topology_helpers import (

@@ -14,7 +14,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PreFilterResult, QueueingHint
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,

@@ -29,7 +29,8 @@ from scheduler.framework.interface import ActionType, ClusterEvent, QueueingHint
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.live.loop import node_update_action
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins import registry as plugin_registry
 from scheduler.plugins.nodedeclaredfeatures import (
     ERR_REASON,
@@ -38,14 +39,14 @@ from scheduler.plugins.nodedeclaredfeatures import (
     _PreFilterState,
 )
 from scheduler.plugins.nodedeclaredfeatures import features as ndf_features
-from scheduler.plugins.nodedeclaredfeatures.features import DEFAULT_FRAMEWORK
-from scheduler.plugins.nodedeclaredfeatures.framework import (
+from scheduler.plugins.nodedeclaredfeatures.features import DEFAULT_REGISTRY
+from scheduler.plugins.nodedeclaredfeatures.featureset import (
     TARGET_VERSION,
     Feature,
     FeatureError,
     FeatureMapper,
+    FeatureRegistry,
     FeatureSet,
-    Framework,
     Version,
 )
 from scheduler.simulate.simulator import run
@@ -116,7 +117,7 @@ def test_pre_filter(
     want_status: Status | None,
     want_reqs: list[str] | None,
 ) -> None:
-    pl = NodeDeclaredFeatures(Framework(mock_feature(*f) for f in feats), V(version), enabled)
+    pl = NodeDeclaredFeatures(FeatureRegistry(mock_feature(*f) for f in feats), V(version), enabled)
     state = CycleState()
     assert pl.pre_filter(state, pod(), []) == want_status
     got = state.get(PRE_FILTER_KEY)
@@ -129,7 +130,7 @@ def test_pre_filter(
 
 def test_pre_filter_without_version_is_an_error() -> None:
     # InferForPodScheduling refuses a nil target version; PreFilter returns it as an Error status.
-    pl = NodeDeclaredFeatures(Framework([mock_feature(F1, True)]), None)
+    pl = NodeDeclaredFeatures(FeatureRegistry([mock_feature(F1, True)]), None)
     assert pl.pre_filter(CycleState(), pod(), []) == Status(Code.ERROR, "target version cannot be nil")
 
 
@@ -137,7 +138,7 @@ def test_pre_filter_without_version_is_an_error() -> None:
 # TestFilter (ndftesting.NewMockFramework with FeatureA, FeatureB, FeatureC)
 
 FA, FB, FC = "FeatureA", "FeatureB", "FeatureC"
-ABC = Framework([mock_feature(FA, False), mock_feature(FB, False), mock_feature(FC, False)])
+ABC = FeatureRegistry([mock_feature(FA, False), mock_feature(FB, False), mock_feature(FC, False)])
 _REJECTED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
 
 FILTER_CASES = [
@@ -214,7 +215,7 @@ NODE_HINT_CASES = [
     ("old", "new", "want"), [c[1:] for c in NODE_HINT_CASES], ids=[c[0] for c in NODE_HINT_CASES]
 )
 def test_node_change_hint(old: list[str] | None, new: list[str], want: QueueingHint) -> None:
-    pl = NodeDeclaredFeatures(Framework([]), V("1.35.0"))
+    pl = NodeDeclaredFeatures(FeatureRegistry([]), V("1.35.0"))
     old_node = None if old is None else node(declared=old or None)
     assert pl._after_node_change(pod(), old_node, node(declared=new)) == want
     # The queue may hand over raw Node dicts as well.
@@ -297,7 +298,7 @@ def test_pod_update_hint(
     version: str,
     want: QueueingHint,
 ) -> None:
-    pl = NodeDeclaredFeatures(Framework([Feature("TestFeature", infer)]), V(version))
+    pl = NodeDeclaredFeatures(FeatureRegistry([Feature("TestFeature", infer)]), V(version))
     target = pod("test-pod", uid="123")
     old_pod = pod(old[0], uid=old[1], labels=old[2])
     new_pod = pod(new[0], uid=new[1], labels=new[2])
@@ -307,7 +308,7 @@ def test_pod_update_hint(
 def test_pod_update_hint_infer_error() -> None:
     # "Infer returns error": the hint fails with the library's error, and the queue requeues the
     # pod when a hint fails (queue.py _worth_requeuing), which is upstream's Queue.
-    pl = NodeDeclaredFeatures(Framework([mock_feature("TestFeature", True)]), None)
+    pl = NodeDeclaredFeatures(FeatureRegistry([mock_feature("TestFeature", True)]), None)
     target = pod("test-pod", uid="123")
     with pytest.raises(FeatureError, match="target version cannot be nil"):
         pl._after_pod_update(target, target, pod("test-pod", uid="123", labels={"foo": "bar"}))
@@ -339,12 +340,12 @@ INFER_CASES = [
     ("max_version", "spec", "target", "want"), [c[1:] for c in INFER_CASES], ids=[c[0] for c in INFER_CASES]
 )
 def test_infer_for_pod_scheduling(max_version: str | None, spec: Any, target: str, want: list[str]) -> None:
-    fw = Framework([Feature(_PLR, _pod_level_resources, V(max_version) if max_version else None)])
+    fw = FeatureRegistry([Feature(_PLR, _pod_level_resources, V(max_version) if max_version else None)])
     assert fw.unmap(fw.infer_for_pod_scheduling(spec, V(target))) == want
 
 
 def test_infer_for_pod_scheduling_target_version_nil() -> None:
-    fw = Framework([Feature(_PLR, _pod_level_resources)])
+    fw = FeatureRegistry([Feature(_PLR, _pod_level_resources)])
     with pytest.raises(FeatureError, match="target version cannot be nil"):
         fw.infer_for_pod_scheduling(WITH_PLR, None)
 
@@ -456,14 +457,14 @@ def test_bitmap_string(size: int, bits: list[int], text: str) -> None:
 
 
 def test_default_registry_names_sorted() -> None:
-    assert DEFAULT_FRAMEWORK.registered == (
+    assert DEFAULT_REGISTRY.registered == (
         "ExtendWebSocketsToKubelet",
         "InPlacePodLevelResourcesVerticalScaling",
         "InPlacePodVerticalScalingInitContainers",
         "RestartAllContainersOnContainerExits",
         "UserNamespacesHostNetworkSupport",
     )
-    assert all(f.max_version is None for f in DEFAULT_FRAMEWORK.registry)
+    assert all(f.max_version is None for f in DEFAULT_REGISTRY.features)
 
 
 RESTART_ALL_CASES = [

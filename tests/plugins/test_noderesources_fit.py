@@ -16,7 +16,8 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, StatusError
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
 from scheduler.testing.builders import make_node, make_pod
 

@@ -17,7 +17,8 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import ShapePoint, broken_linear
 from scheduler.testing.builders import make_node, make_pod

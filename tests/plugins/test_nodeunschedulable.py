@@ -11,7 +11,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 from scheduler.testing.builders import make_node, make_pod
 

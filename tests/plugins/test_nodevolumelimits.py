@@ -10,9 +10,10 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
-from scheduler.model.storage import StorageStore
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from scheduler.testing.builders import make_node, make_pod
 

@@ -14,10 +14,11 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo, find_untolerated_taint
-from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import find_untolerated_taint
+from scheduler.plugins.podtopologyspread import MAX_INT32, CriticalPaths, PodTopologySpread
 from scheduler.plugins.podtopologyspread.common import pod_constraints
-from scheduler.plugins.podtopologyspread.plugin import MAX_INT32, CriticalPaths
 from scheduler.plugins.topologyindex import node_matches_required_affinity
 from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._topology_helpers import add_pod_to_snapshot, build_handle, rand_cluster, rand_incoming

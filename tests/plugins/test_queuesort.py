@@ -9,7 +9,7 @@ import random
 import pytest
 
 from scheduler.framework.interface import QueuedPodInfo
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.testing.builders import make_pod
 

@@ -15,7 +15,9 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
-from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.podrequests import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
 from scheduler.testing.builders import make_node

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scheduler.framework.interface import ActionType, QueueingHint
 from scheduler.framework.status import Code
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.testing.builders import make_pod
 

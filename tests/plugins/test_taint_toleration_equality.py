@@ -17,7 +17,9 @@ import pytest
 from scheduler.backend.queue import pod_update_events
 from scheduler.framework.interface import ActionType, QueueingHint
 from scheduler.live.loop import node_update_action
-from scheduler.model.objects import NodeInfo, PodInfo, Taint, Toleration
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import Taint, Toleration
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._topology_helpers import build_handle

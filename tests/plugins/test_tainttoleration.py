@@ -12,7 +12,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, StatusError
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration
 from scheduler.testing.builders import make_node, make_pod
 

@@ -13,17 +13,18 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
-from scheduler.model.storage import StorageStore
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.volumebinding import ERR_UNBOUND_IMMEDIATE, VolumeBinding, _parse_args
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
     ERR_REASON_PV_NOT_EXIST,
-    BinderError,
 )
+from scheduler.plugins.volumebinding.errors import BinderError
 from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._volume_helpers import pv, pvc, storage_class, store_of
 
@@ -504,7 +505,8 @@ def test_translated_affinity_from_labels_and_beta_region() -> None:
 def test_prebind_live_client_without_volume_api_fails_safely() -> None:
     # A live binder that cannot write PVs/PVCs must not let the pod bind with unbound claims.
     from scheduler.framework.interface import Handle
-    from scheduler.framework.snapshot import Listers, Snapshot
+    from scheduler.framework.listers import Listers
+    from scheduler.framework.snapshot import Snapshot
 
     class PodOnlyClient:
         async def bind(self, pod: PodInfo, node: str) -> None:

@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 
-from scheduler.model.objects import NodeInfo, PodInfo
-from scheduler.model.storage import StorageStore
+from scheduler.framework.listers import StorageStore
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
     ERR_REASON_PV_NOT_EXIST,
-    BinderError,
     VolumeBinder,
 )
+from scheduler.plugins.volumebinding.errors import BinderError
 from scheduler.testing.builders import make_node, make_pod
 
 NODE_KEY = "nodeKey"
@@ -325,7 +326,7 @@ def test_claim_candidates_equal_find_matching_volume(seed: int) -> None:
     import random
 
     from scheduler.model.storage import PersistentVolume, PersistentVolumeClaim
-    from scheduler.plugins.volumebinding.binder import ClaimCandidates, find_matching_volume
+    from scheduler.plugins.volumebinding.pv_helpers import ClaimCandidates, find_matching_volume
 
     r = random.Random(seed)
     nodes = []

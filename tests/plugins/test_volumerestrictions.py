@@ -9,7 +9,8 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.volumerestrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_RWOP_CONFLICT,

@@ -6,9 +6,9 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import QueueingHint
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.objects import NodeInfo
-from scheduler.model.storage import StorageStore
+from scheduler.model.node import NodeInfo
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from scheduler.testing.builders import make_node
 from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class, store_of, vol_pod

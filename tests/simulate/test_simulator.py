@@ -1,4 +1,4 @@
-"""`simulate` follows shared/reference/simulate-contract.md: JSON lines, queue order, exit codes."""
+"""`simulate`'s contract: JSON lines, queue order, exit codes."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, ScorePlugin
 from scheduler.framework.snapshot import Snapshot
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 
 @dataclass(frozen=True, slots=True)

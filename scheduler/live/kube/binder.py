@@ -29,7 +29,7 @@ import structlog
 import urllib3
 from urllib3.exceptions import NewConnectionError
 
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -26,7 +27,6 @@ import urllib3
 import yaml
 
 from scheduler.live.kube.binder import check_send_guard
-from scheduler.live.watch.watcher import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +64,21 @@ def install_send_guard(api_client: Any) -> None:
     """Make ``api_client``'s connections run the fence check right before sending."""
     pm = api_client.rest_client.pool_manager
     pm.pool_classes_by_scheme = {"http": _FencedHTTPConnectionPool, "https": _FencedHTTPSConnectionPool}
+
+
+@dataclass(slots=True)
+class Credentials:
+    """One snapshot of the connection settings, in the shape the watch's kopf vault takes them."""
+
+    server: str
+    ca_path: str | None = None
+    insecure: bool = False
+    token: str | None = None
+    scheme: str | None = None
+    username: str | None = None
+    password: str | None = None
+    certificate_path: str | None = None
+    private_key_path: str | None = None
 
 
 class CredentialError(Exception):

@@ -24,7 +24,7 @@ from scheduler.backend.nominator import PodNominator
 from scheduler.live.kube.binder import ApiError, Binder
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.metrics import Metrics
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler.live.kube.binder import Binder
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 

@@ -14,21 +14,18 @@ drives it, the unit tests drive it directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-Raw = Mapping[str, Any]
+from scheduler.model.kinds import Raw, metadata
+
 Event = tuple[str, Raw]  # (ADDED | MODIFIED | DELETED, object)
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 
-def _meta(raw: Raw) -> Mapping[str, Any]:
-    return raw.get("metadata") or {}
-
-
 def key_by_name(raw: Raw) -> str:
-    meta = _meta(raw)
+    meta = metadata(raw)
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
@@ -36,7 +33,7 @@ def key_by_name(raw: Raw) -> str:
 def key_by_uid(raw: Raw) -> str:
     # Pods: the cache and the queue know a pod by uid; a pod re-created under the same name in a
     # watch gap is a delete plus an add, not an update.
-    meta = _meta(raw)
+    meta = metadata(raw)
     return str(meta.get("uid") or key_by_name(raw))
 
 
@@ -46,7 +43,7 @@ def pod_fingerprint(raw: Raw) -> Any:
     spec = raw.get("spec") or {}
     if not spec.get("nodeName"):
         return None
-    meta = _meta(raw)
+    meta = metadata(raw)
     status = raw.get("status") or {}
     return (
         spec,
@@ -69,7 +66,7 @@ def pod_fingerprint(raw: Raw) -> Any:
 def node_fingerprint(raw: Raw) -> Any:
     """Everything of a node the cache parses or the update classification compares; condition
     heartbeats and timestamps are left out."""
-    meta = _meta(raw)
+    meta = metadata(raw)
     status = raw.get("status") or {}
     conds = tuple((c.get("type"), c.get("status")) for c in status.get("conditions") or ())
     return (
@@ -85,17 +82,17 @@ def node_fingerprint(raw: Raw) -> Any:
 
 
 def labels_fingerprint(raw: Raw) -> Any:
-    return _meta(raw).get("labels")
+    return metadata(raw).get("labels")
 
 
 def selector_fingerprint(raw: Raw) -> Any:
-    return ((raw.get("spec") or {}).get("selector"), _meta(raw).get("labels"))
+    return ((raw.get("spec") or {}).get("selector"), metadata(raw).get("labels"))
 
 
 def storage_fingerprint(raw: Raw) -> Any:
     """StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment: everything but
     status and bookkeeping metadata. Status churn (VolumeAttachment attach state) is not read."""
-    meta = _meta(raw)
+    meta = metadata(raw)
     body = {k: v for k, v in raw.items() if k not in ("metadata", "status", "apiVersion", "kind")}
     return (meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), body)
 
@@ -111,7 +108,7 @@ STORAGE_FILTERED_KINDS = frozenset({"StorageClass", "CSINode", "CSIDriver", "CSI
 def tombstone(raw: Raw, kind: str) -> dict[str, Any]:
     """The little of an object a delete handler reads (identity and labels), so the store does
     not keep whole bodies alive."""
-    meta = _meta(raw)
+    meta = metadata(raw)
     keep = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels") if k in meta}
     out: dict[str, Any] = {"kind": kind, "metadata": keep}
     if kind == "Pod":
@@ -173,7 +170,7 @@ class Store:
             return DELETED
         if self._listed is not None and etype is None:
             self._listed.add(key)
-        meta = _meta(raw)
+        meta = metadata(raw)
         rv = str(meta.get("resourceVersion") or "")
         old = self.entries.get(key)
         if old is not None and rv and old.rv == rv:

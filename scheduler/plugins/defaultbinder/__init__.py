@@ -8,7 +8,7 @@ from typing import Any
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BindPlugin, Handle
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 
 
 class DefaultBinder(BindPlugin):

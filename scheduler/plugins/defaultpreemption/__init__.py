@@ -28,8 +28,9 @@ from scheduler.framework.interface import (
 from scheduler.framework.preemption import Evaluator, filter_pods_with_pdb_violation, importance_key
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, StatusError
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 
 NAME = "DefaultPreemption"
 NO_VICTIMS = "No preemption victims found for incoming pod"

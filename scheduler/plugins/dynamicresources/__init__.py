@@ -43,21 +43,21 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from scheduler.framework.listers import ClaimNotFound, DraStore
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.dra import (
     FINALIZER,
     FIRST_AVAILABLE_MAX,
-    ClaimNotFound,
-    DraStore,
     PodClaimRef,
     ResourceClaim,
     pod_claim_refs,
     pod_has_claims,
 )
 from scheduler.model.labels import NodeSelector
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
-from scheduler.plugins.dynamicresources.celcache import Cache
+from scheduler.plugins.dynamicresources.celcache import CelCache
 from scheduler.plugins.helper import default_normalize_score
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class DynamicResources(
         self.store = store if store is not None else DraStore()
         self.handle = handle
         self._api = api
-        self.cel_cache = Cache()
+        self.cel_cache = CelCache()
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> DynamicResources:

@@ -8,6 +8,9 @@ capacity all on).
 result (a ``status.allocation`` dict) per claim, ``None`` when the claims do not fit on the
 node, and raises ``AllocationError`` for what upstream reports as an error (a broken claim or
 class, a CEL error), ``FailedOnNode`` for ErrFailedAllocationOnNode.
+
+As upstream, the search is here and its parts sit beside it: pools.py (which slices a node
+sees), constraint.py (matchAttribute, distinctAttribute) and consumable_capacity.py.
 """
 
 from __future__ import annotations
@@ -19,18 +22,22 @@ from typing import Any
 
 from scheduler.model.dra import (
     ALLOCATION_RESULTS_MAX,
-    Attribute,
     Device,
     DeviceClass,
     ResourceClaim,
     ResourceSlice,
     SubRequest,
 )
-from scheduler.model.labels import NodeSelector
-from scheduler.model.quantity import QuantityError, parse
-from scheduler.plugins.dynamicresources.celcache import Cache, CelError
-
-DeviceID = tuple[str, str, str]  # driver, pool, device
+from scheduler.plugins.dynamicresources.celcache import CelCache
+from scheduler.plugins.dynamicresources.celerror import CelError
+from scheduler.plugins.dynamicresources.constraint import Constraint
+from scheduler.plugins.dynamicresources.consumable_capacity import (
+    consumed_capacity,
+    render_consumed,
+    request_fits,
+    requested_capacity,
+)
+from scheduler.plugins.dynamicresources.pools import DeviceID, Pool, gather_pools, node_matches
 
 
 class AllocationError(Exception):
@@ -43,208 +50,6 @@ class FailedOnNode(AllocationError):
 
 class _MaxSizeExceeded(Exception):
     pass
-
-
-def node_matches(
-    node_name: str, labels: Mapping[str, str], name_to_match: str, all_nodes: bool, selector: NodeSelector | None
-) -> bool:
-    if name_to_match:
-        return node_name == name_to_match
-    if all_nodes:
-        return True
-    if selector is not None:
-        return selector.matches(labels, node_name)
-    return False
-
-
-class Pool:
-    __slots__ = (
-        "counter_sets",
-        "driver",
-        "incomplete",
-        "invalid",
-        "invalid_reason",
-        "name",
-        "not_targeting",
-        "targeting",
-    )
-
-    def __init__(self, driver: str, name: str) -> None:
-        self.driver = driver
-        self.name = name
-        self.incomplete = False
-        self.invalid = False
-        self.invalid_reason = ""
-        self.targeting: list[ResourceSlice] = []
-        self.not_targeting: list[ResourceSlice] = []
-        self.counter_sets: dict[str, dict[str, Fraction]] = {}
-
-    @property
-    def pool_id(self) -> str:
-        return f"{self.driver}/{self.name}"
-
-
-def _build_pool(driver: str, name: str, slices: list[ResourceSlice], all_for_pool: list[ResourceSlice] | None) -> Pool:
-    p = Pool(driver, name)
-    slices = sorted(slices, key=lambda s: s.name)
-    device_slices = [s for s in slices if not s.shared_counters]
-    counter_slices = [s for s in slices if s.shared_counters]
-    seen: set[str] = set()
-    for s in device_slices:
-        for d in s.devices:
-            if d.name in seen:
-                p.invalid, p.invalid_reason = True, f"duplicate device name {d.name}"
-                return p
-            seen.add(d.name)
-    for s in counter_slices:
-        for cs_name, counters in s.shared_counters.items():
-            if cs_name in p.counter_sets:
-                p.invalid, p.invalid_reason = True, f"duplicate counter set name {cs_name}"
-                return p
-            p.counter_sets[cs_name] = {n: q.exact for n, q in counters.items()}
-
-    def check(ss: list[ResourceSlice]) -> str | None:
-        for s in ss:
-            for d in s.devices:
-                for cs_name, counters in d.consumes_counters:
-                    cs = p.counter_sets.get(cs_name)
-                    if cs is None:
-                        return f"counter set {cs_name} not found"
-                    for n in counters:
-                        if n not in cs:
-                            return f"counter {n} not found in counter set {cs_name}"
-        return None
-
-    err = check(slices)
-    if err is not None:
-        p.invalid, p.invalid_reason = True, err
-        return p
-    p.targeting = device_slices
-    if all_for_pool is None or len(slices) == len(all_for_pool):
-        return p
-    names = {s.name for s in slices}
-    p.not_targeting = [s for s in all_for_pool if s.name not in names]
-    err = check(p.not_targeting)
-    if err is not None:
-        p.invalid, p.invalid_reason = True, err
-        p.targeting, p.not_targeting = [], []
-    return p
-
-
-def gather_pools(
-    slices_for_node: Sequence[ResourceSlice],
-    node_name: str,
-    labels: Mapping[str, str],
-    all_slices: Sequence[ResourceSlice],
-) -> list[Pool]:
-    pools: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for s in slices_for_node:
-        if s.shared_counters:
-            relevant = True
-        elif s.node_name or s.all_nodes or s.node_selector is not None:
-            relevant = node_matches(node_name, labels, s.node_name, s.all_nodes, s.node_selector)
-        elif s.per_device_node_selection:
-            relevant = any(
-                node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector) for d in s.devices
-            )
-        else:
-            continue
-        if not relevant:
-            continue
-        pid = (s.driver, s.pool)
-        cur = pools.get(pid)
-        if cur is None or s.generation > cur[0].generation:
-            pools[pid] = [s]
-        elif s.generation == cur[0].generation:
-            cur.append(s)
-    result: list[Pool] = []
-    with_binding: list[Pool] = []
-    for (driver, pname), ss in pools.items():
-        gen, count = ss[0].generation, ss[0].resource_slice_count
-        if len(ss) == count:
-            p = _build_pool(driver, pname, ss, None)
-        else:
-            obsolete = False
-            all_for_pool: list[ResourceSlice] = []
-            for s in all_slices:
-                if s.driver != driver or s.pool != pname:
-                    continue
-                if s.generation == gen:
-                    all_for_pool.append(s)
-                elif s.generation > gen:
-                    obsolete = True
-                    break
-            if obsolete:
-                continue
-            if len(all_for_pool) != count:
-                p = Pool(driver, pname)
-                p.incomplete = True
-                result.append(p)
-                continue
-            p = _build_pool(driver, pname, ss, all_for_pool)
-        if any(d.binding_conditions is not None for s in p.targeting for d in s.devices):
-            with_binding.append(p)
-        else:
-            result.append(p)
-    result.sort(key=lambda p: (p.driver, p.name))
-    with_binding.sort(key=lambda p: (p.driver, p.name))
-    return result + with_binding
-
-
-def lookup_attribute(device: Device, driver: str, name: str) -> Attribute | None:
-    a = device.attributes.get(name)
-    if a is not None:
-        return a
-    i = name.find("/")
-    if i < 0 or name[:i] != driver:
-        return None
-    return device.attributes.get(name[i + 1 :])
-
-
-class _Constraint:
-    __slots__ = ("attribute", "attributes", "distinct", "name", "num", "requests")
-
-    def __init__(self, requests: list[str], name: str, distinct: bool) -> None:
-        self.requests = set(requests)
-        self.name = name
-        self.distinct = distinct
-        self.attribute: Attribute | None = None
-        self.attributes: dict[str, Attribute] = {}
-        self.num = 0
-
-    def _applies(self, req: str, sub: str) -> bool:
-        if not self.requests:
-            return True
-        if sub == "":
-            return req in self.requests
-        return req in self.requests or f"{req}/{sub}" in self.requests
-
-    def add(self, req: str, sub: str, device: Device, did: DeviceID) -> bool:
-        if not self._applies(req, sub):
-            return True
-        attr = lookup_attribute(device, did[0], self.name)
-        if attr is None:
-            return False
-        if self.distinct:
-            if self.num > 0 and attr in self.attributes.values():
-                return False
-            self.attributes[req] = attr
-            self.num += 1
-            return True
-        if self.num == 0:
-            self.attribute, self.num = attr, 1
-            return True
-        if self.attribute is None or attr.kind != self.attribute.kind or attr.value != self.attribute.value:
-            return False
-        self.num += 1
-        return True
-
-    def remove(self, req: str, sub: str) -> None:
-        if not self._applies(req, sub):
-            return
-        if self.distinct:
-            self.attributes.pop(req, None)
-        self.num -= 1
 
 
 class _RequestData:
@@ -282,13 +87,6 @@ class _Result:
         return f"{self.parent}/{self.request.name}" if self.parent is not None else self.request.name
 
 
-def _cap_requests(req: SubRequest) -> dict[str, Fraction] | None:
-    cap = req.capacity
-    if not isinstance(cap, Mapping) or not isinstance(cap.get("requests"), Mapping):
-        return None
-    return {str(k): parse(v).exact for k, v in cap["requests"].items()}
-
-
 class Allocator:
     def __init__(
         self,
@@ -296,7 +94,7 @@ class Allocator:
         aggregated_capacity: Mapping[DeviceID, Mapping[str, Any]],
         class_lookup: Callable[[str], DeviceClass | None],
         slices: Sequence[ResourceSlice],
-        cel_cache: Cache,
+        cel_cache: CelCache,
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         self.allocated = allocated
@@ -334,7 +132,7 @@ class _Run:
         self.claims = list(claims)
         self.pools: list[Pool] = []
         self.match_cache: dict[tuple[DeviceID, int, int, int], bool] = {}
-        self.constraints: list[list[_Constraint]] = []
+        self.constraints: list[list[Constraint]] = []
         self.consumed_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
@@ -369,12 +167,12 @@ class _Run:
                     f"claim {claim.kobj}: number of requested devices {min_per_claim} exceeds the "
                     f"claim limit of {ALLOCATION_RESULTS_MAX}"
                 )
-            cons: list[_Constraint] = []
+            cons: list[Constraint] = []
             for i, c in enumerate(claim.constraints):
                 if c.match_attribute is not None:
-                    cons.append(_Constraint(c.requests, c.match_attribute, False))
+                    cons.append(Constraint(c.requests, c.match_attribute, False))
                 elif c.distinct_attribute is not None:
-                    cons.append(_Constraint(c.requests, c.distinct_attribute, True))
+                    cons.append(Constraint(c.requests, c.distinct_attribute, True))
                 else:
                     raise AllocationError(
                         f"claim {claim.kobj}, constraint #{i}: empty constraint (unsupported constraint type?)"
@@ -565,25 +363,7 @@ class _Run:
         return True
 
     def _capacity_ok(self, req: SubRequest, did: DeviceID, dev: Device) -> bool:
-        """CmpRequestOverCapacity: what the request consumes of each capacity (rounded by the
-        capacity's request policy) must be allowed and fit next to what is already consumed."""
-        try:
-            wanted = _cap_requests(req)
-        except (QuantityError, ValueError):
-            return False
-        if wanted and any(n not in dev.capacity for n in wanted):
-            return False
-        current = self.a.aggregated.get(did, {})
-        allocating = self.allocating_capacity.get(did, {})
-        for name, q in dev.capacity.items():
-            consumed = _consumed(dev, name, wanted)
-            policy = dev.capacity_policy.get(name)
-            if policy is not None and policy.violated(consumed):
-                return False
-            total = current.get(name, Fraction(0)) + consumed + allocating.get(name, Fraction(0))
-            if total > q.exact:
-                return False
-        return True
+        return request_fits(req, dev, self.a.aggregated.get(did), self.allocating_capacity.get(did))
 
     def _allocate_device(
         self, ci: int, ri: int, si: int, did: DeviceID, dev: Device, sl: ResourceSlice, pool: Pool, must: bool
@@ -645,15 +425,15 @@ class _Run:
             return False, _noop
         result = _Result(req, rd.parent, did, dev, sl)
         if multi:
-            wanted = _cap_requests(req) or {}
-            consumed = {n: _consumed(dev, n, wanted) for n in dev.capacity}
+            wanted = requested_capacity(req) or {}
+            consumed = {n: consumed_capacity(dev, n, wanted) for n in dev.capacity}
             cur = self.allocating_capacity.setdefault(did, {})
             for n, q in consumed.items():
                 cur[n] = cur.get(n, Fraction(0)) + q
             capacity_added = consumed
             result.share_id = self.a.new_share_id()
             if consumed:
-                result.consumed = {n: _render(req, dev, n, q) for n, q in consumed.items()}
+                result.consumed = {n: render_consumed(req, dev, n, q) for n, q in consumed.items()}
         if admin:
             result.admin = True
         self.results[ci].append(result)
@@ -818,41 +598,11 @@ def _add_reqs(src: list[Any], dst: list[dict[str, Any]]) -> None:
             dst.append(dict(r))
 
 
-def _consumed(dev: Device, name: str, wanted: Mapping[str, Fraction] | None) -> Fraction:
-    """calculateConsumedCapacity: the request (rounded by the policy), else the policy's
-    default, else the whole capacity."""
-    requested = wanted.get(name) if wanted else None
-    policy = dev.capacity_policy.get(name)
-    if policy is None:
-        return requested if requested is not None else dev.capacity[name].exact
-    return policy.consumed(requested, dev.capacity[name].exact)
-
-
 def _taint_prevents(dev: Device, req: SubRequest) -> bool:
     for t in dev.taints:
         if t.effect in ("NoExecute", "NoSchedule") and not any(tol.tolerates(t) for tol in req.tolerations):
             return True
     return False
-
-
-def _render(req: SubRequest, dev: Device, name: str, q: Fraction) -> str:
-    """A consumed amount as upstream writes it: the quantity it was copied from (request,
-    policy default or the capacity itself) in canonical form, else a plain number."""
-    cap = req.capacity.get("requests") if isinstance(req.capacity, Mapping) else None
-    text = cap.get(name) if isinstance(cap, Mapping) else None
-    if isinstance(text, (str, int, float)):
-        qq = parse(text)
-        if qq.exact == q:
-            return qq.canonical()
-    if dev.capacity[name].exact == q:
-        return dev.capacity[name].canonical()
-    return _fmt(q)
-
-
-def _fmt(q: Fraction) -> str:
-    if q.denominator == 1:
-        return str(q.numerator)
-    return str(parse(f"{float(q)}").canonical())
 
 
 def _noop() -> None:

@@ -24,7 +24,7 @@ from celpy.evaluation import CELEvalError
 
 from scheduler.model.dra import Attribute, Device
 from scheduler.model.quantity import Quantity, QuantityError, parse
-from scheduler.plugins.dynamicresources.celcache import CelError
+from scheduler.plugins.dynamicresources.celerror import CelError
 
 # ---------------------------------------------------------------------------------------------
 # Kubernetes library types

@@ -1,4 +1,4 @@
-"""The compiled-expression cache of DynamicResources (upstream cel.Cache) and its error type.
+"""The compiled-expression cache of DynamicResources (upstream cel.Cache).
 
 Apart from cel.py so that loading the plugin does not load cel-python (about 50 ms of every
 start): the evaluator is imported on the first expression compiled.
@@ -16,11 +16,7 @@ if TYPE_CHECKING:
 CACHE_SIZE = 10
 
 
-class CelError(Exception):
-    """A compile or runtime error, with cel-go-like text where known."""
-
-
-class Cache:
+class CelCache:
     """Compiled expressions, the most recently used ``size`` kept (upstream cel.Cache)."""
 
     def __init__(self, size: int = CACHE_SIZE) -> None:

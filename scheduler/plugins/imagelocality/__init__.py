@@ -20,7 +20,8 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

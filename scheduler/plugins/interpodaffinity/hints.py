@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler.framework.interface import QueueingHint
-from scheduler.model.objects import AffinityTerm, PodInfo
+from scheduler.model.affinity import AffinityTerm
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_node, as_pod
 
 

@@ -25,7 +25,8 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unresolvable
 from scheduler.model.labels import NodeSelector, PreferredSchedulingTerm, parse_preferred_terms
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_node, default_normalize_score
 from scheduler.plugins.validation import is_qualified_name, is_valid_label_value
 
@@ -56,7 +57,7 @@ def _raw_node_affinity(pod: PodInfo) -> Mapping[str, Any]:
 def _checked_required_terms(pod: PodInfo) -> NodeSelector | None:
     """The pod's required terms, with the ones upstream fails to parse marked invalid.
 
-    objects.py compiles the terms without label key/value validation; upstream's lazy node
+    The model compiles the terms without label key/value validation; upstream's lazy node
     selector drops a term that does not parse, so such a term must never match.
     """
     terms = pod.node_affinity_required

@@ -26,14 +26,15 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, go_quote, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_node, as_pod
-from scheduler.plugins.nodedeclaredfeatures.features import DEFAULT_FRAMEWORK
-from scheduler.plugins.nodedeclaredfeatures.framework import (
+from scheduler.plugins.nodedeclaredfeatures.features import DEFAULT_REGISTRY
+from scheduler.plugins.nodedeclaredfeatures.featureset import (
     TARGET_VERSION,
     FeatureError,
+    FeatureRegistry,
     FeatureSet,
-    Framework,
     Version,
 )
 
@@ -72,11 +73,11 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
 
     def __init__(
         self,
-        framework: Framework = DEFAULT_FRAMEWORK,
+        registry: FeatureRegistry = DEFAULT_REGISTRY,
         version: Version | None = None,
         enabled: bool = True,
     ) -> None:
-        self.framework = framework
+        self.registry = registry
         self.version = version
         self.enabled = enabled
 
@@ -84,10 +85,10 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> NodeDeclaredFeatures:
         if args:
             raise ValueError(f"plugin {cls.name} takes no arguments")
-        return cls(DEFAULT_FRAMEWORK, Version.parse(TARGET_VERSION))
+        return cls(DEFAULT_REGISTRY, Version.parse(TARGET_VERSION))
 
     def _infer(self, pod: PodInfo) -> FeatureSet:
-        return self.framework.infer_for_pod_scheduling(_spec(pod), self.version)
+        return self.registry.infer_for_pod_scheduling(_spec(pod), self.version)
 
     # -- PreFilter / Filter ------------------------------------------------------------------
     def pre_filter(
@@ -117,7 +118,7 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         return s.reqs
 
     def _node_bits(self, node: NodeInfo) -> int:
-        return self.framework.try_map_bits(node.declared_features)
+        return self.registry.try_map_bits(node.declared_features)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not self.enabled:
@@ -125,8 +126,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         reqs = self._reqs(state)
         if isinstance(reqs, Status):
             return reqs
-        if reqs.size != len(self.framework.registered):
-            return Status(Code.ERROR, f"bitmap size mismatch; {reqs.size} != {len(self.framework.registered)}")
+        if reqs.size != len(self.registry.registered):
+            return Status(Code.ERROR, f"bitmap size mismatch; {reqs.size} != {len(self.registry.registered)}")
         # A subset test only: the list of missing features is not needed for the reason.
         return None if reqs.bits & ~self._node_bits(node) == 0 else _REJECT
 
@@ -136,11 +137,11 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         if not self.enabled:
             return None
         reqs = self._reqs(state)
-        if isinstance(reqs, Status) or reqs.size != len(self.framework.registered):
+        if isinstance(reqs, Status) or reqs.size != len(self.registry.registered):
             return None  # the per-node form reports the error
         want = reqs.bits
         infos = snapshot.node_infos
-        bits_of = self.framework.try_map_bits
+        bits_of = self.registry.try_map_bits
         return np.fromiter(
             (want & ~bits_of(infos[i].declared_features) == 0 for i in np.asarray(idx).tolist()),
             dtype=bool,

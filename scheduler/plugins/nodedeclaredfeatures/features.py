@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.plugins.nodedeclaredfeatures.framework import Feature, Framework, Spec
+from scheduler.plugins.nodedeclaredfeatures.featureset import Feature, FeatureRegistry, Spec
 
 RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
 POD_LEVEL_RESOURCES_RESIZE = "InPlacePodLevelResourcesVerticalScaling"
@@ -53,4 +53,4 @@ ALL_FEATURES: tuple[Feature, ...] = (
     Feature(USER_NAMESPACES_HOST_NETWORK, needs_user_namespaces_host_network),
 )
 
-DEFAULT_FRAMEWORK = Framework(ALL_FEATURES)
+DEFAULT_REGISTRY = FeatureRegistry(ALL_FEATURES)

@@ -15,7 +15,8 @@ from scheduler.framework.interface import (
     FilterPlugin,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

@@ -19,7 +19,8 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import SKIP, Code, Status, StatusError
-from scheduler.model.objects import HostPort, NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import HostPort, PodInfo
 from scheduler.plugins.helper import as_pod
 
 if TYPE_CHECKING:

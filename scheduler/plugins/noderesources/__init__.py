@@ -1,6 +1,2 @@
-"""Node resource plugins: NodeResourcesFit and NodeResourcesBalancedAllocation."""
-
-from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
-from scheduler.plugins.noderesources.fit import Fit
-
-__all__ = ["BalancedAllocation", "Fit"]
+"""Node resource plugins, one module each as upstream: NodeResourcesFit (fit.py) and
+NodeResourcesBalancedAllocation (balanced_allocation.py), with the scoring strategies they share."""

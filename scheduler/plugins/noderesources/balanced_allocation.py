@@ -18,7 +18,8 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceAllocationScorer,

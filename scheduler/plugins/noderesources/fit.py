@@ -33,15 +33,10 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
-from scheduler.model.objects import (
-    NodeInfo,
-    PodInfo,
-    Resource,
-    has_status_resources,
-    pod_resource_inputs,
-    resource_from_map,
-)
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo, has_status_resources, pod_resource_inputs
 from scheduler.model.podrequests import pod_requests
+from scheduler.model.resource import Resource, resource_from_map
 from scheduler.plugins.helper import as_node, as_pod
 from scheduler.plugins.noderesources.least_allocated import least_resource_score, least_resource_score_batch
 from scheduler.plugins.noderesources.most_allocated import most_resource_score, most_resource_score_batch

@@ -18,19 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.model.objects import (
-    CPU,
-    EPHEMERAL_STORAGE,
-    MEMORY,
-    NodeInfo,
-    PodInfo,
-    Resource,
-    has_pod_level_requests,
-    has_status_resources,
-    pod_resource_inputs,
-    resource_from_map,
-)
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo, has_pod_level_requests, has_status_resources, pod_resource_inputs
 from scheduler.model.podrequests import NON_MISSING_DEFAULTS, pod_requests
+from scheduler.model.resource import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, resource_from_map
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import NodeColumns

@@ -16,7 +16,9 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import TAINT_NODE_UNSCHEDULABLE, NodeInfo, PodInfo, Taint, tolerates_taint
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import TAINT_NODE_UNSCHEDULABLE, Taint, tolerates_taint
 from scheduler.plugins.helper import as_node, as_pod
 
 if TYPE_CHECKING:

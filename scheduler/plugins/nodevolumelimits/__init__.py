@@ -22,15 +22,17 @@ from scheduler.framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status, StatusError, unschedulable
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.model.storage import (
     CSINode,
     NotFoundError,
     PersistentVolumeClaim,
-    StorageStore,
     as_pvc,
     ephemeral_owned_by,
+    volume_claim,
 )
 from scheduler.plugins.helper import as_pod
 from scheduler.plugins.nodevolumelimits.translation import (
@@ -57,16 +59,6 @@ class _LookupError(Exception):
     def __init__(self, message: str, not_found: bool = False) -> None:
         super().__init__(message)
         self.not_found = not_found
-
-
-def _claim_of(pod: PodInfo, vol: Mapping[str, Any]) -> tuple[str, bool] | None:
-    """(claim name, is ephemeral) for PVC and generic ephemeral volumes, else None."""
-    pvc = vol.get("persistentVolumeClaim")
-    if pvc is not None:
-        return str(pvc.get("claimName") or ""), False
-    if vol.get("ephemeral") is not None:
-        return f"{pod.name}-{vol.get('name', '')}", True
-    return None
 
 
 def _migration_on(csi_node: CSINode | None, plugin: str) -> bool:
@@ -170,7 +162,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def _attachable(self, pod: PodInfo, csi_node: CSINode | None, new_pod: bool, out: dict[str, str]) -> None:
         """filterAttachableVolumes: unique volume name -> driver, into ``out``."""
         for vol in pod.volumes:
-            claim = _claim_of(pod, vol)
+            claim = volume_claim(pod.name, vol)
             if claim is None:
                 key = inline_source(vol)
                 if not key or not _migration_on(csi_node, plugin_of(key)):
@@ -372,7 +364,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         if not deleted.node_name and not deleted.nominated_node_name:
             return QueueingHint.QUEUE_SKIP
         for vol in deleted.volumes:
-            if _claim_of(deleted, vol) is not None or inline_source(vol):
+            if volume_claim(deleted.name, vol) is not None or inline_source(vol):
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
@@ -381,7 +373,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         if pvc is None or pvc.namespace != pod.namespace:
             return QueueingHint.QUEUE_SKIP
         for vol in pod.volumes:
-            claim = _claim_of(pod, vol)
+            claim = volume_claim(pod.name, vol)
             if claim is not None and claim[0] == pvc.name:
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP

@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.framework.snapshot import Listers
+from scheduler.framework.listers import Listers
 from scheduler.model.labels import NOTHING, LabelSelector, Requirement
-from scheduler.model.objects import LABEL_HOSTNAME, LABEL_ZONE, PodInfo
+from scheduler.model.node import LABEL_HOSTNAME, LABEL_ZONE
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.validation import is_qualified_name
 
 DO_NOT_SCHEDULE = "DoNotSchedule"

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import QueueingHint
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_node, as_pod
 from scheduler.plugins.podtopologyspread.common import Constraint
 

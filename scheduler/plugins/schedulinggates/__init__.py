@@ -13,7 +13,7 @@ from scheduler.framework.interface import (
     QueueingHint,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_pod
 
 

@@ -18,7 +18,9 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.status import MAX_NODE_SCORE, Status, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo, Taint, Toleration, find_untolerated_taint, tolerates_taint
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.taints import Taint, Toleration, find_untolerated_taint, tolerates_taint
 from scheduler.plugins.helper import DO_NOT_SCHEDULE_EFFECTS, as_node, as_pod, default_normalize_score
 
 if TYPE_CHECKING:

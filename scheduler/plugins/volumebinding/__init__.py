@@ -32,27 +32,23 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status, go_quote
-from scheduler.model.objects import NodeInfo, PodInfo
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.model.storage import (
     ANN_MIGRATED_PLUGINS,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
     NotFoundError,
-    StorageStore,
     as_pvc,
     as_storage_class,
     ephemeral_owned_by,
 )
-from scheduler.plugins.volumebinding.binder import (
-    BinderError,
-    PodVolumeClaims,
-    PodVolumes,
-    VolumeAPI,
-    VolumeBinder,
-    migrated_node_affinity_ok,
-)
+from scheduler.plugins.volumebinding.binder import PodVolumeClaims, PodVolumes, VolumeAPI, VolumeBinder
+from scheduler.plugins.volumebinding.errors import BinderError
+from scheduler.plugins.volumebinding.pv_helpers import migrated_node_affinity_ok
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

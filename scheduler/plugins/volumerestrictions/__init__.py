@@ -22,9 +22,11 @@ from scheduler.framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status, unschedulable
-from scheduler.model.objects import NodeInfo, PodInfo
-from scheduler.model.storage import NotFoundError, StorageStore, as_pvc
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.storage import NotFoundError, as_pvc, pvc_claim_names
 from scheduler.plugins.helper import as_pod
 
 NAME = "VolumeRestrictions"
@@ -81,12 +83,6 @@ def satisfies_volume_conflicts(pod: PodInfo, pods: Sequence[PodInfo]) -> bool:
     return True
 
 
-def _claim_names(pod: PodInfo) -> list[str]:
-    return [
-        str(v["persistentVolumeClaim"].get("claimName") or "") for v in pod.volumes if v.get("persistentVolumeClaim")
-    ]
-
-
 class _State:
     __slots__ = ("conflicts", "rwop")
 
@@ -95,7 +91,7 @@ class _State:
         self.conflicts = conflicts  # how many of them scheduled pods already use
 
     def count_for(self, pod: PodInfo) -> int:
-        return sum(1 for name in _claim_names(pod) if name in self.rwop)
+        return sum(1 for name in pvc_claim_names(pod.volumes) if name in self.rwop)
 
     def clone(self) -> _State:
         return _State(self.rwop, self.conflicts)
@@ -106,7 +102,7 @@ def used_pvc_keys(nodes: Sequence[NodeInfo]) -> set[str]:
     out: set[str] = set()
     for ni in nodes:
         for p in ni.pods:
-            for name in _claim_names(p):
+            for name in pvc_claim_names(p.volumes):
                 out.add(f"{p.namespace}/{name}")
     return out
 
@@ -129,7 +125,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return SKIP
         needs_check = any(_needs_check(v) for v in pod.volumes)
         rwop: set[str] = set()
-        for name in _claim_names(pod):
+        for name in pvc_claim_names(pod.volumes):
             try:
                 pvc = self.store.get_pvc(pod.namespace, name)
             except NotFoundError as exc:
@@ -182,7 +178,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         pvc = as_pvc(new_obj)
         if pvc is None or pvc.namespace != pod.namespace:
             return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE if pvc.name in _claim_names(pod) else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if pvc.name in pvc_claim_names(pod.volumes) else QueueingHint.QUEUE_SKIP
 
     def _after_pod_deleted(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
         deleted = as_pod(old_obj)
@@ -190,7 +186,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return QueueingHint.QUEUE_SKIP
         if not satisfies_volume_conflicts(pod, [deleted]):
             return QueueingHint.QUEUE
-        mine = set(_claim_names(pod))
-        if any(name in mine for name in _claim_names(deleted)):
+        mine = set(pvc_claim_names(pod.volumes))
+        if any(name in mine for name in pvc_claim_names(deleted.volumes)):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP

@@ -21,16 +21,11 @@ from scheduler.framework.interface import (
     PreFilterResult,
     QueueingHint,
 )
+from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Status, go_quote, unresolvable
-from scheduler.model.objects import NodeInfo, PodInfo
-from scheduler.model.storage import (
-    NotFoundError,
-    PersistentVolume,
-    StorageStore,
-    as_pv,
-    as_pvc,
-    as_storage_class,
-)
+from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
+from scheduler.model.storage import NotFoundError, PersistentVolume, as_pv, as_pvc, as_storage_class, pvc_claim_names
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
@@ -72,12 +67,6 @@ def pv_topologies(pv: PersistentVolume) -> list[tuple[str, frozenset[str]]]:
         if zones is not None:
             out.append((key, zones))
     return out
-
-
-def _claim_names(pod: PodInfo) -> list[str]:
-    return [
-        str(v["persistentVolumeClaim"].get("claimName") or "") for v in pod.volumes if v.get("persistentVolumeClaim")
-    ]
 
 
 def _fits(topo: list[tuple[str, frozenset[str]]], labels: Mapping[str, str]) -> bool:
@@ -122,7 +111,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def _pv_topologies(self, pod: PodInfo) -> list[tuple[str, frozenset[str]]] | Status:
         out: list[tuple[str, frozenset[str]]] = []
         st = self.store
-        for claim in _claim_names(pod):
+        for claim in pvc_claim_names(pod.volumes):
             if not claim:
                 return unresolvable("PersistentVolumeClaim had no name")
             try:
@@ -224,7 +213,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
 
     def _after_pvc_change(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
         pvc = as_pvc(new_obj)
-        if pvc is not None and pvc.namespace == pod.namespace and pvc.name in _claim_names(pod):
+        if pvc is not None and pvc.namespace == pod.namespace and pvc.name in pvc_claim_names(pod.volumes):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from scheduler.live.kube.binder import ApiError, BindConflict, Binder, Fenced, KubeCoreAPI, PodGone, TokenBucket
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
 
 

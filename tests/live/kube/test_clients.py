@@ -151,7 +151,7 @@ def test_fence_checked_right_before_the_bytes_leave(tmp_path):
     # The fence is open when the bind thread checks it and closes before the request is
     # written (a SIGSTOP between the two): the connection itself refuses to send.
     from scheduler.live.kube.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
-    from scheduler.model.objects import PodInfo
+    from scheduler.model.pod import PodInfo
     from scheduler.testing.builders import make_pod
 
     received: list[str] = []

@@ -25,12 +25,13 @@ from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import scheduling_cycle
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, PostFilterPlugin, PostFilterResult
+from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
-from scheduler.framework.snapshot import Listers, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.live.kube.binder import ApiError
 from scheduler.live.kube.preemptor import LivePreemption
-from scheduler.model.objects import PodInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import run
 from scheduler.testing.builders import make_node, make_pod

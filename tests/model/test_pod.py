@@ -1,53 +1,17 @@
-"""objects.py / quantity.py: exact quantity parsing and pod request aggregation.
+"""PodInfo: pod request aggregation, and the parsed subtrees pods of one workload share.
 
-Expected values follow apimachinery resource.Quantity (MilliValue/Value round up) and
-component-helpers resource.PodRequests (init containers, sidecars, overhead, pod-level).
+Expected values follow component-helpers resource.PodRequests (init containers, sidecars,
+overhead, pod-level).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from scheduler.model.objects import DEFAULT_MEMORY_REQUEST, NodeInfo, PodInfo
-from scheduler.model.quantity import QuantityError, int_value, milli_value
-from scheduler.testing.builders import make_node, make_pod
-
-
-@pytest.mark.parametrize(
-    ("text", "milli", "value"),
-    [
-        ("100m", 100, 1),  # Value() rounds 0.1 up to 1
-        ("0.1", 100, 1),
-        ("1", 1000, 1),
-        ("1.5", 1500, 2),
-        ("1n", 1, 1),  # MilliValue rounds up too
-        ("1Ki", 1024000, 1024),
-        ("500Mi", 500 * 2**20 * 1000, 500 * 2**20),
-        ("1Gi", 2**30 * 1000, 2**30),
-        ("1.5Gi", 3 * 2**29 * 1000, 3 * 2**29),
-        ("1e3", 10**6, 1000),
-        ("1E3", 10**6, 1000),
-        ("2k", 2 * 10**6, 2000),
-        ("1M", 10**9, 10**6),
-        ("32Gi", 32 * 2**30 * 1000, 32 * 2**30),
-        ("0", 0, 0),
-        (4, 4000, 4),
-        ("+1", 1000, 1),
-        (".5", 500, 1),
-        ("5.", 5000, 5),
-        ("1e-3", 1, 1),
-    ],
-)
-def test_quantity(text: str, milli: int, value: int) -> None:
-    assert milli_value(text) == milli
-    assert int_value(text) == value
-
-
-# "Gi" alone parses as 0 upstream (empty numerator), so it is not in this list.
-@pytest.mark.parametrize("bad", ["", "1.2.3", "1Qi", "1 Gi", "abc", "--1"])
-def test_quantity_rejects(bad: str) -> None:
-    with pytest.raises(QuantityError):
-        milli_value(bad)
+from scheduler.model.pod import PodInfo
+from scheduler.model.podrequests import DEFAULT_MEMORY_REQUEST
+from scheduler.model.taints import parse_tolerations
+from scheduler.testing.builders import make_pod
 
 
 def _c(cpu: str | None = None, mem: str | None = None, restart: str | None = None, limits: dict | None = None) -> dict:
@@ -144,29 +108,9 @@ def test_pod_requests(containers: list, inits: list, extra: dict, cpu: int, mem:
     assert (pod.non0_cpu, pod.non0_mem) == (n0cpu, n0mem)
 
 
-def test_node_info_accounting() -> None:
-    ni = NodeInfo(make_node("n1", cpu="4", memory="8Gi"))
-    p1 = PodInfo(make_pod("a", cpu="1", memory="1Gi", host_ports=[8080]))
-    p2 = PodInfo(make_pod("b"))
-    ni.add_pod(p1)
-    ni.add_pod(p2)
-    assert ni.requested.milli_cpu == 1000
-    assert ni.non0_cpu == 1100 and ni.non0_mem == 2**30 + DEFAULT_MEMORY_REQUEST
-    assert ("TCP", 8080) in ni.used_ports
-    assert ni.remove_pod(p1)
-    assert ni.requested.milli_cpu == 0 and not ni.used_ports
-    assert ni.allocatable.allowed_pod_number == 110
-
-
-def test_allocatable_defaults_to_capacity() -> None:
-    raw = make_node("n1")
-    del raw["status"]["allocatable"]
-    assert NodeInfo(raw).allocatable.milli_cpu == 4000
-
-
 # ------------------------------------------------------------------------------------------------
-# Tolerations and node affinity are kept by the JSON of the subtree (objects._tolerations_memo,
-# _node_affinity_memo): a pod whose subtrees were seen before must get exactly what a fresh parse
+# Tolerations and node affinity are kept by the JSON of the subtree (taints._tolerations_memo,
+# affinity._node_affinity_memo): a pod whose subtrees were seen before must get exactly what a fresh parse
 # gives, a bad subtree must fail every time, and pod-affinity terms stay per pod (they take the
 # pod's namespace, upstream's GetAffinityTerms).
 
@@ -194,11 +138,10 @@ _ZONE_AFFINITY = {
 
 def _fresh(tolerations: list, affinity: dict) -> tuple:
     from scheduler.model.labels import NodeSelector, parse_preferred_terms
-    from scheduler.model.objects import _parse_tolerations
 
     na = affinity.get("nodeAffinity") or {}
     return (
-        _parse_tolerations(tolerations),
+        parse_tolerations(tolerations),
         NodeSelector.parse(na.get("requiredDuringSchedulingIgnoredDuringExecution")),
         parse_preferred_terms(na.get("preferredDuringSchedulingIgnoredDuringExecution")),
     )
@@ -242,16 +185,3 @@ def test_a_bad_subtree_is_rejected_every_time(field: str, value: object, path: s
         with pytest.raises(ObjectError) as err:
             PodInfo(make_pod(name, **{field: value}))  # type: ignore[arg-type]
         assert err.value.path == path
-
-
-def test_subtree_memo_is_bounded_and_skips_values_that_are_not_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler.model import objects
-    monkeypatch.setattr(objects, "_SUBTREE_MEMO_MAX", 8)
-    monkeypatch.setattr(objects, "_tolerations_memo", {})
-    for i in range(20):
-        PodInfo(make_pod(f"p{i}", tolerations=[{"key": f"k{i}", "operator": "Exists"}]))
-        assert len(objects._tolerations_memo) <= 8
-    odd = [{"key": "k", "operator": "Exists", 1: "not a JSON key"}]
-    p = PodInfo(make_pod("odd", tolerations=odd))
-    assert [(t.key, t.operator) for t in p.tolerations] == [("k", "Exists")]
-    assert all(b"not a JSON key" not in k for k in objects._tolerations_memo)

@@ -1,5 +1,6 @@
 """The node-declared-features library the scheduler plugin uses
-(upstream k8s.io/component-helpers/nodedeclaredfeatures: framework.go, featureset.go, bitmap.go).
+(upstream k8s.io/component-helpers/nodedeclaredfeatures: framework.go, featureset.go, bitmap.go;
+upstream's ``Framework`` is ``FeatureRegistry`` here, apart from the scheduler's framework).
 
 Only what scheduling needs is here: mapping feature names onto a fixed, sorted registry,
 feature sets as bitmaps (a Python int plus the registry size), and inferring which features a
@@ -25,7 +26,7 @@ class FeatureError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Versions (apimachinery util/version: only the ordering the framework needs)
+# Versions (apimachinery util/version: only the ordering the inference needs)
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
@@ -201,7 +202,7 @@ class FeatureMapper:
 
 
 # ---------------------------------------------------------------------------------------------
-# Features and the framework
+# Features and their registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,24 +218,25 @@ class Feature:
     max_version: Version | None = None
 
 
-class Framework(FeatureMapper):
-    """A feature registry, sorted by name, with pod-requirement inference."""
+class FeatureRegistry(FeatureMapper):
+    """A feature registry, sorted by name, with pod-requirement inference (upstream
+    nodedeclaredfeatures.Framework)."""
 
-    __slots__ = ("registry",)
+    __slots__ = ("features",)
 
-    def __init__(self, registry: Iterable[Feature]) -> None:
-        feats = sorted(registry, key=lambda f: f.name)
+    def __init__(self, features: Iterable[Feature]) -> None:
+        feats = sorted(features, key=lambda f: f.name)
         super().__init__(f.name for f in feats)
-        self.registry: tuple[Feature, ...] = tuple(feats)
+        self.features: tuple[Feature, ...] = tuple(feats)
 
     def infer_for_pod_scheduling(self, spec: Spec, target_version: Version | None) -> FeatureSet:
         """The features a pod with this spec needs from its node."""
         if target_version is None:
             raise FeatureError("target version cannot be nil")
         bits = 0
-        for i, f in enumerate(self.registry):
+        for i, f in enumerate(self.features):
             if f.max_version is not None and target_version.greater_than(f.max_version):
                 continue
             if f.infer_for_scheduling(spec):
                 bits |= 1 << i
-        return FeatureSet(len(self.registry), bits)
+        return FeatureSet(len(self.features), bits)

@@ -1,0 +1,316 @@
+"""What plugins read besides the snapshot's nodes (upstream framework's listers and the DRA
+manager): namespaces, default spreading's owners, PodDisruptionBudgets, and the stores of
+storage and DRA objects, fed by the watch (live) or the input file (simulate).
+
+A store's ``on_event(kind, etype, raw)`` is the live event handlers' hook, ``apply(kind, raw)``
+is simulate's for each object of its input file. Lookups mirror upstream listers, including
+their NotFound messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, add_allocated
+from scheduler.model.kinds import DRA_KINDS, Raw, metadata
+from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.quantity import Quantity, QuantityError
+from scheduler.model.schema import STORAGE, object_error
+from scheduler.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    NotFoundError,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
+
+_STORAGE_TYPES: dict[str, type] = {
+    "PersistentVolume": PersistentVolume,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
+    "StorageClass": StorageClass,
+    "CSINode": CSINode,
+    "CSIDriver": CSIDriver,
+    "CSIStorageCapacity": CSIStorageCapacity,
+    "VolumeAttachment": VolumeAttachment,
+}
+
+
+class StorageStore:
+    """Informer-like store of the storage objects, keyed like upstream listers."""
+
+    __slots__ = ("capacities", "classes", "csi_drivers", "csi_nodes", "pvcs", "pvs", "version", "volume_attachments")
+
+    def __init__(self) -> None:
+        self.pvs: dict[str, PersistentVolume] = {}
+        self.pvcs: dict[str, PersistentVolumeClaim] = {}  # namespace/name
+        self.classes: dict[str, StorageClass] = {}
+        self.csi_nodes: dict[str, CSINode] = {}
+        self.csi_drivers: dict[str, CSIDriver] = {}
+        self.capacities: dict[str, CSIStorageCapacity] = {}  # namespace/name
+        self.volume_attachments: dict[str, VolumeAttachment] = {}
+        # Bumped on every change, so plugins can cache derived data.
+        self.version = 0
+
+    def _table(self, kind: str) -> dict[str, Any]:
+        tables: dict[str, dict[str, Any]] = {
+            "PersistentVolume": self.pvs,
+            "PersistentVolumeClaim": self.pvcs,
+            "StorageClass": self.classes,
+            "CSINode": self.csi_nodes,
+            "CSIDriver": self.csi_drivers,
+            "CSIStorageCapacity": self.capacities,
+            "VolumeAttachment": self.volume_attachments,
+        }
+        return tables[kind]
+
+    def apply(self, kind: str, raw: Raw) -> Any:
+        """Add or update one object (the watcher's hook); returns the parsed object, or None
+        for a kind this store does not hold. An object that cannot be parsed raises
+        ``ObjectError`` (one line) and leaves the store unchanged."""
+        cls = _STORAGE_TYPES.get(kind)
+        if cls is None:
+            return None
+        try:
+            obj = cls(raw)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # One line naming the object (and the field when the outline shows it).
+            raise object_error(kind, raw, STORAGE, exc) from None
+        key = getattr(obj, "key", None) or obj.name
+        self._table(kind)[key] = obj
+        self.version += 1
+        return obj
+
+    def on_event(self, kind: str, etype: str | None, raw: Raw) -> tuple[Any, Any] | None:
+        """The watcher's hook: apply one watch event ("ADDED", "MODIFIED", "DELETED"; None
+        counts as an add or update) and return ``(old, new)`` parsed objects for the queue's
+        hints (``None`` on the missing side), or None for a kind this store does not hold.
+
+        The caller moves pods with ``ClusterEvent(kind, ADD | UPDATE | DELETE)``: ADD when
+        ``old`` is None, DELETE when ``new`` is None, UPDATE otherwise.
+        """
+        if kind not in _STORAGE_TYPES:
+            return None
+        if etype == "DELETED":
+            return self.delete(kind, raw), None
+        meta = metadata(raw)
+        name = str(meta.get("name", ""))
+        if kind in ("PersistentVolumeClaim", "CSIStorageCapacity"):
+            ns = meta.get("namespace") or ("default" if kind == "PersistentVolumeClaim" else "")
+            name = f"{ns}/{name}"
+        old = self._table(kind).get(name)
+        return old, self.apply(kind, raw)
+
+    def delete(self, kind: str, raw: Raw) -> Any:
+        """Remove one object; returns what was stored, if anything."""
+        if kind not in _STORAGE_TYPES:
+            return None
+        meta = metadata(raw)
+        name = str(meta.get("name", ""))
+        if kind in ("PersistentVolumeClaim", "CSIStorageCapacity"):
+            ns = meta.get("namespace") or ("default" if kind == "PersistentVolumeClaim" else "")
+            name = f"{ns}/{name}"
+        self.version += 1
+        return self._table(kind).pop(name, None)
+
+    # -- lister-like lookups that raise NotFoundError -----------------------------------------
+    def get_pvc(self, namespace: str, name: str) -> PersistentVolumeClaim:
+        pvc = self.pvcs.get(f"{namespace}/{name}")
+        if pvc is None:
+            raise NotFoundError("persistentvolumeclaim", name)
+        return pvc
+
+    def get_pv(self, name: str) -> PersistentVolume:
+        pv = self.pvs.get(name)
+        if pv is None:
+            raise NotFoundError("persistentvolume", name)
+        return pv
+
+    def get_class(self, name: str) -> StorageClass:
+        sc = self.classes.get(name)
+        if sc is None:
+            raise NotFoundError("storageclass.storage.k8s.io", name)
+        return sc
+
+    def pvs_of_class(self, class_name: str) -> Iterator[PersistentVolume]:
+        for pv in self.pvs.values():
+            if pv.storage_class == class_name:
+                yield pv
+
+
+class ClaimNotFound(LookupError):
+    """What upstream's assume cache says for a claim it does not hold."""
+
+
+def _rv(raw: Raw) -> int:
+    try:
+        return int(str(metadata(raw).get("resourceVersion") or "0"))
+    except ValueError:
+        return 0
+
+
+class DraStore:
+    """Informer-like store of the DRA objects plus the scheduler's own view of claims:
+    an assume cache (claims as the scheduler last wrote them, until the watch catches up) and
+    in-flight allocations (made in Reserve, not yet written in PreBind)."""
+
+    __slots__ = ("assumed", "claims", "classes", "in_flight", "slices", "templates", "version")
+
+    def __init__(self) -> None:
+        self.claims: dict[str, ResourceClaim] = {}  # namespace/name, informer version
+        self.assumed: dict[str, ResourceClaim] = {}  # namespace/name, written by the scheduler
+        self.in_flight: dict[str, ResourceClaim] = {}  # uid -> claim with the pending allocation
+        self.templates: dict[str, ResourceClaimTemplate] = {}
+        self.classes: dict[str, DeviceClass] = {}
+        self.slices: dict[str, ResourceSlice] = {}
+        self.version = 0
+
+    # -- events ------------------------------------------------------------------------------
+    def apply(self, kind: str, raw: Raw) -> Any:
+        try:
+            if kind == "ResourceClaim":
+                c = ResourceClaim(raw)
+                self.claims[c.key] = c
+                a = self.assumed.get(c.key)
+                # The assume cache keeps the scheduler's write until the watch shows it (or newer).
+                if a is not None and (a.uid != c.uid or _rv(raw) >= _rv(a.raw)):
+                    del self.assumed[c.key]
+                obj: Any = c
+            elif kind == "ResourceClaimTemplate":
+                obj = ResourceClaimTemplate(raw)
+                self.templates[obj.key] = obj
+            elif kind == "DeviceClass":
+                obj = DeviceClass(raw)
+                self.classes[obj.name] = obj
+            elif kind == "ResourceSlice":
+                obj = ResourceSlice(raw)
+                self.slices[obj.name] = obj
+            else:
+                return None
+        except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
+            meta = metadata(raw)
+            ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+            raise ValueError(f"{kind} {ns}{meta.get('name')}: {exc}") from None
+        self.version += 1
+        return obj
+
+    def _table(self, kind: str) -> dict[str, Any]:
+        tables: dict[str, dict[str, Any]] = {
+            "ResourceClaim": self.claims,
+            "ResourceClaimTemplate": self.templates,
+            "DeviceClass": self.classes,
+            "ResourceSlice": self.slices,
+        }
+        return tables[kind]
+
+    @staticmethod
+    def _key(kind: str, raw: Raw) -> str:
+        meta = metadata(raw)
+        if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+            return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        return str(meta.get("name") or "")
+
+    def on_event(self, kind: str, etype: str | None, raw: Raw) -> tuple[Any, Any] | None:
+        if kind not in DRA_KINDS:
+            return None
+        key = self._key(kind, raw)
+        if etype == "DELETED":
+            self.version += 1
+            if kind == "ResourceClaim":
+                self.assumed.pop(key, None)
+            return self._table(kind).pop(key, None), None
+        old = self.get_claim_or_none(*key.split("/", 1)) if kind == "ResourceClaim" else self._table(kind).get(key)
+        return old, self.apply(kind, raw)
+
+    # -- claims (assume cache view) ----------------------------------------------------------
+    def get_claim_or_none(self, namespace: str, name: str) -> ResourceClaim | None:
+        key = f"{namespace}/{name}"
+        return self.assumed.get(key) or self.claims.get(key)
+
+    def get_claim(self, namespace: str, name: str) -> ResourceClaim:
+        c = self.get_claim_or_none(namespace, name)
+        if c is None:
+            raise ClaimNotFound(f'could not find ResourceClaim "{namespace}/{name}"')
+        return c
+
+    def all_claims(self) -> Iterator[ResourceClaim]:
+        for key, c in self.claims.items():
+            yield self.assumed.get(key, c)
+        for key, c in self.assumed.items():
+            if key not in self.claims:
+                yield c
+
+    def assume(self, claim: ResourceClaim) -> None:
+        """AssumeClaimAfterAPICall: the claim as the API returned it after our write."""
+        cur = self.claims.get(claim.key)
+        if cur is not None and _rv(cur.raw) >= _rv(claim.raw) and cur.uid == claim.uid:
+            return
+        self.assumed[claim.key] = claim
+        self.version += 1
+
+    def restore(self, key: str) -> None:
+        """AssumedClaimRestore: drop the scheduler's version, back to the informer's."""
+        if self.assumed.pop(key, None) is not None:
+            self.version += 1
+
+    def signal_pending(self, claim: ResourceClaim) -> None:
+        self.in_flight[claim.uid] = claim
+        self.version += 1
+
+    def remove_pending(self, uid: str) -> bool:
+        if self.in_flight.pop(uid, None) is not None:
+            self.version += 1
+            return True
+        return False
+
+    def allocated_devices(
+        self,
+    ) -> tuple[
+        set[tuple[str, str, str]], set[tuple[str, str, str, str]], dict[tuple[str, str, str], dict[str, Quantity]]
+    ]:
+        """Devices in use by any claim (stored or in flight): dedicated device ids, shared
+        (device, shareID) ids and the capacity consumed on shared devices."""
+        dedicated: set[tuple[str, str, str]] = set()
+        shared: set[tuple[str, str, str, str]] = set()
+        consumed: dict[tuple[str, str, str], dict[str, Quantity]] = {}
+
+        for c in self.all_claims():
+            if c.uid in self.in_flight:
+                continue
+            add_allocated(c.allocation, dedicated, shared, consumed)
+        for c in self.in_flight.values():
+            add_allocated(c.allocation, dedicated, shared, consumed)
+        return dedicated, shared, consumed
+
+    # -- listers -----------------------------------------------------------------------------
+    def get_class(self, name: str) -> DeviceClass | None:
+        return self.classes.get(name)
+
+    def list_slices(self) -> list[ResourceSlice]:
+        return list(self.slices.values())
+
+
+class Listers:
+    """Cluster objects that are not nodes or pods, as plugins need them (upstream listers)."""
+
+    def __init__(self) -> None:
+        self.namespaces: dict[str, NamespaceInfo] = {}
+        # kind -> namespace/name -> owner
+        self.owners: dict[str, dict[str, SelectorOwner]] = {}
+        # Parsed storage objects (PV, PVC, StorageClass, CSI*) for the volume plugins.
+        self.storage = StorageStore()
+        # PodDisruptionBudgets by namespace/name, in arrival order (DefaultPreemption).
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        # ResourceClaims, templates, DeviceClasses, ResourceSlices for DynamicResources.
+        self.dra = DraStore()
+
+    def namespace_labels(self, name: str) -> dict[str, str] | None:
+        ns = self.namespaces.get(name)
+        return ns.labels if ns is not None else None
+
+    def owners_in(self, namespace: str, kind: str) -> list[SelectorOwner]:
+        return [o for o in self.owners.get(kind, {}).values() if o.namespace == namespace]

@@ -1,0 +1,332 @@
+"""Everything the scheduler reads from a Pod, parsed once into a slotted ``PodInfo``, and the
+bridge from a pod's fields to its resource requests (scheduler.model.podrequests)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from scheduler.model.affinity import (
+    checked_node_affinity,
+    parse_affinity_term,
+    parse_spread_constraints,
+    parse_weighted_terms,
+)
+from scheduler.model.kinds import Raw
+from scheduler.model.memo import memoized
+from scheduler.model.podrequests import (
+    ContainerResources,
+    PodResourceInputs,
+    StatusResources,
+    calculate_resource,
+)
+from scheduler.model.resource import CPU, MEMORY, is_hugepages, resource_amount, resource_from_map
+from scheduler.model.schema import POD, SPREAD_CONSTRAINTS, FieldError, check, object_error
+from scheduler.model.storage import POD_VOLUMES
+from scheduler.model.taints import checked_tolerations
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    host_ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+def _parse_time(value: Any) -> float:
+    if not value:
+        return 0.0
+    if isinstance(value, datetime):
+        return value.timestamp()
+    text = str(value)
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _container_requests(c: Raw) -> dict[str, int]:
+    res = c.get("resources") or {}
+    limits = res.get("limits") or {}
+    reqs = dict(res.get("requests") or {})
+    # API-server defaulting: a resource with a limit but no request requests its limit.
+    for k, v in limits.items():
+        reqs.setdefault(k, v)
+    return {str(k): resource_amount(str(k), v) for k, v in reqs.items()}
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _cached_amount(name: str, value: str | int | float) -> int:
+    return resource_amount(name, value)
+
+
+def _resource_map(raw: Mapping[str, Any] | None) -> dict[str, int]:
+    # Running pods repeat their spec amounts in every container status: memoise the conversion.
+    out: dict[str, int] = {}
+    for k, v in (raw or {}).items():
+        name = str(k)
+        try:
+            out[name] = _cached_amount(name, v)
+        except TypeError:  # an unhashable value: let resource_amount report it
+            out[name] = resource_amount(name, v)
+    return out
+
+
+def _status_resources(st: Raw) -> StatusResources | None:
+    """A container (or pod) status's reported resources; None when it has no ``resources``."""
+    res = st.get("resources")
+    if res is None:
+        return None
+    return StatusResources(_resource_map(res.get("requests")), _resource_map(st.get("allocatedResources")))
+
+
+def pod_resource_inputs(raw: Raw) -> PodResourceInputs:
+    """The parts of a Pod that its resource requests are computed from (scheduler.model.podrequests)."""
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    containers = tuple(
+        ContainerResources(str(c.get("name", "")), _container_requests(c)) for c in spec.get("containers") or []
+    )
+    inits = tuple(
+        ContainerResources(str(c.get("name", "")), _container_requests(c), c.get("restartPolicy") == "Always")
+        for c in spec.get("initContainers") or []
+    )
+    pod_level = {
+        str(k): resource_amount(str(k), v)
+        for k, v in ((spec.get("resources") or {}).get("requests") or {}).items()
+        if _pod_level_supported(str(k))
+    }
+    statuses: dict[str, StatusResources | None] = {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or []:
+            statuses[str(cs.get("name", ""))] = _status_resources(cs)
+    infeasible = False
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodResizePending":
+            infeasible = cond.get("reason") == "Infeasible"
+            break
+    return PodResourceInputs(
+        containers,
+        inits,
+        pod_level,
+        _resource_map(spec.get("overhead")),
+        statuses,
+        _status_resources(status),
+        infeasible,
+    )
+
+
+# Pods of one workload carry the same container resources too. Without status resources (an
+# in-place resize, reported per pod) the requests follow from the spec's resource fields alone,
+# so they are kept by those fields' JSON (scheduler.model.memo). The memo's maps are shared:
+# read only (resource_from_map copies).
+_requests_memo: dict[bytes, tuple[dict[str, int], int, int]] = {}
+
+
+def _requests_key(raw: Raw) -> list[Any] | None:
+    """What a pod's requests follow from when its status reports no resources; None otherwise."""
+    status = raw.get("status") or {}
+    if status.get("resources") is not None:
+        return None
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or []:
+            if cs.get("resources") is not None:
+                return None
+    spec = raw.get("spec") or {}
+    return [
+        [c.get("resources") for c in spec.get("containers") or []],
+        [[c.get("resources"), c.get("restartPolicy")] for c in spec.get("initContainers") or []],
+        spec.get("resources"),
+        spec.get("overhead"),
+    ]
+
+
+def has_pod_level_requests(raw: Raw) -> bool:
+    """resourcehelper.IsPodLevelRequestsSet: spec.resources.requests names cpu, memory or hugepages."""
+    reqs = ((raw.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    return any(_pod_level_supported(str(k)) for k in reqs)
+
+
+def has_status_resources(raw: Raw) -> bool:
+    """Whether the pod's status reports resources that in-place resize rules would count."""
+    status = raw.get("status") or {}
+    if status.get("resources") is not None:
+        return True
+    return any(
+        cs.get("resources") is not None
+        for key in ("containerStatuses", "initContainerStatuses")
+        for cs in status.get(key) or []
+    )
+
+
+
+def _pod_level_supported(name: str) -> bool:
+    return name in (CPU, MEMORY) or is_hugepages(name)
+
+
+class PodInfo:
+    """Everything the scheduler reads from a Pod, computed once from its dict."""
+
+    __slots__ = (
+        "affinity_preferred",
+        "affinity_required",
+        "anti_affinity_preferred",
+        "anti_affinity_required",
+        "creation_ts",
+        "deleting",
+        "host_ports",
+        "images",
+        "init_images",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node_affinity_preferred",
+        "node_affinity_required",
+        "node_name",
+        "node_selector",
+        "nominated_node_name",
+        "non0_cpu",
+        "non0_mem",
+        "owner_refs",
+        "phase",
+        "preemption_policy",
+        "priority",
+        "raw",
+        "requests",
+        "resource_version",
+        "scheduler_name",
+        "scheduling_gates",
+        "spread_constraints",
+        "start_ts",
+        "tolerations",
+        "uid",
+        "volumes",
+    )
+
+    def __init__(self, raw: Raw) -> None:
+        try:
+            self._parse(raw)
+        except Exception as exc:
+            # One line naming the pod and the field; the caller decides what to do with it.
+            ns = (raw.get("metadata") or {}).get("namespace") if isinstance(raw, Mapping) else None
+            raise object_error("Pod", raw, POD, exc, "" if ns else "default") from None
+
+    def _parse(self, raw: Raw) -> None:
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        status = raw.get("status") or {}
+        self.raw = raw
+        self.name: str = str(meta.get("name", ""))
+        self.namespace: str = str(meta.get("namespace") or "default")
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid: str = str(meta.get("uid") or self.key)
+        self.resource_version: str = str(meta.get("resourceVersion") or "")
+        self.labels: dict[str, str] = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        self.creation_ts = _parse_time(meta.get("creationTimestamp"))
+        self.deleting = bool(meta.get("deletionTimestamp"))
+        self.owner_refs = tuple(
+            OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller")))
+            for o in meta.get("ownerReferences") or []
+        )
+        self.node_name: str = str(spec.get("nodeName") or "")
+        self.scheduler_name: str = str(spec.get("schedulerName") or "default-scheduler")
+        self.priority: int = int(spec.get("priority") or 0)
+        if not -(2**31) <= self.priority < 2**31:
+            raise FieldError("spec.priority", f'Invalid value: "{self.priority}": must be a 32-bit integer')
+        self.preemption_policy: str = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
+        self.scheduling_gates = tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [])
+        self.phase: str = str(status.get("phase") or "")
+        self.nominated_node_name: str = str(status.get("nominatedNodeName") or "")
+        self.start_ts = _parse_time(status.get("startTime"))
+        # Subtrees where a wrong type would parse quietly into nonsense: checked when present.
+        tolerations, affinity = spec.get("tolerations"), spec.get("affinity")
+        spread = spec.get("topologySpreadConstraints")
+        self.tolerations = checked_tolerations(tolerations)
+        self.node_affinity_required, self.node_affinity_preferred = checked_node_affinity(affinity)
+        if spread:
+            check(spread, SPREAD_CONSTRAINTS, "spec.topologySpreadConstraints")
+        self.node_selector: dict[str, str] = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
+        volumes = spec.get("volumes")
+        if volumes:
+            check(volumes, POD_VOLUMES, "spec.volumes")
+        self.volumes: tuple[Raw, ...] = tuple(volumes or [])
+
+        containers = spec.get("containers") or []
+        init_containers = spec.get("initContainers") or []
+        self.images = tuple(str(c.get("image", "")) for c in containers)
+        self.init_images = tuple(str(c.get("image", "")) for c in init_containers)
+        ports: list[HostPort] = []
+        # Upstream schedutil.GetHostPorts: sidecar (restartPolicy Always) init containers first,
+        # since they run for the pod's whole life, then the regular containers.
+        sidecars = [c for c in init_containers if c.get("restartPolicy") == "Always"]
+        for c in (*sidecars, *containers):
+            for p in c.get("ports") or []:
+                hp = int(p.get("hostPort") or 0)
+                if not 0 <= hp <= 65535:
+                    raise ValueError(f"hostPort {hp} out of range")  # the schema check names the port
+                if hp > 0:
+                    ports.append(HostPort(str(p.get("hostIP") or ""), str(p.get("protocol") or "TCP"), hp))
+        self.host_ports = tuple(ports)
+
+        self._compute_requests(raw)
+
+        affinity = affinity or {}
+        pa = affinity.get("podAffinity") or {}
+        paa = affinity.get("podAntiAffinity") or {}
+        ns, lbl = self.namespace, self.labels
+        self.affinity_required = tuple(
+            parse_affinity_term(t, ns, lbl) for t in pa.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        )
+        self.affinity_preferred = parse_weighted_terms(
+            pa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, lbl
+        )
+        self.anti_affinity_required = tuple(
+            parse_affinity_term(t, ns, lbl) for t in paa.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        )
+        self.anti_affinity_preferred = parse_weighted_terms(
+            paa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, lbl
+        )
+        self.spread_constraints = parse_spread_constraints(spread, self.labels)
+
+    def _compute_requests(self, raw: Raw) -> None:
+        key = _requests_key(raw)
+        if key is None:
+            requests, self.non0_cpu, self.non0_mem = calculate_resource(pod_resource_inputs(raw))
+        else:
+            requests, self.non0_cpu, self.non0_mem = memoized(
+                _requests_memo, key, lambda _: calculate_resource(pod_resource_inputs(raw))
+            )
+        self.requests = resource_from_map(requests)
+
+    # -- helpers used by several plugins -------------------------------------------------------
+    @property
+    def has_affinity(self) -> bool:
+        return bool(
+            self.affinity_required
+            or self.affinity_preferred
+            or self.anti_affinity_required
+            or self.anti_affinity_preferred
+        )
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        return bool(self.anti_affinity_required)
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key} node={self.node_name or '-'})"

@@ -1,0 +1,51 @@
+"""Fakes for the serving tests: a settable clock, scripted review calls, review answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.live.serving.authn import ReviewError, UserInfo
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeReview:
+    """Answers from a script: a dict is returned, a ReviewError raised; the last one repeats."""
+
+    def __init__(self, *answers: dict[str, Any] | ReviewError) -> None:
+        self.answers = list(answers)
+        self.calls: list[dict[str, Any]] = []
+
+    async def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(body)
+        a = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(a, ReviewError):
+            raise a
+        return a
+
+
+async def no_sleep(_: float) -> None:
+    return None
+
+
+def authenticated(name: str, groups: list[str] | None = None, uid: str = "", extra: dict | None = None) -> dict:
+    user: dict[str, Any] = {"username": name, "groups": groups or []}
+    if uid:
+        user["uid"] = uid
+    if extra:
+        user["extra"] = extra
+    return {"status": {"authenticated": True, "user": user}}
+
+
+NOT_AUTHENTICATED = {"status": {"authenticated": False}}
+ALLOWED = {"status": {"allowed": True}}
+DENIED = {"status": {"allowed": False, "reason": ""}}
+
+# A ServiceAccount user as a TokenReview reports it.
+SA = UserInfo("system:serviceaccount:ns:sa", "u1", ("system:serviceaccounts", "system:authenticated"))
