@@ -26,8 +26,9 @@ from kubernetes import client
 from e2e.support.apply import ensure_namespace
 from e2e.support.objects import make_node, make_pod
 from e2e.support.plane import new_api_client
-from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialSource
+from scheduler.live.kube.transport import KubeCoreAPI, TokenBucket
 from scheduler.model.pod import PodInfo
 
 

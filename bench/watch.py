@@ -34,11 +34,14 @@ sys.path.insert(0, str(ROOT))
 
 from scheduler.backend.cache import Cache  # noqa: E402
 from scheduler.backend.queue import SchedulingQueue  # noqa: E402
-from scheduler.config.config import load_config  # noqa: E402
+from scheduler.config import load_config  # noqa: E402
 from scheduler.core.algorithm import Algorithm  # noqa: E402
-from scheduler.live.app import build  # noqa: E402
-from scheduler.live.kube.binder import Binder, KubeCoreAPI, TokenBucket  # noqa: E402
+from scheduler.core.profiles import build_frameworks  # noqa: E402
+from scheduler.framework.listers import Listers  # noqa: E402
+from scheduler.framework.snapshot import Snapshot  # noqa: E402
+from scheduler.live.kube.binder import Binder  # noqa: E402
 from scheduler.live.kube.clients import Credentials, CredentialSource  # noqa: E402
+from scheduler.live.kube.transport import KubeCoreAPI, TokenBucket  # noqa: E402
 from scheduler.live.loop import Scheduler  # noqa: E402
 from scheduler.live.metrics import Metrics  # noqa: E402
 
@@ -120,10 +123,11 @@ def _old_watcher_module(rev: str) -> types.ModuleType:
 
 
 def _scheduler(api_client: Any) -> Scheduler:
-    cfg = load_config(None)
     metrics = Metrics()
-    frameworks, _, snapshot, listers = build(cfg, metrics)
     binder = Binder(KubeCoreAPI(api_client), TokenBucket(0, 1))
+    snapshot, listers = Snapshot(), Listers()
+    frameworks = build_frameworks(load_config(None), snapshot, listers, client=binder,
+                                  observers=metrics.extension_point_observer)
     queue = SchedulingQueue(frameworks, time.monotonic)
     return Scheduler(frameworks, Cache(), snapshot, listers, queue, Algorithm(np.random.default_rng()), binder, metrics)
 

@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _duration(text: str) -> float:
-    from scheduler.live.serving.server import parse_duration
+    from scheduler.config.duration import parse_duration
 
     try:
         return parse_duration(text)

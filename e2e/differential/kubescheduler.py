@@ -2,8 +2,7 @@
 
 One KubeSchedulerConfiguration file serves both sides: the binary reads it with ``--config``
 and ``python -m scheduler simulate`` reads it with ``--config``. The profile is the upstream
-default minus the plugins pyscheduler lacks (its ``NOT_AVAILABLE`` list, plus
-NodeDeclaredFeatures while pyscheduler has no such plugin), every node is scored
+default minus NodeDeclaredFeatures while pyscheduler has no such plugin, every node is scored
 (``percentageOfNodesToScore: 100``) and leader election is off.
 """
 
@@ -43,10 +42,10 @@ def kube_version() -> str:
 
 
 def disabled_plugins(node_declared_features: bool | None = None) -> list[str]:
-    """Plugins to switch off on both sides: what pyscheduler reports as not available, and
-    NodeDeclaredFeatures unless pyscheduler has it (or *node_declared_features* forces it)."""
+    """Plugins to switch off on both sides: NodeDeclaredFeatures unless pyscheduler has it
+    (or *node_declared_features* forces it)."""
     reg = plugin_registry.default_registry()
-    out = [n for n in plugin_registry.NOT_AVAILABLE if n not in reg]
+    out: list[str] = []
     for name in UPSTREAM_EXTRA:
         enabled = name in reg if node_declared_features is None else node_declared_features
         if not enabled:

@@ -29,14 +29,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from scheduler.backend.nominator import PodNominator
-from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueuedPodInfo,
-    QueueingHint,
-    QueueSortPlugin,
-)
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, pod_update_events
+from scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
 from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
@@ -83,27 +77,6 @@ class _LessKey:
 
     def __lt__(self, other: _LessKey) -> bool:
         return self.less(self.q, other.q)
-
-
-def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
-    """What changed in an unscheduled pod, as cluster events (upstream PodSchedulingPropertiesChange)."""
-    actions = ActionType(0)
-    if old.labels != new.labels:
-        actions |= ActionType.UPDATE_POD_LABEL
-    # Upstream compares only the count: the API lets tolerations be added, not edited or removed.
-    if len(old.tolerations) != len(new.tolerations):
-        actions |= ActionType.UPDATE_POD_TOLERATION
-    if old.scheduling_gates and not new.scheduling_gates:
-        actions |= ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
-    old_rcs = (old.raw.get("status") or {}).get("resourceClaimStatuses")
-    if old_rcs != (new.raw.get("status") or {}).get("resourceClaimStatuses"):
-        actions |= ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
-    r_old, r_new = old.requests, new.requests
-    if any(r_new.get(n) < r_old.get(n) for n in set(r_old.names()) | set(r_new.names())):
-        actions |= ActionType.UPDATE_POD_SCALE_DOWN
-    if not actions:
-        return []
-    return [ClusterEvent("UnscheduledPod", actions)]
 
 
 class SchedulingQueue:

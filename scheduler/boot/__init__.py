@@ -1,0 +1,1 @@
+"""Start-up measures that must run before the heavy imports (standard library only)."""

@@ -84,14 +84,6 @@ class FitError(Exception):
         return msg
 
 
-class SchedulingError(Exception):
-    """Anything but "does not fit": an Error status from a plugin, or no nodes at all."""
-
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message)
-        self.status = status
-
-
 @dataclass(slots=True)
 class ScheduleResult:
     suggested_host: str
@@ -151,7 +143,7 @@ class Algorithm:
                     ni = infos[int(cand[p])]
                     s = fw.status_for(state, pod, ni, failure)
                     if s.code == Code.ERROR:
-                        raise SchedulingError(s)
+                        raise StatusError(s)
                     statuses[ni.name] = s
                     diagnosis.add_plugin_status(s)
             pos += cut
@@ -167,7 +159,7 @@ class Algorithm:
         pre_res, s, with_nodes = fw.run_pre_filter(state, pod, all_nodes)
         if s is not None and not s.is_success():
             if not s.is_rejected():
-                raise SchedulingError(s)
+                raise StatusError(s)
             diagnosis.node_to_status.absent = s
             diagnosis.pre_filter_msg = s.message
             diagnosis.add_plugin_status(s)
@@ -194,11 +186,9 @@ class Algorithm:
         n_all = len(all_nodes)
         try:
             feasible = self._find_nodes_that_pass_filters(fw, state, pod, snap, diagnosis, nodes)
-        except (StatusError, SchedulingError) as exc:
+        except StatusError:
             # Upstream advances the start index by what was processed even on error.
             self._advance(len(diagnosis.node_to_status.statuses), n_all)
-            if isinstance(exc, StatusError):
-                raise SchedulingError(exc.status) from None
             raise
         self._advance(len(feasible) + len(diagnosis.node_to_status.statuses), n_all)
         return feasible, diagnosis
@@ -211,7 +201,7 @@ class Algorithm:
         if s is None:
             return True
         if s.code == Code.ERROR:
-            raise SchedulingError(s)
+            raise StatusError(s)
         diagnosis.node_to_status.statuses[ni.name] = s
         diagnosis.add_plugin_status(s)
         return False
@@ -236,8 +226,10 @@ class Algorithm:
         return int(ties[hits[-1] + 1]) if len(hits) else int(ties[0])
 
     def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot) -> ScheduleResult:
+        """The node for ``pod``. Raises ``FitError`` when it fits none, ``StatusError`` with the
+        Error status of anything else that went wrong."""
         if len(snap) == 0:
-            raise SchedulingError(Status(Code.ERROR, NO_NODES_AVAILABLE))
+            raise StatusError(Status(Code.ERROR, NO_NODES_AVAILABLE))
         feasible, diagnosis = self.find_nodes_that_fit(fw, state, pod, snap)
         if len(feasible) == 0:
             raise FitError(pod, len(snap), diagnosis)
@@ -254,10 +246,7 @@ class Algorithm:
             nodes = itemgetter(*feasible.tolist())(infos)
             s = fw.run_pre_score(state, pod, nodes)
             if s is not None:
-                raise SchedulingError(s)
-            try:
-                scores = fw.run_score(state, pod, snap, feasible)
-            except StatusError as exc:
-                raise SchedulingError(exc.status) from None
+                raise StatusError(s)
+            scores = fw.run_score(state, pod, snap, feasible)
         winner = self.select_host(scores.totals)
         return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis)

@@ -1,5 +1,11 @@
-"""The synchronous scheduling cycle shared by the live loop and ``simulate``
-(upstream schedule_one.go schedulingCycle): decide, assume, Reserve, Permit."""
+"""The synchronous scheduling cycle shared by the live loop and ``simulate`` (the pure part of
+upstream schedule_one.go: schedulingCycle, assume): decide, assume, Reserve, Permit.
+
+A failed attempt ends in one Status: a plugin's own, or, when the pod fits no node, an
+Unschedulable status whose ``err`` is the ``FitError`` with its diagnosis (upstream
+``NewStatus(Unschedulable).WithError(fitError)``). ``rejecting_plugins`` reads the plugins to
+requeue on off that Status.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,12 @@ import copy
 from dataclasses import dataclass
 
 from scheduler.backend.cache import Cache
-from scheduler.core.algorithm import Algorithm, FitError, ScheduleResult, SchedulingError
+from scheduler.core.algorithm import Algorithm, FitError, ScheduleResult
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PostFilterResult
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, StatusError
 from scheduler.model.pod import PodInfo
 
 
@@ -22,7 +28,6 @@ class CycleOutcome:
     state: CycleState
     result: ScheduleResult | None = None
     assumed: PodInfo | None = None  # the pod as assumed on ``result.suggested_host``
-    fit_error: FitError | None = None
     status: Status | None = None  # why the attempt failed (Unschedulable..., or Error)
     post_filter: PostFilterResult | None = None
     permit_timeout: float | None = None  # set when a Permit plugin asked to wait
@@ -35,10 +40,22 @@ class CycleOutcome:
         return self.result.suggested_host if self.assumed is not None and self.result else None
 
     @property
+    def fit_error(self) -> FitError | None:
+        err = self.status.err if self.status is not None else None
+        return err if isinstance(err, FitError) else None
+
+    @property
     def message(self) -> str:
-        if self.fit_error is not None:
-            return str(self.fit_error)
         return self.status.message if self.status is not None else ""
+
+
+def rejecting_plugins(st: Status) -> tuple[set[str], set[str]]:
+    """(unschedulable, pending) plugins of a failed attempt: the queue moves the pod back on
+    the events they registered; none (an error) means backoff (upstream handleSchedulingFailure)."""
+    fe = st.err
+    if isinstance(fe, FitError):
+        return fe.diagnosis.unschedulable_plugins, fe.diagnosis.pending_plugins
+    return ({st.plugin} if st.is_rejected() and st.plugin else set()), set()
 
 
 def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
@@ -54,18 +71,16 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
     try:
         result = alg.schedule_pod(fw, state, pod, snap)
     except FitError as fe:
-        out.fit_error = fe
-        rejector = sorted(fe.diagnosis.unschedulable_plugins)
-        out.status = Status(Code.UNSCHEDULABLE, str(fe), plugin=",".join(rejector))
         if fw.has_post_filter_plugins():
             r, s = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
             fe.diagnosis.post_filter_msg = s.message
             out.post_filter = r
             out.nominating = ("noop", "") if r is None else (r.mode, r.nominated_node_name)
-            out.status = Status(Code.UNSCHEDULABLE, str(fe), plugin=out.status.plugin)
+        # The message is the FitError's, PostFilter's outcome included.
+        out.status = Status(Code.UNSCHEDULABLE, str(fe), err=fe)
         return out
-    except SchedulingError as se:
-        out.status = se.status
+    except StatusError as exc:
+        out.status = exc.status
         return out
     out.result = result
     node = result.suggested_host
@@ -73,7 +88,7 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
     try:
         cache.assume_pod(assumed, node)
     except ValueError as exc:
-        out.status = Status(Code.ERROR, str(exc))
+        out.status = Status(Code.ERROR, str(exc), err=exc)
         return out
     reserve = fw.run_reserve(state, assumed, node)
     if reserve is not None:

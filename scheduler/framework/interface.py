@@ -1,7 +1,7 @@
 """Extension-point protocols (upstream framework/interface.go), as base classes.
 
 A plugin subclasses ``Plugin`` plus one class per extension point it implements; the runtime
-and the config validation read the extension points off the class hierarchy.
+and the profile builder (core/profiles.py) read the extension points off the class hierarchy.
 
 Batch forms: a Filter or Score plugin may override ``filter_batch`` / ``score_batch`` to decide
 many nodes at once (numpy over the snapshot's columns). They must agree exactly with the
@@ -11,15 +11,15 @@ when a batch method returns ``None``.
 
 from __future__ import annotations
 
-import enum
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -63,67 +63,6 @@ class QueuedPodInfo:
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
-
-
-class ActionType(enum.IntFlag):
-    ADD = 1
-    DELETE = 2
-    UPDATE_NODE_ALLOCATABLE = 4
-    UPDATE_NODE_LABEL = 8
-    UPDATE_NODE_TAINT = 16
-    UPDATE_NODE_CONDITION = 32
-    UPDATE_NODE_ANNOTATION = 64
-    UPDATE_POD_LABEL = 128
-    UPDATE_POD_SCALE_DOWN = 256
-    UPDATE_POD_TOLERATION = 512
-    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
-    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
-    # Appended rather than placed as upstream orders it, so the other values stay put.
-    UPDATE_NODE_DECLARED_FEATURE = 4096
-    UPDATE = (
-        UPDATE_NODE_ALLOCATABLE
-        | UPDATE_NODE_LABEL
-        | UPDATE_NODE_TAINT
-        | UPDATE_NODE_CONDITION
-        | UPDATE_NODE_ANNOTATION
-        | UPDATE_NODE_DECLARED_FEATURE
-        | UPDATE_POD_LABEL
-        | UPDATE_POD_SCALE_DOWN
-        | UPDATE_POD_TOLERATION
-        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
-        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
-    )
-    ALL = ADD | DELETE | UPDATE
-
-
-class QueueingHint(enum.IntEnum):
-    QUEUE_SKIP = 0
-    QUEUE = 1
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterEvent:
-    resource: str  # "Pod", "AssignedPod", "UnscheduledPod", "Node", "Namespace", "Service", "*", ...
-    action: ActionType
-    label: str = ""
-
-    def matches(self, other: ClusterEvent) -> bool:
-        """Whether ``other`` (an event that happened) is covered by this registered event."""
-        if self.resource not in ("*", other.resource) and not (
-            self.resource == "Pod" and other.resource in ("AssignedPod", "UnscheduledPod")
-        ):
-            return False
-        return bool(self.action & other.action)
-
-
-# hint(pod, old_obj, new_obj) -> QueueingHint
-QueueingHintFn = Callable[[PodInfo, Any, Any], QueueingHint]
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterEventWithHint:
-    event: ClusterEvent
-    hint: QueueingHintFn | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,8 +142,9 @@ class PreemptionActuator(Protocol):
 
 
 class Handle:
-    """What plugins may use from the framework: the current snapshot, the cluster listers and
-    the binder (``client``); the nominator and the preemption actuator once the app wires them."""
+    """What plugins may use from the framework: the current snapshot, the cluster listers, the
+    binder (``client``), the volume API and the preemption actuator, all given when it is built
+    (core/profiles.py); the nominator once the queue exists (upstream SetPodNominator)."""
 
     __slots__ = (
         "client",
@@ -225,6 +165,10 @@ class Handle:
         profile_name: str = "",
         parallelism: int = 16,
         client: PodBinder | None = None,
+        *,
+        volume_api: Any = None,
+        preemption: PreemptionActuator | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.listers = listers
@@ -232,11 +176,11 @@ class Handle:
         self.parallelism = parallelism
         self.client = client
         # PV/PVC writes for VolumeBinding's PreBind (volumebinding.binder.VolumeAPI); None offline.
-        self.volume_api: Any = None
+        self.volume_api = volume_api
         self.nominator: Nominator | None = None
-        self.preemption: PreemptionActuator | None = None
+        self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
-        self.rng: random.Random = random.Random()
+        self.rng = rng if rng is not None else random.Random()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The framework runtime: builds a profile's plugins and runs each extension point
-(upstream framework/runtime/framework.go)."""
+"""The framework runtime: runs one profile's plugins at each extension point (upstream
+framework/runtime/framework.go; core/profiles.py builds it)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.config import PluginRef
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
-    EXTENSION_POINTS,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -34,7 +34,6 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.status import (
     MAX_NODE_SCORE,
-    MAX_TOTAL_SCORE,
     MIN_NODE_SCORE,
     Code,
     Status,
@@ -45,7 +44,6 @@ from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.config.config import Profile
     from scheduler.framework.snapshot import Snapshot
 
 # Upstream caps the time a Permit plugin may make a pod wait.
@@ -53,10 +51,6 @@ MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 # Observer called as (extension_point, plugin_or_empty, status_code_name, seconds); metrics hook in here.
 DurationObserver = Callable[[str, str, str, float], None]
-
-
-class FrameworkError(ValueError):
-    """The profile cannot be built (unknown plugin, wrong extension point, bad args)."""
 
 
 @dataclass(slots=True)
@@ -85,7 +79,7 @@ def _as_status(exc: Exception) -> Status:
     the framework wraps with AsStatus): a StatusError carries its own, anything else is an Error
     with the exception's text. Called from each run method's ``except``, so the success path
     costs nothing (no wrapper call or bound-method allocation per plugin and node)."""
-    return exc.status if isinstance(exc, StatusError) else Status(Code.ERROR, str(exc))
+    return exc.status if isinstance(exc, StatusError) else Status(Code.ERROR, str(exc), err=exc)
 
 
 def _invalid_score(plugin: str, score: int) -> str:
@@ -100,58 +94,39 @@ class Framework:
 
     def __init__(
         self,
-        profile: Profile,
-        registry: Mapping[str, type[Plugin]],
+        profile_name: str,
         handle: Handle,
+        plugins: Mapping[str, Plugin],
+        points: Mapping[str, Sequence[PluginRef]],
         *,
-        global_percentage: int = 0,
+        percentage_of_nodes_to_score: int = 0,
         observer: DurationObserver | None = None,
     ) -> None:
-        self.profile_name = profile.scheduler_name
+        """``plugins`` by name, each built once; ``points`` lists them per extension point (score
+        entries with their weights). core/profiles.py builds both from a profile and has checked
+        every plugin against its points, the queueSort and bind counts and the weights' sum."""
+        self.profile_name = profile_name
         self.handle = handle
-        self.percentage_of_nodes_to_score = (
-            profile.percentage_of_nodes_to_score
-            if profile.percentage_of_nodes_to_score is not None
-            else global_percentage
-        )
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.observer = observer
-        self.plugins: dict[str, Plugin] = {}
-        self.weights: dict[str, int] = {}
-        points: dict[str, list[Plugin]] = {p: [] for p in EXTENSION_POINTS}
-        for point, refs in profile.plugins.items():
-            base = EXTENSION_POINTS.get(point)
-            if base is None:
-                raise FrameworkError(f"unknown extension point {go_quote(point)}")
-            for ref in refs:
-                pl = self._instance(ref.name, registry, profile.plugin_args.get(ref.name))
-                if not isinstance(pl, base):
-                    raise FrameworkError(f'plugin "{ref.name}" does not extend {point} plugin')
-                points[point].append(pl)
-                if point == "score":
-                    self.weights[ref.name] = ref.weight or 1
-        if sum(self.weights.values()) * MAX_NODE_SCORE > MAX_TOTAL_SCORE:
-            raise FrameworkError("total score of Score plugins could overflow")
-        self.pre_enqueue_plugins: list[PreEnqueuePlugin] = points["preEnqueue"]  # type: ignore[assignment]
-        qs = points["queueSort"]
-        if len(qs) != 1:
-            raise FrameworkError(
-                f"one queue sort plugin required for profile with scheduler name {go_quote(self.profile_name)}"
-            )
-        self.queue_sort: QueueSortPlugin = qs[0]  # type: ignore[assignment]
-        self.pre_filter_plugins: list[PreFilterPlugin] = points["preFilter"]  # type: ignore[assignment]
-        self.filter_plugins: list[FilterPlugin] = points["filter"]  # type: ignore[assignment]
-        self.post_filter_plugins: list[PostFilterPlugin] = points["postFilter"]  # type: ignore[assignment]
-        self.pre_score_plugins: list[PreScorePlugin] = points["preScore"]  # type: ignore[assignment]
-        self.score_plugins: list[ScorePlugin] = points["score"]  # type: ignore[assignment]
-        self.reserve_plugins: list[ReservePlugin] = points["reserve"]  # type: ignore[assignment]
-        self.permit_plugins: list[PermitPlugin] = points["permit"]  # type: ignore[assignment]
-        self.pre_bind_plugins: list[PreBindPlugin] = points["preBind"]  # type: ignore[assignment]
-        self.bind_plugins: list[BindPlugin] = points["bind"]  # type: ignore[assignment]
-        self.post_bind_plugins: list[PostBindPlugin] = points["postBind"]  # type: ignore[assignment]
-        if not self.bind_plugins:
-            raise FrameworkError(
-                f"at least one bind plugin is needed for profile with scheduler name {go_quote(self.profile_name)}"
-            )
+        self.plugins: dict[str, Plugin] = dict(plugins)
+        self.weights: dict[str, int] = {ref.name: ref.weight for ref in points.get("score", ())}
+
+        def at(point: str) -> list[Any]:
+            return [self.plugins[ref.name] for ref in points.get(point, ())]
+
+        self.pre_enqueue_plugins: list[PreEnqueuePlugin] = at("preEnqueue")
+        self.queue_sort: QueueSortPlugin = at("queueSort")[0]
+        self.pre_filter_plugins: list[PreFilterPlugin] = at("preFilter")
+        self.filter_plugins: list[FilterPlugin] = at("filter")
+        self.post_filter_plugins: list[PostFilterPlugin] = at("postFilter")
+        self.pre_score_plugins: list[PreScorePlugin] = at("preScore")
+        self.score_plugins: list[ScorePlugin] = at("score")
+        self.reserve_plugins: list[ReservePlugin] = at("reserve")
+        self.permit_plugins: list[PermitPlugin] = at("permit")
+        self.pre_bind_plugins: list[PreBindPlugin] = at("preBind")
+        self.bind_plugins: list[BindPlugin] = at("bind")
+        self.post_bind_plugins: list[PostBindPlugin] = at("postBind")
         # Plugins whose batch form overrides the base class's "None" default.
         self._filter_has_batch = {
             pl.name: type(pl).filter_batch is not FilterPlugin.filter_batch for pl in self.filter_plugins
@@ -166,20 +141,6 @@ class Framework:
             setter = getattr(pl, "set_framework", None)
             if setter is not None:
                 setter(self)
-
-    def _instance(self, name: str, registry: Mapping[str, type[Plugin]], args: Mapping[str, Any] | None) -> Plugin:
-        pl = self.plugins.get(name)
-        if pl is not None:
-            return pl
-        cls = registry.get(name)
-        if cls is None:
-            raise FrameworkError(f'plugin "{name}" does not exist')
-        try:
-            pl = cls.new(args, self.handle)
-        except ValueError as exc:
-            raise FrameworkError(f"initializing plugin {go_quote(name)}: {exc}") from exc
-        self.plugins[name] = pl
-        return pl
 
     # -- helpers -----------------------------------------------------------------------------
     def _observe(self, point: str, plugin: str, status: Status | None, started: float) -> None:
@@ -590,7 +551,9 @@ class Framework:
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running Bind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
+                return Status(
+                    Code.ERROR, f"running Bind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name, err=s.err
+                )
             return None
         return Status(Code.SKIP)
 

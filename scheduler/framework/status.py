@@ -34,14 +34,19 @@ _CODE_NAMES = {
 
 
 class Status:
-    """Result of a plugin call. Plugins return ``None`` for success, a Status otherwise."""
+    """Result of a plugin call. Plugins return ``None`` for success, a Status otherwise.
 
-    __slots__ = ("code", "plugin", "reasons")
+    ``err`` is the exception behind an Error status, if one was raised (upstream Status.err,
+    read with AsError): it travels with the status from the plugin to the loop, which tells
+    a lost lease or a pod bound elsewhere from a failure by it."""
 
-    def __init__(self, code: Code, *reasons: str, plugin: str = "") -> None:
+    __slots__ = ("code", "err", "plugin", "reasons")
+
+    def __init__(self, code: Code, *reasons: str, plugin: str = "", err: BaseException | None = None) -> None:
         self.code = code
         self.reasons: tuple[str, ...] = reasons
         self.plugin = plugin
+        self.err = err
 
     @property
     def message(self) -> str:
@@ -58,7 +63,7 @@ class Status:
         # Copy rather than mutate: plugins may return shared module-level Status constants.
         if self.plugin == plugin:
             return self
-        return Status(self.code, *self.reasons, plugin=plugin)
+        return Status(self.code, *self.reasons, plugin=plugin, err=self.err)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Status):

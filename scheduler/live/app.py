@@ -31,17 +31,17 @@ from aiohttp import web
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
 from scheduler.boot.gcpolicy import long_lived_objects
-from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_run_config
+from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.core.algorithm import Algorithm
-from scheduler.framework.interface import Handle
+from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles
 from scheduler.framework.listers import Listers
-from scheduler.framework.runtime import Framework, FrameworkError
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
-from scheduler.live.kube.binder import Binder, Fenced, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.live.kube.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
@@ -68,9 +68,10 @@ class StartupError(Exception):
 
 
 class App:
-    def __init__(self, cfg: SchedulerConfig, frameworks: dict[str, Framework], handle_list: list[Handle],
-                 snapshot: Snapshot, listers: Listers, metrics: Metrics, creds: CredentialSource,
+    def __init__(self, cfg: SchedulerConfig, registry: Registry, metrics: Metrics, creds: CredentialSource,
                  server: SecureServer | None) -> None:
+        """Builds every part, frameworks included (FrameworkError for plugin args a factory
+        refuses); talks to no API server until ``run``."""
         self.cfg = cfg
         self.metrics = metrics
         self.server = server
@@ -99,9 +100,9 @@ class App:
         )
         # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.
         self.volume_api = KubeVolumeAPI(self.api_client, self.binder.limiter, self.executor)
-        for h in handle_list:
-            h.client = self.binder
-            h.volume_api = self.volume_api
+        snapshot, listers = Snapshot(), Listers()
+        frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
+                                      volume_api=self.volume_api, observers=metrics.extension_point_observer)
         self.cache = Cache()
         metrics.watch_cache(self.cache.sizes)
         self.queue = SchedulingQueue(
@@ -120,9 +121,11 @@ class App:
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
             activate=self._activate, release=self._release_preemptor,
         )
-        for h in handle_list:
-            h.nominator = self.queue.nominator
-            h.preemption = self.preemption
+        # The queue (which needs the frameworks' QueueSort) owns the nominator, and preemption
+        # needs the queue: both reach the handles afterwards, as upstream's SetPodNominator.
+        for fw in frameworks.values():
+            fw.handle.nominator = self.queue.nominator
+            fw.handle.preemption = self.preemption
         self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
                                on_error=metrics.object_error)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
@@ -344,22 +347,6 @@ class App:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
-def build(cfg: SchedulerConfig, metrics: Metrics) -> tuple[dict[str, Framework], list[Handle], Snapshot, Listers]:
-    registry = default_registry()
-    snapshot, listers = Snapshot(), Listers()
-    frameworks: dict[str, Framework] = {}
-    handles: list[Handle] = []
-    for prof in cfg.profiles:
-        handle = Handle(snapshot, listers, prof.scheduler_name, cfg.parallelism, None)
-        handles.append(handle)
-        frameworks[prof.scheduler_name] = Framework(
-            prof, registry, handle,
-            global_percentage=cfg.percentage_of_nodes_to_score,
-            observer=metrics.extension_point_observer(prof.scheduler_name),
-        )
-    return frameworks, handles, snapshot, listers
-
-
 def main(args: argparse.Namespace) -> int:
     logconf.configure()
     cfg_name = args.config or "default configuration"
@@ -367,13 +354,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         with long_lived_objects():
             cfg = load_run_config(args.config)
-            metrics = Metrics()
-            frameworks, handles, snapshot, listers = build(cfg, metrics)
-    except (ConfigError, FrameworkError) as exc:
+            registry = default_registry()
+            check_profiles(cfg, registry)
+    except ConfigError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
-    for name in cfg.not_available:
-        log.warning("plugin_not_available", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None
     try:
         creds = CredentialSource(kubeconfig)
@@ -387,11 +372,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
-    async def amain() -> int:
-        app = App(cfg, frameworks, handles, snapshot, listers, metrics, creds, server)
-        return await app.run()
-
     try:
-        return asyncio.run(amain())
+        with long_lived_objects():
+            app = App(cfg, registry, Metrics(), creds, server)
+    except FrameworkError as exc:
+        print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return asyncio.run(app.run())
     except KeyboardInterrupt:
         return 130

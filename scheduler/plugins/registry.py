@@ -1,66 +1,65 @@
-"""Name -> plugin class: the in-tree list plus out-of-tree plugins from the
+"""Name -> plugin class: the in-tree plugins plus out-of-tree plugins from the
 ``scheduler.plugins`` entry-point group (each entry point names a Plugin subclass)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
 
 import structlog
 
 from scheduler.framework.interface import Plugin
+from scheduler.plugins.defaultbinder import DefaultBinder
+from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.dynamicresources import DynamicResources
+from scheduler.plugins.imagelocality import ImageLocality
+from scheduler.plugins.interpodaffinity import InterPodAffinity
+from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
+from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodeports import NodePorts
+from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
+from scheduler.plugins.noderesources.fit import Fit
+from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
+from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.queuesort import PrioritySort
+from scheduler.plugins.schedulinggates import SchedulingGates
+from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.plugins.volumebinding import VolumeBinding
+from scheduler.plugins.volumerestrictions import VolumeRestrictions
+from scheduler.plugins.volumezone import VolumeZone
 
 log = structlog.get_logger(__name__)
 
 GROUP = "scheduler.plugins"
 
-# Plugin name -> "module:Class". Order is irrelevant here; profiles define order.
-IN_TREE: dict[str, str] = {
-    "PrioritySort": "scheduler.plugins.queuesort:PrioritySort",
-    "SchedulingGates": "scheduler.plugins.schedulinggates:SchedulingGates",
-    "NodeUnschedulable": "scheduler.plugins.nodeunschedulable:NodeUnschedulable",
-    "NodeName": "scheduler.plugins.nodename:NodeName",
-    "TaintToleration": "scheduler.plugins.tainttoleration:TaintToleration",
-    "NodeAffinity": "scheduler.plugins.nodeaffinity:NodeAffinity",
-    "NodePorts": "scheduler.plugins.nodeports:NodePorts",
-    "NodeResourcesFit": "scheduler.plugins.noderesources.fit:Fit",
-    "NodeResourcesBalancedAllocation": "scheduler.plugins.noderesources.balanced_allocation:BalancedAllocation",
-    "ImageLocality": "scheduler.plugins.imagelocality:ImageLocality",
-    "InterPodAffinity": "scheduler.plugins.interpodaffinity:InterPodAffinity",
-    "PodTopologySpread": "scheduler.plugins.podtopologyspread:PodTopologySpread",
-    "DefaultBinder": "scheduler.plugins.defaultbinder:DefaultBinder",
-    "NodeDeclaredFeatures": "scheduler.plugins.nodedeclaredfeatures:NodeDeclaredFeatures",
-    "VolumeRestrictions": "scheduler.plugins.volumerestrictions:VolumeRestrictions",
-    "NodeVolumeLimits": "scheduler.plugins.nodevolumelimits:NodeVolumeLimits",
-    "VolumeBinding": "scheduler.plugins.volumebinding:VolumeBinding",
-    "VolumeZone": "scheduler.plugins.volumezone:VolumeZone",
-    "DefaultPreemption": "scheduler.plugins.defaultpreemption:DefaultPreemption",
-    "DynamicResources": "scheduler.plugins.dynamicresources:DynamicResources",
+# Keyed by each class's configuration name. Order is irrelevant here; profiles define order.
+IN_TREE: dict[str, type[Plugin]] = {
+    cls.name: cls
+    for cls in (
+        PrioritySort,
+        SchedulingGates,
+        NodeUnschedulable,
+        NodeName,
+        TaintToleration,
+        NodeAffinity,
+        NodePorts,
+        Fit,
+        BalancedAllocation,
+        ImageLocality,
+        InterPodAffinity,
+        PodTopologySpread,
+        DefaultBinder,
+        NodeDeclaredFeatures,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
+        DefaultPreemption,
+        DynamicResources,
+    )
 }
-
-# Upstream plugins of the default profile that this project does not implement yet.
-NOT_AVAILABLE: tuple[str, ...] = (
-)
-
-
-def _load(target: str) -> type[Plugin]:
-    mod, _, cls = target.partition(":")
-    obj = getattr(importlib.import_module(mod), cls)
-    if not (isinstance(obj, type) and issubclass(obj, Plugin)):
-        raise TypeError(f"{target} is not a Plugin subclass")
-    return obj
-
-
-def in_tree_registry() -> dict[str, type[Plugin]]:
-    out: dict[str, type[Plugin]] = {}
-    for name, target in IN_TREE.items():
-        try:
-            out[name] = _load(target)
-        except ImportError:
-            # Lets the tree work while a plugin package is still being written.
-            continue
-    return out
 
 
 def out_of_tree_registry(eps: Iterable[EntryPoint] | None = None) -> dict[str, type[Plugin]]:
@@ -80,7 +79,7 @@ def out_of_tree_registry(eps: Iterable[EntryPoint] | None = None) -> dict[str, t
 
 
 def default_registry(eps: Iterable[EntryPoint] | None = None) -> dict[str, type[Plugin]]:
-    reg = in_tree_registry()
+    reg = dict(IN_TREE)
     for name, cls in out_of_tree_registry(eps).items():
         if name in reg:
             log.warning("plugin_name_shadowed", plugin=name)

@@ -1,0 +1,1 @@
+"""The offline driver: the decision core with no edge, cluster manifests in, explained decisions out."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,12 +19,13 @@ import yaml
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
-from scheduler.config.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, scheduling_cycle
-from scheduler.framework.interface import Handle, Plugin, QueuedPodInfo
+from scheduler.core.profiles import FrameworkError, build_frameworks
+from scheduler.framework.interface import Plugin, QueuedPodInfo
 from scheduler.framework.listers import Listers
-from scheduler.framework.runtime import Framework, FrameworkError
+from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.dra import pod_claim_refs, pod_has_claims
@@ -33,7 +33,6 @@ from scheduler.model.kinds import KINDS, Role
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
 from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
-from scheduler.plugins.registry import default_registry
 from scheduler.simulate.templates import instantiate_templates
 
 
@@ -227,17 +226,15 @@ class Simulator:
         self.snapshot = Snapshot()
         self.listers = cluster.listers
         self.algorithm = Algorithm(np.random.default_rng(seed))
-        reg = registry if registry is not None else default_registry()
-        self.frameworks: dict[str, Framework] = {}
-        binder = _StaticBinder()
-        preemption = _SimulatedPreemption(self.cache)
-        for prof in config.profiles:
-            handle = Handle(self.snapshot, self.listers, prof.scheduler_name, config.parallelism, binder)
-            handle.preemption = preemption
-            handle.rng = random.Random(seed)
-            self.frameworks[prof.scheduler_name] = Framework(
-                prof, reg, handle, global_percentage=config.percentage_of_nodes_to_score
-            )
+        self.frameworks: dict[str, Framework] = build_frameworks(
+            config,
+            self.snapshot,
+            self.listers,
+            registry=registry,
+            client=_StaticBinder(),
+            preemption=_SimulatedPreemption(self.cache),
+            seed=seed,
+        )
         for n in cluster.nodes:
             self.cache.add_node(n)
         self.pending: list[QueuedPodInfo] = []
@@ -434,11 +431,6 @@ def run(
         return 2
     if cluster.ignored_kinds:
         print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
-    if config.not_available:
-        print(
-            f"note: not available in pyscheduler, left out of the profile: {', '.join(config.not_available)}",
-            file=sys.stderr,
-        )
     placed = 0
     attempts = 0
     write = stream.write

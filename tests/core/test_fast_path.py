@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.config.config import parse_config
-from scheduler.plugins.registry import default_registry
+from scheduler.config import parse_config
 from scheduler.simulate.simulator import Simulator, attempt_record, build_cluster
 from scheduler.testing.builders import make_node, make_pod
 
@@ -117,15 +116,12 @@ def _pod(r: random.Random, i: int, node: str = "") -> dict[str, Any]:
 
 
 def _config(percentage: int) -> Any:
-    reg = default_registry()
-    disabled = [{"name": n} for n in ("PodTopologySpread", "InterPodAffinity") if n not in reg]
     doc = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "percentageOfNodesToScore": percentage,
-        "profiles": [{"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"disabled": disabled}}}],
     }
-    return parse_config(doc, reg)
+    return parse_config(doc)
 
 
 def _records(docs: list[dict[str, Any]], reference: bool, percentage: int) -> list[str]:

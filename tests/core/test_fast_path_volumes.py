@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.config.config import parse_config
-from scheduler.plugins.registry import default_registry
+from scheduler.config import parse_config
 from scheduler.simulate.simulator import Simulator, attempt_record, build_cluster
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._volume_helpers import pv, pvc, storage_class
+from scheduler.testing.storage import pv, pvc, storage_class
 
 ZONES = ["z1", "z2", "z3"]
 DRIVER = "ebs.csi.aws.com"
@@ -76,7 +75,7 @@ def _cluster(r: random.Random) -> list[dict[str, Any]]:
 
 def _records(docs: list[dict[str, Any]], reference: bool) -> list[str]:
     doc = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
-    sim = Simulator(build_cluster(docs), parse_config(doc, default_registry()), seed=3)
+    sim = Simulator(build_cluster(docs), parse_config(doc), seed=3)
     for fw in sim.frameworks.values():
         fw.reference_mode = reference
     return [json.dumps(attempt_record(sim, out), sort_keys=True) for out in sim.attempts()]

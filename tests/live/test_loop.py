@@ -7,59 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
 
-from scheduler.backend.cache import Cache
-from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
-from scheduler.config.config import load_config
-from scheduler.core.algorithm import Algorithm
-from scheduler.live.app import build
-from scheduler.live.kube.binder import ApiError, Binder, Fenced, TokenBucket
-from scheduler.live.loop import Scheduler, truncate_message
+from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
+from scheduler.live.kube.transport import ApiError, Fenced, TokenBucket
 from scheduler.live.metrics import Metrics
 from scheduler.testing.builders import make_node, make_pod
-from tests.backend.test_queue import FakeClock
-from tests.live.kube.test_binder import FakeAPI, FakeFence
-
-
-class Harness:
-    def __init__(self, api: FakeAPI | None = None, fence: FakeFence | None = None,
-                 limiter: TokenBucket | None = None) -> None:
-        self.api = api or FakeAPI()
-        self.clock = FakeClock()
-        self.metrics = Metrics()
-        fws, handles, snap, listers = build(load_config(None), self.metrics)
-        self.binder = Binder(self.api, limiter or TokenBucket(0, 1), hostname="h", clock=lambda: 1.7e9, fence=fence)
-        for h in handles:
-            h.client = self.binder
-        self.cache = Cache()
-        self.queue = SchedulingQueue(fws, self.clock)
-        self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
-                               self.binder, self.metrics, clock=self.clock)
-
-    async def step(self) -> bool:
-        """One scheduling cycle plus its binding and API side effects."""
-        q = self.queue.pop_nowait()
-        if q is None:
-            return False
-        self.sched.schedule_one(q)
-        await self.settle()
-        return True
-
-    async def settle(self) -> None:
-        for _ in range(3):
-            tasks = set(self.sched.binding_tasks)
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            await self.sched.recorder.flush()
-            await asyncio.sleep(0)
-
-    def bound(self) -> dict[str, str]:
-        return {name: body["target"]["name"] for _, name, body in self.api.bindings}
-
-    def events(self, reason: str) -> list[dict]:
-        return [e for _, e in self.api.events if e["reason"] == reason]
+from scheduler.testing.fakes import FakeCoreAPI, FakeFence
+from scheduler.testing.harness import Harness
 
 
 def attempts(m: Metrics, result: str) -> float:
@@ -104,6 +59,7 @@ async def test_unschedulable_reports_then_places_when_node_added():
     cond = h.api.status_patches[0][2]["status"]["conditions"][0]
     assert (cond["reason"], cond["message"]) == ("Unschedulable", msg)
     assert h.queue.where("uid-default-big") == UNSCHEDULABLE
+    assert h.queue.get("uid-default-big").unschedulable_plugins == {"NodeResourcesFit"}
     assert attempts(h.metrics, "unschedulable") == 1
     # A node that does not help leaves it there; one that does moves it.
     h.sched.on_node(None, make_node("small2", cpu="1"))
@@ -117,7 +73,7 @@ async def test_unschedulable_reports_then_places_when_node_added():
 
 async def test_bind_error_unreserves_forgets_and_backs_off():
     # TestSchedulerScheduleOne "bind failed": forget the assumed pod, requeue with backoff.
-    api = FakeAPI(ApiError(500, "etcd timeout"))
+    api = FakeCoreAPI(ApiError(500, "etcd timeout"))
     h = Harness(api)
     h.sched.on_node(None, make_node("n1", cpu="4"))
     h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
@@ -139,7 +95,7 @@ async def test_bind_error_unreserves_forgets_and_backs_off():
 
 @pytest.mark.parametrize("status", [409, 404])
 async def test_bind_conflict_or_gone_is_not_requeued(status):
-    api = FakeAPI(ApiError(status, "already assigned"))
+    api = FakeCoreAPI(ApiError(status, "already assigned"))
     h = Harness(api)
     h.sched.on_node(None, make_node("n1"))
     h.sched.on_pod("ADDED", make_pod("a"))
@@ -155,7 +111,7 @@ async def test_bind_conflict_or_gone_is_not_requeued(status):
 async def test_pod_deleted_while_binding_is_not_requeued():
     # TestSchedulerNoPhantomPodAfterDelete
     # The binding then fails with a generic error: the deleted pod must still not come back.
-    h = Harness(FakeAPI(ApiError(500, "boom")))
+    h = Harness(FakeCoreAPI(ApiError(500, "boom")))
     h.sched.on_node(None, make_node("n1"))
     h.sched.on_pod("ADDED", make_pod("a"))
     q = h.queue.pop_nowait()
@@ -189,7 +145,7 @@ async def test_binding_pod_is_done_before_its_bind_call():
 async def test_failed_binding_frees_room_for_waiting_pods():
     # handleBindingCycleError: forgetting the assumed pod is an AssignedPodDelete for the
     # others; the failed pod itself goes to backoff (no in-flight events after Done).
-    h = Harness(FakeAPI(ApiError(500, "boom")))
+    h = Harness(FakeCoreAPI(ApiError(500, "boom")))
     h.sched.on_node(None, make_node("n1", cpu="1"))
     h.sched.on_pod("ADDED", make_pod("a", cpu="1", priority=10))
     h.sched.on_pod("ADDED", make_pod("b", cpu="1"))
@@ -215,53 +171,6 @@ async def test_priority_order():
     await h.step()
     assert h.bound() == {"high": "n1"}
     assert h.queue.where("uid-default-low") == UNSCHEDULABLE
-
-
-async def test_other_schedulers_pods_untouched_but_counted():
-    h = Harness()
-    h.sched.on_node(None, make_node("n1", cpu="2"))
-    h.sched.on_pod("ADDED", make_pod("theirs", cpu="1", scheduler_name="other"))
-    assert "uid-default-theirs" not in h.queue
-    # Bound by the other scheduler: its resources count.
-    h.sched.on_pod("MODIFIED", make_pod("theirs", cpu="1", scheduler_name="other", node_name="n1"))
-    h.sched.on_pod("ADDED", make_pod("mine", cpu="1500m"))
-    await h.step()
-    assert h.bound() == {}
-    assert h.events("FailedScheduling")[0]["note"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. "
-        "no new claims to deallocate, "
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
-    )
-    # The other pod finishes: its resources are freed and ours is requeued.
-    h.clock.step(2)
-    h.sched.on_pod("MODIFIED", make_pod("theirs", cpu="1", scheduler_name="other", node_name="n1",
-                                        phase="Succeeded"))
-    assert h.queue.where("uid-default-mine") == ACTIVE
-    await h.step()
-    assert h.bound() == {"mine": "n1"}
-
-
-async def test_stale_unbound_update_while_assumed_is_ignored():
-    # eventhandlers.go skipPodUpdate: an assumed pod's unbound updates must not requeue it.
-    h = Harness()
-    h.sched.on_node(None, make_node("n1"))
-    h.sched.on_pod("ADDED", make_pod("a"))
-    q = h.queue.pop_nowait()
-    h.sched.schedule_one(q)  # assumed, binding task not yet run
-    h.sched.on_pod("MODIFIED", make_pod("a", labels={"x": "1"}))
-    assert h.queue.counts() == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
-    await h.settle()
-    assert len(h.api.bindings) == 1
-
-
-async def test_gated_pod_waits_for_gate_removal():
-    h = Harness()
-    h.sched.on_node(None, make_node("n1"))
-    h.sched.on_pod("ADDED", make_pod("g", gates=["wait"]))
-    assert not await h.step()
-    h.sched.on_pod("MODIFIED", make_pod("g"))
-    assert await h.step()
-    assert h.bound() == {"g": "n1"}
 
 
 async def test_deleting_pod_is_skipped():
@@ -316,7 +225,7 @@ async def test_assumed_pod_never_expires_while_the_watch_lags():
 async def test_binding_stored_but_reply_lost_keeps_the_slot():
     # Seen with the API server killed mid-burst: the Binding was stored, the reply lost.
     # Forgetting the assumption would let the next pod take the same slot (overcommit).
-    api = FakeAPI()
+    api = FakeCoreAPI()
     api.lose_response = True
     h = Harness(api)
     h.sched.on_node(None, make_node("n1", cpu="1"))
@@ -394,9 +303,3 @@ async def test_events_queue_is_bounded_drops_and_counts():
     await h.sched.recorder.flush()
     # Events are best effort; the PodScheduled condition of every pod is written.
     assert len(h.api.events) == 2 and len(h.api.status_patches) == 5
-
-
-def test_truncate_message():
-    assert truncate_message("x" * 10) == "x" * 10
-    t = truncate_message("y" * 2000)
-    assert len(t) == 1024 and t.endswith(" ...")

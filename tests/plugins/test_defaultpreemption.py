@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from scheduler.backend.cache import Cache
-from scheduler.config.config import PluginRef, Profile
+from scheduler.config import PluginRef, PluginSet, Profile
+from scheduler.core.profiles import new_framework
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, Plugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.listers import Listers
@@ -33,7 +34,7 @@ from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.defaultpreemption import DefaultPreemption, parse_args
 from scheduler.plugins.registry import default_registry
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, MakePod
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}
@@ -52,9 +53,7 @@ def t(n: int) -> str:
 
 def node(name: str, res: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """st.MakeNode().Capacity(res): pods 32 unless given, every other resource absent (0)."""
-    r = {"pods": "32", **(res or {})}
-    n = make_node(name, cpu=r.pop("cpu", "0"), memory=r.pop("memory", "0"), pods=r.pop("pods"), labels=labels)
-    return n
+    return MakeNode().name(name).capacity({"pods": "32", **(res or {})}).labels(labels or {}).obj()
 
 
 def pod(
@@ -64,12 +63,13 @@ def pod(
     req: dict[str, str] | None = None,
     start: int | None = None,
     labels: dict[str, str] | None = None,
-    **kw: Any,
 ) -> dict[str, Any]:
-    p = make_pod(name, node_name=node_name, priority=prio, requests=req, labels=labels, uid=name, **kw)
+    w = MakePod().name(name).uid(name).node(node_name).labels(labels or {}).req(req or {})
+    if prio is not None:
+        w.priority(prio)
     if start is not None:
-        p["status"] = {"startTime": t(start)}
-    return p
+        w.start_time(t(start))
+    return w.obj()
 
 
 def pdb(name: str, match: dict[str, str], allowed: int, disrupted: Sequence[str] = ()) -> dict[str, Any]:
@@ -145,11 +145,10 @@ def setup(
         "postFilter": (PluginRef("DefaultPreemption"),),
         "bind": (PluginRef("DefaultBinder"),),
     }
-    prof = Profile("default-scheduler", plugins, {"DefaultPreemption": args} if args else {}, None)
-    handle = Handle(snap, listers)
+    sets = {p: PluginSet(refs) for p, refs in plugins.items()}
+    prof = Profile("default-scheduler", sets, {"DefaultPreemption": args} if args else {}, None)
     rec = Recorded()
-    handle.preemption = rec
-    fw = Framework(prof, registry, handle)
+    fw = new_framework(prof, registry, Handle(snap, listers, preemption=rec))
     pl = fw.plugins["DefaultPreemption"]
     assert isinstance(pl, DefaultPreemption)
     return fw, pl, rec

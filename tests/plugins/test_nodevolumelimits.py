@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.node import NodeInfo

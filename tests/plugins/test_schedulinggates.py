@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.interface import ActionType, QueueingHint
+from scheduler.framework.events import ActionType, QueueingHint
 from scheduler.framework.status import Code
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.schedulinggates import SchedulingGates

@@ -14,15 +14,13 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.queue import pod_update_events
-from scheduler.framework.interface import ActionType, QueueingHint
-from scheduler.live.loop import node_update_action
+from scheduler.framework.events import ActionType, QueueingHint, node_update_action, pod_update_events
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.model.taints import Taint, Toleration
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._topology_helpers import build_handle
+from scheduler.testing.framework import build_handle
 
 H = QueueingHint
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -16,7 +16,7 @@ from scheduler.plugins.volumerestrictions import (
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,
 )
-from tests.plugins._volume_helpers import claim_vol, node_with, pvc, store_of, vol_pod
+from scheduler.testing.storage import claim_vol, node_with, pvc, store_of, vol_pod
 
 GCE = {"gcePersistentDisk": {"pdName": "foo"}}
 GCE2 = {"gcePersistentDisk": {"pdName": "bar"}}

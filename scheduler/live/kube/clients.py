@@ -26,7 +26,7 @@ import structlog
 import urllib3
 import yaml
 
-from scheduler.live.kube.binder import check_send_guard
+from scheduler.live.kube.fence import check_send_guard
 
 log = structlog.get_logger(__name__)
 

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.live.kube.binder import ApiError, TokenBucket, micro_time
+from scheduler.live.kube.transport import ApiError, TokenBucket, micro_time
 
 log = structlog.get_logger(__name__)
 

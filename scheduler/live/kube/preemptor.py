@@ -21,8 +21,9 @@ import structlog
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.nominator import PodNominator
-from scheduler.live.kube.binder import ApiError, Binder
+from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.recorder import Recorder
+from scheduler.live.kube.transport import ApiError
 from scheduler.live.metrics import Metrics
 from scheduler.model.pod import PodInfo
 

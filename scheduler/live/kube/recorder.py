@@ -1,29 +1,45 @@
-"""Events and PodScheduled=False conditions, written off the scheduling path.
+"""Kubernetes Events (events.k8s.io/v1) and PodScheduled=False conditions: built here, written
+off the scheduling path (upstream's events library and schedule_one.go updatePod).
 
-The loop only enqueues; a few worker tasks send through the binder's events lane (its own API
-client and rate limit). Events wait in a bounded queue: when it is full the new event is
-dropped and counted, as client-go's event broadcaster drops when its 1000-deep channel is full
-(best effort, never back-pressure on scheduling). Condition patches coalesce per pod (the
-newest wins), so they are bounded by the number of pending pods and never dropped: the
-PodScheduled condition is what users and tools read.
+The loop only enqueues; a few worker tasks send through the events lane (its own API client and
+rate limit). Events wait in a bounded queue: when it is full the new event is dropped and
+counted, as client-go's event broadcaster drops when its 1000-deep channel is full (best
+effort, never back-pressure on scheduling). An isomorphic repeat within the series window
+bumps the first Event's series instead of creating another. Condition patches coalesce per
+pod (the newest wins), so they are bounded by the number of pending pods and never dropped:
+the PodScheduled condition is what users and tools read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
-from scheduler.live.kube.binder import Binder
+from scheduler.live.kube.transport import ApiError, CoreAPI, Lane, micro_time, rfc3339
 from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 
 MAX_QUEUED_EVENTS = 1000  # client-go tools/record maxQueuedEvents
+# events/v1 isomorphic events within this window become a series (client-go events library).
+EVENT_SERIES_WINDOW = 30 * 60.0
+# Upstream events.k8s.io note limit (truncateMessage).
+NOTE_LENGTH_LIMIT = 1024
+
+
+def truncate_message(message: str) -> str:
+    if len(message) <= NOTE_LENGTH_LIMIT:
+        return message
+    suffix = " ..."
+    return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
 
 
 @dataclass(slots=True)
@@ -36,33 +52,52 @@ class _Event:
     note: str
 
 
+@dataclass(slots=True)
+class _Series:
+    name: str
+    count: int
+    first: float
+
+
 class Recorder:
+    """``event`` and ``unschedulable`` queue; ``run`` writes what is queued through ``lane``
+    with ``api`` (the Binder's events lane and client)."""
+
     def __init__(
         self,
-        binder: Binder,
+        api: CoreAPI,
+        lane: Lane,
         *,
+        hostname: str | None = None,
+        clock: Callable[[], float] = time.time,
         max_queued: int = MAX_QUEUED_EVENTS,
         workers: int = 4,
         on_drop: Callable[[str], None] | None = None,
     ) -> None:
-        self.binder = binder
+        self.api = api
+        self.lane = lane
+        self.hostname = hostname or socket.gethostname()
+        self.clock = clock
         self.max_queued = max_queued
         self.workers = workers
         self.on_drop = on_drop
         self._events: deque[_Event] = deque()
         self._conditions: dict[str, tuple[PodInfo, str, str, str | None]] = {}
+        self._series: dict[tuple[str, str, str, str], _Series] = {}
         self._wake = asyncio.Event()
         self._busy = 0
         self.dropped = 0
 
-    # -- producers (the scheduling loop) -----------------------------------------------------
+    # -- producers (the scheduling loop, preemption) -----------------------------------------
     def event(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str) -> bool:
-        """Queue an Event; False (and counted) if the queue is full."""
+        """Queue an Event (its note cut to the API's limit); False (and counted) if the queue is full."""
         if len(self._events) >= self.max_queued:
             self.dropped += 1
             if self.on_drop is not None:
                 self.on_drop(reason)
             return False
+        if len(note) > NOTE_LENGTH_LIMIT:
+            note = truncate_message(note)
         self._events.append(_Event(pod, controller, etype, reason, action, note))
         self._wake.set()
         return True
@@ -77,7 +112,10 @@ class Recorder:
         self._wake.set()
 
     def forget_pod(self, uid: str) -> None:
+        """The pod is gone: drop its queued condition and its event series."""
         self._conditions.pop(uid, None)
+        for k in [k for k in self._series if k[0] == uid]:
+            del self._series[k]
 
     def pending(self) -> int:
         return len(self._events) + len(self._conditions)
@@ -95,7 +133,7 @@ class Recorder:
             pod, reason, message, nominated = self._conditions.pop(uid)
             self._busy += 1
             try:
-                await self.binder.set_unschedulable(pod, reason, message, nominated)
+                await self.write_unschedulable(pod, reason, message, nominated)
             finally:
                 self._busy -= 1
             return True
@@ -103,7 +141,7 @@ class Recorder:
             e = self._events.popleft()
             self._busy += 1
             try:
-                await self.binder.event(e.pod, e.controller, e.etype, e.reason, e.action, e.note)
+                await self.write_event(e.pod, e.controller, e.etype, e.reason, e.action, e.note)
             finally:
                 self._busy -= 1
             return True
@@ -117,7 +155,7 @@ class Recorder:
                     await self._wake.wait()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # the binder logs API errors; anything else must not stop the worker
+            except Exception:  # API errors are logged where written; anything else must not stop the worker
                 log.exception("event_writer_failed")
 
     async def run(self) -> None:
@@ -136,3 +174,97 @@ class Recorder:
             pass
         while self._busy:
             await asyncio.sleep(0.01)
+
+    # -- the writes --------------------------------------------------------------------------
+    def _event_body(
+        self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str, now: float
+    ) -> dict[str, Any]:
+        # Event names follow the events library: <object>.<hex nanoseconds>.
+        name = f"{pod.name}.{int(now * 1e9):x}"
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": pod.namespace},
+            "eventTime": micro_time(now),
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self.hostname}",
+            "action": action,
+            "reason": reason,
+            "type": etype,
+            "note": note,
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+                "resourceVersion": pod.resource_version,
+            },
+        }
+
+    async def write_event(
+        self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str
+    ) -> None:
+        """Create the Event; an isomorphic repeat within the window bumps the series instead."""
+        now = self.clock()
+        key = (pod.uid, reason, action, note)
+        s = self._series.get(key)
+        try:
+            if s is not None and now - s.first < EVENT_SERIES_WINDOW:
+                s.count += 1
+                patch = {"series": {"count": s.count, "lastObservedTime": micro_time(now)}}
+                await self.lane.run(self.api.patch_event, pod.namespace, s.name, patch)
+                return
+            body = self._event_body(pod, controller, etype, reason, action, note, now)
+            await self.lane.run(self.api.create_event, pod.namespace, body)
+            self._series[key] = _Series(body["metadata"]["name"], 1, now)
+            if len(self._series) > 10000:
+                self._prune(now)
+        except ApiError as exc:
+            # Events are best effort, as in client-go.
+            if s is not None and exc.status == 404:
+                self._series.pop(key, None)
+            log.warning("event_write_failed", pod=pod.key, reason=reason, status=exc.status, error=exc.message)
+
+    def _prune(self, now: float) -> None:
+        for k, s in list(self._series.items()):
+            if now - s.first >= EVENT_SERIES_WINDOW:
+                del self._series[k]
+
+    async def write_unschedulable(self, pod: PodInfo, reason: str, message: str, nominated: str | None = None) -> bool:
+        """PodScheduled=False with reason and message; skipped when the pod already says so
+        (upstream updatePod via podutil.UpdatePodCondition). ``nominated`` (not None) sets
+        status.nominatedNodeName, "" clearing it, in the same patch. Returns whether it patched."""
+        status = (pod.raw.get("status") or {}) if isinstance(pod.raw, dict) else {}
+        nnn_change = nominated is not None and nominated != str(status.get("nominatedNodeName") or "")
+        for c in status.get("conditions") or []:
+            if (
+                c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == reason
+                and c.get("message") == message
+                and not nnn_change
+            ):
+                return False
+        now = self.clock()
+        cond: dict[str, Any] = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(now),
+        }
+        for c in status.get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("lastTransitionTime"):
+                cond["lastTransitionTime"] = c["lastTransitionTime"]  # status unchanged: keep it
+        body: dict[str, Any] = {"status": {"conditions": [cond]}}
+        if nnn_change:
+            body["status"]["nominatedNodeName"] = nominated or None
+        try:
+            await self.lane.run(self.api.patch_pod_status, pod.namespace, pod.name, body)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("pod_condition_update_failed", pod=pod.key, status=exc.status, error=exc.message)
+            return False
+        return True

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from scheduler.live.kube.binder import REQUEST_TIMEOUT, ApiError, TokenBucket
+from scheduler.live.kube.transport import REQUEST_TIMEOUT, ApiError, TokenBucket
 
 
 def _api_error(exc: BaseException) -> ApiError:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
@@ -34,31 +33,6 @@ from scheduler.live.serving.tls import ssl_context
 log = structlog.get_logger(__name__)
 
 REVIEW_TIMEOUT = 10.0
-
-
-# ---------------------------------------------------------------------------------------------
-# Go durations (the cache TTL flags)
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration string ("10s", "1m30s", "500ms", "0") in seconds."""
-    s = text.strip()
-    if s == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(s):
-        m = _DURATION.match(s, pos)
-        if m is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not s:
-        raise ValueError(f"invalid duration {text!r}")
-    return total
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,17 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     Handle,
     NodeToStatus,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
-    QueueingHint,
 )
 from scheduler.framework.preemption import Evaluator, filter_pods_with_pdb_violation, importance_key
 from scheduler.framework.runtime import Framework

@@ -25,10 +25,8 @@ import numpy as np
 import structlog
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
@@ -39,7 +37,6 @@ from scheduler.framework.interface import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
-    QueueingHint,
     ReservePlugin,
     ScorePlugin,
 )

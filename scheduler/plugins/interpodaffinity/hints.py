@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.events import QueueingHint
 from scheduler.model.affinity import AffinityTerm
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_node, as_pod

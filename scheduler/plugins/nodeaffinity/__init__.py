@@ -9,18 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.config.pluginargs import is_qualified_name, is_valid_label_value
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ScorePlugin,
 )
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unresolvable
@@ -28,7 +26,6 @@ from scheduler.model.labels import NodeSelector, PreferredSchedulingTerm, parse_
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_node, default_normalize_score
-from scheduler.plugins.validation import is_qualified_name, is_valid_label_value
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

@@ -15,16 +15,8 @@ import numpy as np
 import structlog
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EnqueueExtensions,
-    FilterPlugin,
-    PreFilterPlugin,
-    PreFilterResult,
-    QueueingHint,
-)
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.status import SKIP, Code, Status, go_quote, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo

@@ -7,13 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EnqueueExtensions,
-    FilterPlugin,
-)
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin
 from scheduler.framework.status import Status, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo

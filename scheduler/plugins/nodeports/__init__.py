@@ -8,16 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EnqueueExtensions,
-    FilterPlugin,
-    PreFilterPlugin,
-    PreFilterResult,
-    QueueingHint,
-)
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.status import SKIP, Code, Status, StatusError
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import HostPort, PodInfo

@@ -18,18 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.config.pluginargs import is_qualified_name
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ScorePlugin,
 )
 from scheduler.framework.status import Code, Status
@@ -59,7 +57,6 @@ from scheduler.plugins.noderesources.resource_allocation import (
     raise_aggregate,
     required,
 )
-from scheduler.plugins.validation import is_qualified_name
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot

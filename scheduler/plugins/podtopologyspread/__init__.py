@@ -14,17 +14,14 @@ from typing import Any
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ScorePlugin,
 )
 from scheduler.framework.snapshot import Snapshot

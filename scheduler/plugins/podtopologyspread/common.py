@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.config.pluginargs import is_qualified_name
 from scheduler.framework.listers import Listers
 from scheduler.model.labels import NOTHING, LabelSelector, Requirement
 from scheduler.model.node import LABEL_HOSTNAME, LABEL_ZONE
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.validation import is_qualified_name
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"

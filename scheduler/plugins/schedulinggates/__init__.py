@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EnqueueExtensions,
-    PreEnqueuePlugin,
-    QueueingHint,
-)
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from scheduler.framework.interface import EnqueueExtensions, PreEnqueuePlugin
 from scheduler.framework.status import Status, unresolvable
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.helper import as_pod

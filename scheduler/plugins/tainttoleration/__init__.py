@@ -7,16 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EnqueueExtensions,
-    FilterPlugin,
-    PreScorePlugin,
-    QueueingHint,
-    ScorePlugin,
-)
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE, Status, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo

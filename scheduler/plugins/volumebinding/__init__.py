@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
@@ -28,7 +26,6 @@ from scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ReservePlugin,
     ScorePlugin,
 )

@@ -10,17 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EnqueueExtensions,
-    FilterPlugin,
-    Handle,
-    PreFilterPlugin,
-    PreFilterResult,
-    QueueingHint,
-)
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
 from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Status, go_quote, unresolvable
 from scheduler.model.node import NodeInfo

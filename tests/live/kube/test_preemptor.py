@@ -20,23 +20,23 @@ import yaml
 from scheduler.backend.cache import Cache
 from scheduler.backend.nominator import OVERRIDE, PodNominator
 from scheduler.backend.queue import GATED
-from scheduler.config.config import PluginRef, Profile
+from scheduler.config import PluginRef, PluginSet, Profile
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import scheduling_cycle
+from scheduler.core.profiles import new_framework
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, NodeToStatus, PostFilterPlugin, PostFilterResult
 from scheduler.framework.listers import Listers
-from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.live.kube.binder import ApiError
 from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.transport import ApiError
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import run
 from scheduler.testing.builders import make_node, make_pod
-from tests.live.kube.test_binder import FakeAPI
-from tests.live.test_loop import Harness
+from scheduler.testing.fakes import FakeCoreAPI
+from scheduler.testing.harness import Harness
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
@@ -197,7 +197,7 @@ async def test_preemptor_is_gated_while_its_preemption_runs() -> None:
     assert h.queue.where("uid-default-pre") != GATED
 
 
-class _VictimAlreadyGone(FakeAPI):
+class _VictimAlreadyGone(FakeCoreAPI):
     """The API side when a concurrent preemptor has already deleted the victim."""
 
     def patch_pod_status(self, namespace: str, name: str, body: dict) -> None:
@@ -376,7 +376,8 @@ def test_post_filter_reasons_compose_like_the_binary() -> None:
         cache.add_node(make_node(n, cpu="1"))
         cache.add_pod(PodInfo(make_pod(f"on-{n}", cpu="800m", node_name=n)))
     snap = Snapshot()
-    fw = Framework(Profile("default-scheduler", plugins, {}, None), reg, Handle(snap, Listers()))
+    prof = Profile("default-scheduler", {p: PluginSet(refs) for p, refs in plugins.items()}, {}, None)
+    fw = new_framework(prof, reg, Handle(snap, Listers()))
     out = scheduling_cycle(fw, Algorithm(np.random.default_rng(0)), cache, snap, PodInfo(make_pod("p", cpu="500m")))
     # The binary's text for this situation (the brief of issue 12): reasons joined with ", ".
     assert out.message == (

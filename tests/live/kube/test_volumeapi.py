@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from kubernetes import client
 
-from scheduler.live.kube.binder import ApiError, TokenBucket
+from scheduler.live.kube.transport import ApiError, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 
 CONFLICT = 'Operation cannot be fulfilled on persistentvolumes "taken": the object has been modified'

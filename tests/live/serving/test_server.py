@@ -13,13 +13,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from scheduler.config.config import DEFAULT_SCHEDULER_NAME, load_config, load_run_config
+from scheduler.config import DEFAULT_SCHEDULER_NAME, load_config, load_run_config
 from scheduler.live.serving.authn import ANONYMOUS_USER, ReviewError, TokenAuthenticator, UserInfo
 from scheduler.live.serving.authz import DelegatingAuthorizer
 from scheduler.live.serving.options import ServingOptions
-from scheduler.live.serving.server import SecureServer, forbidden_message, parse_duration
+from scheduler.live.serving.server import SecureServer, forbidden_message
 from scheduler.live.serving.tls import ssl_context
-from tests.live.serving.fakes import NOT_AUTHENTICATED, SA, FakeReview, authenticated, no_sleep
+from scheduler.testing.serving import NOT_AUTHENTICATED, SA, FakeReview, authenticated, no_sleep
 
 # ---------------------------------------------------------------------------------------------
 # HTTP answers
@@ -33,23 +33,6 @@ def test_forbidden_message() -> None:
     assert forbidden_message(SA, "get", "/metrics", "no RBAC policy matched").endswith(
         'cannot get path "/metrics": no RBAC policy matched'
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Go durations
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("10s", 10.0), ("0", 0.0), ("1m30s", 90.0), ("500ms", 0.5), ("1.5h", 5400.0)]
-)
-def test_parse_duration(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "10", "s", "1x", "-1s"])
-def test_parse_duration_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
-        parse_duration(text)
 
 
 # ---------------------------------------------------------------------------------------------

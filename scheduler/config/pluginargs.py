@@ -1,5 +1,6 @@
-"""apimachinery util/validation checks that plugin args validation needs (label keys and values),
-with upstream's exact messages, shared by every plugin that validates names."""
+"""The name checks plugin args validation needs (upstream apis/config/validation/
+validation_pluginargs.go calls them from apimachinery's util/validation): label keys and
+values, with upstream's exact messages, for every plugin whose args name labels."""
 
 from __future__ import annotations
 

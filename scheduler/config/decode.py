@@ -1,0 +1,350 @@
+"""Strict decoding of a KubeSchedulerConfiguration v1 document (already parsed YAML) into
+plain values: unknown fields and wrong types are errors, as sigs.k8s.io/yaml's strict mode
+and the v1 types' decoders make them upstream. Leader election and client connection get
+their defaults here, where a zero value means "unset" (v1 defaults.go).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.config.defaults import IN_TREE_PLUGINS
+from scheduler.config.duration import parse_duration
+from scheduler.config.types import (
+    API_VERSION,
+    CONFIG_POINTS,
+    KIND,
+    ClientConnection,
+    ConfigError,
+    LeaderElection,
+    PluginRef,
+    PluginSet,
+)
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+# Pod-group extension points of the newest API; accepted by the decoder but only when empty,
+# since their feature gates are alpha and off.
+_GATED_POINTS: tuple[str, ...] = (
+    "placementGenerate",
+    "placementScore",
+    "placementFeasible",
+    "podGroupPostFilter",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages in field.Error's format (validation.py uses them too)
+
+
+def fmt_value(value: Any) -> str:
+    """Value as field.Error prints it: strings quoted, numbers plain."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def invalid(path: str, value: Any, detail: str) -> str:
+    return f"{path}: Invalid value: {fmt_value(value)}: {detail}"
+
+
+def required(path: str) -> str:
+    return f"{path}: Required value"
+
+
+def type_name(value: Any) -> str:
+    return {str: "string", bool: "boolean", int: "number", float: "number", list: "array"}.get(
+        type(value), "object" if isinstance(value, Mapping) else type(value).__name__
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The decoded document
+
+
+@dataclass(slots=True)
+class RawProfile:
+    scheduler_name: str | None
+    percentage: int | None
+    plugins: dict[str, PluginSet] | None  # None when the profile has no "plugins" at all
+    plugin_config: list[tuple[str, dict | None]]
+
+
+@dataclass(slots=True)
+class Document:
+    parallelism: int
+    percentage_of_nodes_to_score: int
+    pod_initial_backoff_seconds: int
+    pod_max_backoff_seconds: int
+    leader_election: LeaderElection
+    client_connection: ClientConnection
+    profiles: list[RawProfile]
+
+
+def _check_keys(path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in obj:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else str(key)
+            raise ConfigError(f'strict decoding error: unknown field "{where}"')
+
+
+def _mapping(path: str, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path}: Invalid value: {type_name(value)}: must be an object")
+    return value
+
+
+def _list(path: str, value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: Invalid value: {type_name(value)}: must be a list")
+    return value
+
+
+def _int(path: str, value: Any, bounds: tuple[int, int] = _INT32) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{path}: Invalid value: {fmt_value(value)}: must be an integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ConfigError(f"{path}: Invalid value: {value}: must be an integer")
+        value = int(value)
+    if not bounds[0] <= value <= bounds[1]:
+        raise ConfigError(f"{path}: Invalid value: {value}: out of range")
+    return value
+
+
+def _float(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{path}: Invalid value: {fmt_value(value)}: must be a number")
+    return float(value)
+
+
+def _str(path: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: Invalid value: {fmt_value(value)}: must be a string")
+    return value
+
+
+def _bool(path: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: Invalid value: {fmt_value(value)}: must be a boolean")
+    return value
+
+
+def _duration(path: str, value: Any) -> float:
+    text = _str(path, value)
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: Invalid value: {fmt_value(text)}: {exc}") from None
+
+
+def _decode_plugin_set(path: str, raw: Any) -> PluginSet:
+    if raw is None:
+        return PluginSet()
+    obj = _mapping(path, raw)
+    _check_keys(path, obj, ("enabled", "disabled"))
+    enabled: list[PluginRef] = []
+    disabled: list[str] = []
+    for key in ("enabled", "disabled"):
+        for i, item in enumerate(_list(f"{path}.{key}", obj.get(key))):
+            ipath = f"{path}.{key}[{i}]"
+            p = _mapping(ipath, item)
+            _check_keys(ipath, p, ("name", "weight"))
+            if p.get("name") is None:
+                raise ConfigError(required(f"{ipath}.name"))
+            name = _str(f"{ipath}.name", p["name"])
+            weight = 0 if p.get("weight") is None else _int(f"{ipath}.weight", p["weight"])
+            if key == "enabled":
+                enabled.append(PluginRef(name, weight, i))
+            else:
+                disabled.append(name)
+    return PluginSet(tuple(enabled), tuple(disabled))
+
+
+def _decode_profile(path: str, raw: Any) -> RawProfile:
+    obj = _mapping(path, raw)
+    _check_keys(
+        path,
+        obj,
+        (
+            "schedulerName",
+            "percentageOfNodesToScore",
+            "percentageOfPlacementsToScore",
+            "plugins",
+            "pluginConfig",
+        ),
+    )
+    name = None if obj.get("schedulerName") is None else _str(f"{path}.schedulerName", obj["schedulerName"])
+    pct = obj.get("percentageOfNodesToScore")
+    pct = None if pct is None else _int(f"{path}.percentageOfNodesToScore", pct)
+    if obj.get("percentageOfPlacementsToScore") is not None:
+        raise ConfigError(
+            f"{path}.percentageOfPlacementsToScore: Forbidden: "
+            "requires the TopologyAwareWorkloadScheduling feature gate, which pyscheduler does not enable"
+        )
+    plugins: dict[str, PluginSet] | None = None
+    if obj.get("plugins") is not None:
+        ppath = f"{path}.plugins"
+        pobj = _mapping(ppath, obj["plugins"])
+        _check_keys(ppath, pobj, (*CONFIG_POINTS, *_GATED_POINTS))
+        plugins = {p: _decode_plugin_set(f"{ppath}.{p}", pobj.get(p)) for p in CONFIG_POINTS}
+        for p in _GATED_POINTS:
+            gated = _decode_plugin_set(f"{ppath}.{p}", pobj.get(p))
+            if gated.enabled or gated.disabled:
+                raise ConfigError(
+                    f"{ppath}.{p}: Forbidden: pod group scheduling extension points are not supported by pyscheduler"
+                )
+    configs: list[tuple[str, dict | None]] = []
+    for i, item in enumerate(_list(f"{path}.pluginConfig", obj.get("pluginConfig"))):
+        cpath = f"{path}.pluginConfig[{i}]"
+        c = _mapping(cpath, item)
+        _check_keys(cpath, c, ("name", "args"))
+        cname = _str(f"{cpath}.name", c.get("name", ""))
+        args = c.get("args")
+        configs.append((cname, None if args is None else _decode_args(f"{cpath}.args", cname, args)))
+    return RawProfile(name, pct, plugins, configs)
+
+
+def _decode_args(path: str, plugin: str, raw: Any) -> dict:
+    args = dict(_mapping(path, raw))
+    api_version = args.pop("apiVersion", None)
+    kind = args.pop("kind", None)
+    # In-tree args are typed upstream (<Plugin>Args in the v1 group); a different type is refused.
+    # Out-of-tree args are opaque to the scheduler, so they pass through unchecked.
+    if plugin in IN_TREE_PLUGINS:
+        want = f"{plugin}Args"
+        if (kind is not None and kind != want) or (api_version is not None and api_version != API_VERSION):
+            got = f"{kind or want}.{api_version or API_VERSION}"
+            raise ConfigError(f"{path}: args for plugin {plugin} were not of type {want}.{API_VERSION}, got {got}")
+    return copy.deepcopy(args)
+
+
+# ---------------------------------------------------------------------------------------------
+# The top level, leader election and client connection
+
+_TOP_KEYS = (
+    "apiVersion",
+    "kind",
+    "parallelism",
+    "leaderElection",
+    "clientConnection",
+    "enableProfiling",
+    "enableContentionProfiling",
+    "percentageOfNodesToScore",
+    "percentageOfPlacementsToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "profiles",
+    "extenders",
+    "delayCacheUntilActive",
+)
+_LE_KEYS = (
+    "leaderElect",
+    "leaseDuration",
+    "renewDeadline",
+    "retryPeriod",
+    "resourceLock",
+    "resourceName",
+    "resourceNamespace",
+)
+_CC_KEYS = ("kubeconfig", "acceptContentTypes", "contentType", "qps", "burst")
+
+
+def _decode_leader_election(raw: Any) -> LeaderElection:
+    if raw is None:
+        return LeaderElection()
+    obj = _mapping("leaderElection", raw)
+    _check_keys("leaderElection", obj, _LE_KEYS)
+
+    def dur(key: str, default: float) -> float:
+        # Upstream defaults zero durations too (RecommendedDefaultLeaderElectionConfiguration).
+        v = obj.get(key)
+        d = 0.0 if v is None else _duration(f"leaderElection.{key}", v)
+        return default if d == 0 else d
+
+    def text(key: str, default: str) -> str:
+        v = obj.get(key)
+        s = "" if v is None else _str(f"leaderElection.{key}", v)
+        return s or default
+
+    elect = obj.get("leaderElect")
+    return LeaderElection(
+        leader_elect=True if elect is None else _bool("leaderElection.leaderElect", elect),
+        lease_duration=dur("leaseDuration", 15.0),
+        renew_deadline=dur("renewDeadline", 10.0),
+        retry_period=dur("retryPeriod", 2.0),
+        resource_lock=text("resourceLock", "leases"),
+        resource_name=text("resourceName", "kube-scheduler"),
+        resource_namespace=text("resourceNamespace", "kube-system"),
+    )
+
+
+def _decode_client_connection(raw: Any) -> ClientConnection:
+    if raw is None:
+        return ClientConnection()
+    obj = _mapping("clientConnection", raw)
+    _check_keys("clientConnection", obj, _CC_KEYS)
+    for key in ("kubeconfig", "acceptContentTypes", "contentType"):
+        if obj.get(key) is not None:
+            _str(f"clientConnection.{key}", obj[key])
+    qps = 0.0 if obj.get("qps") is None else _float("clientConnection.qps", obj["qps"])
+    burst = 0 if obj.get("burst") is None else _int("clientConnection.burst", obj["burst"])
+    return ClientConnection(
+        kubeconfig=obj.get("kubeconfig") or "",
+        qps=qps or 50.0,  # zero means "unset" upstream
+        burst=burst or 100,
+        content_type=obj.get("contentType") or "application/vnd.kubernetes.protobuf",
+    )
+
+
+def decode(doc: Mapping[str, Any] | None) -> Document:
+    """The document's values, typed and checked field by field; defaults and cross-field
+    validation come after (load.parse_config)."""
+    if doc is None:
+        doc = {}
+    top_obj = _mapping("<root>", doc)
+
+    api_version, kind = top_obj.get("apiVersion"), top_obj.get("kind")
+    if not api_version:
+        raise ConfigError(f'apiVersion: Required value: must be "{API_VERSION}"')
+    if api_version != API_VERSION:
+        raise ConfigError(f'apiVersion: Unsupported value: {fmt_value(api_version)}: supported values: "{API_VERSION}"')
+    if not kind:
+        raise ConfigError(f'kind: Required value: must be "{KIND}"')
+    if kind != KIND:
+        raise ConfigError(f'kind: Unsupported value: {fmt_value(kind)}: supported values: "{KIND}"')
+    _check_keys("", top_obj, _TOP_KEYS)
+
+    def opt_int(key: str, default: int, bounds: tuple[int, int] = _INT32) -> int:
+        v = top_obj.get(key)
+        return default if v is None else _int(key, v, bounds)
+
+    parallelism = opt_int("parallelism", 16)
+    percentage = opt_int("percentageOfNodesToScore", 0)
+    initial_backoff = opt_int("podInitialBackoffSeconds", 1, _INT64)
+    max_backoff = opt_int("podMaxBackoffSeconds", 10, _INT64)
+    for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
+        if top_obj.get(key) is not None:
+            _bool(key, top_obj[key])
+    if top_obj.get("percentageOfPlacementsToScore") is not None:
+        raise ConfigError(
+            "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
+            "feature gate, which pyscheduler does not enable"
+        )
+    if _list("extenders", top_obj.get("extenders")):
+        raise ConfigError("extenders: Forbidden: scheduler extenders are not supported by pyscheduler")
+    le = _decode_leader_election(top_obj.get("leaderElection"))
+    cc = _decode_client_connection(top_obj.get("clientConnection"))
+    profiles = [_decode_profile(f"profiles[{i}]", p) for i, p in enumerate(_list("profiles", top_obj.get("profiles")))]
+    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles)

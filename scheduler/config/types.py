@@ -1,0 +1,95 @@
+"""The KubeSchedulerConfiguration v1 values the rest of the scheduler reads (upstream
+apis/config/types.go), after decoding, defaulting and validation.
+
+A profile names its plugins and never holds their classes: the plugin registry and the
+extension-point expansion belong to whoever builds frameworks (core/profiles.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+MULTI_POINT = "multiPoint"
+# The extension points a profile configures (the v1 Plugins struct), besides multiPoint.
+EXTENSION_POINT_NAMES: tuple[str, ...] = (
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+)
+CONFIG_POINTS: tuple[str, ...] = (MULTI_POINT, *EXTENSION_POINT_NAMES)
+
+
+class ConfigError(ValueError):
+    """A configuration problem; ``str(e)`` is one line naming the offending field."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginRef:
+    name: str
+    weight: int = 0  # only meaningful at "score" and "multiPoint"; 0 means "not given"
+    # Position in the user's enabled list, for error messages; None for a default plugin.
+    index: int | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSet:
+    """One extension point's plugins (upstream config.PluginSet)."""
+
+    enabled: tuple[PluginRef, ...] = ()
+    disabled: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    scheduler_name: str
+    # Per configured extension point (multiPoint included), the default plugins merged in.
+    plugins: Mapping[str, PluginSet]
+    # Plugin name -> args without apiVersion/kind; the plugin factories default and validate them.
+    plugin_args: Mapping[str, dict]
+    percentage_of_nodes_to_score: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    leader_elect: bool = True
+    lease_duration: float = 15
+    renew_deadline: float = 10
+    retry_period: float = 2
+    resource_lock: str = "leases"
+    resource_name: str = "kube-scheduler"
+    resource_namespace: str = "kube-system"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConnection:
+    kubeconfig: str = ""
+    qps: float = 50
+    burst: int = 100
+    content_type: str = "application/vnd.kubernetes.protobuf"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    profiles: tuple[Profile, ...]
+    parallelism: int = 16
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: float = 1
+    pod_max_backoff_seconds: float = 10
+    # Not part of the v1 file format (a kube-scheduler option upstream); kept at its default.
+    pod_max_in_unschedulable_pods_duration: float = 300
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    leader_election: LeaderElection = field(default_factory=LeaderElection)

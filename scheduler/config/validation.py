@@ -1,0 +1,116 @@
+"""Cross-field validation of a decoded configuration (upstream
+apis/config/validation/validation.go ValidateKubeSchedulerConfiguration, and component-base's
+leader-election checks): every error is collected, formatted like field.ErrorList."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
+from scheduler.config.duration import format_duration
+from scheduler.config.types import PluginSet
+
+
+def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[str]:
+    """Every problem of ``doc``; ``merged`` holds each profile's plugins after defaulting."""
+    le, cc, profiles = doc.leader_election, doc.client_connection, doc.profiles
+    errs: list[str] = []
+    if cc.burst < 0:
+        errs.append(invalid("clientConnection.burst", cc.burst, "must be non-negative"))
+    if le.leader_elect:
+        lp = "leaderElection"
+        if le.lease_duration <= 0:
+            errs.append(_invalid_d(f"{lp}.leaseDuration", le.lease_duration, "must be greater than zero"))
+        if le.renew_deadline <= 0:
+            errs.append(_invalid_d(f"{lp}.renewDeadline", le.renew_deadline, "must be greater than zero"))
+        if le.retry_period <= 0:
+            errs.append(_invalid_d(f"{lp}.retryPeriod", le.retry_period, "must be greater than zero"))
+        if le.lease_duration <= le.renew_deadline:
+            errs.append(_invalid_d(f"{lp}.leaseDuration", le.renew_deadline, "must be greater than `RenewDeadline`"))
+        if not le.resource_lock:
+            errs.append(required(f"{lp}.resourceLock"))
+        if not le.resource_namespace:
+            errs.append(required(f"{lp}.resourceNamespace"))
+        if not le.resource_name:
+            errs.append(required(f"{lp}.resourceName"))
+        if le.resource_lock != "leases":
+            errs.append(invalid(f"{lp}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"'))
+    if doc.parallelism <= 0:
+        errs.append(invalid("parallelism", doc.parallelism, "should be an integer value greater than zero"))
+
+    seen: dict[str, int] = {}
+    for i, prof in enumerate(profiles):
+        path = f"profiles[{i}]"
+        name = prof.scheduler_name or ""
+        if not name:
+            errs.append(required(f"{path}.schedulerName"))
+        if prof.percentage is not None and not 0 <= prof.percentage <= 100:
+            errs.append(invalid(f"{path}.percentageOfNodesToScore", prof.percentage, "not in valid range [0-100]"))
+        names_seen: set[str] = set()
+        for j, (cname, _args) in enumerate(prof.plugin_config):
+            if cname in names_seen:
+                errs.append(f"{path}.pluginConfig[{j}]: Duplicate value: {fmt_value(cname)}")
+            names_seen.add(cname)
+        if name in seen:
+            errs.append(f"{path}.schedulerName: Duplicate value: {fmt_value(name)}")
+        seen[name] = i
+    errs.extend(_validate_common_queue_sort(profiles, merged))
+
+    pct = doc.percentage_of_nodes_to_score
+    if not 0 <= pct <= 100:
+        errs.append(invalid("percentageOfNodesToScore", pct, "not in valid range [0-100]"))
+    initial, maximum = doc.pod_initial_backoff_seconds, doc.pod_max_backoff_seconds
+    if initial <= 0:
+        errs.append(invalid("podInitialBackoffSeconds", initial, "must be greater than 0"))
+    if maximum < initial:
+        errs.append(
+            invalid("podMaxBackoffSeconds", maximum, "must be greater than or equal to PodInitialBackoffSeconds")
+        )
+    return errs
+
+
+def _invalid_d(path: str, seconds: float, detail: str) -> str:
+    return f"{path}: Invalid value: {format_duration(seconds)}: {detail}"
+
+
+def _queue_sort_key(ps: PluginSet) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+    return (tuple((e.name, e.weight) for e in ps.enabled), tuple(ps.disabled))
+
+
+def _fmt_plugin_set(ps: PluginSet) -> str:
+    enabled = ", ".join(e.name if not e.weight else f"{e.name}({e.weight})" for e in ps.enabled)
+    return f"{{enabled: [{enabled}], disabled: [{', '.join(ps.disabled)}]}}"
+
+
+def _validate_common_queue_sort(profiles: list[RawProfile], merged: Sequence[Mapping[str, PluginSet]]) -> list[str]:
+    # Upstream compares the merged queueSort sets (multiPoint is not looked at) and the args of
+    # the first profile's explicit queueSort plugin.
+    errs: list[str] = []
+    canon = merged[0]["queueSort"]
+    qs_name = canon.enabled[0].name if canon.enabled else ""
+    if len(canon.enabled) > 1:
+        errs.append(
+            invalid(
+                "profiles[0].plugins.queueSort.Enabled",
+                len(canon.enabled),
+                "only one queue sort plugin can be enabled",
+            )
+        )
+    qs_args: dict | None = None
+    for cname, args in profiles[0].plugin_config:
+        if qs_name and cname == qs_name:
+            qs_args = args
+    for i in range(1, len(profiles)):
+        curr = merged[i]["queueSort"]
+        if _queue_sort_key(curr) != _queue_sort_key(canon):
+            errs.append(
+                f"profiles[{i}].plugins.queueSort: Invalid value: {_fmt_plugin_set(curr)}: "
+                "queueSort must be the same for all profiles"
+            )
+        for cname, args in profiles[i].plugin_config:
+            if cname == qs_name and args != qs_args:
+                errs.append(
+                    f"profiles[{i}].pluginConfig.args: Invalid value: {args}: "
+                    "queueSort must be the same for all profiles"
+                )
+    return errs

@@ -1,0 +1,232 @@
+"""Frameworks built from configured profiles: the one place the scheduler, simulate, the
+benchmarks and the tests do it (upstream profile.NewMap and framework/runtime NewFramework).
+
+A profile (config) names its plugins per extension point, defaults merged in. Here the names
+meet the plugin registry: each extension point's list is checked (unknown plugin, plugin that
+does not implement the point, a name twice), multiPoint is expanded onto every point its
+plugins implement, queueSort and bind are counted and the score weights summed. Every profile
+is checked before any plugin is built, and the first error wins (ConfigError, with the field
+path of the profile). Then each plugin is built once, from its args, with a complete Handle.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scheduler.config import ConfigError, PluginRef, PluginSet, Profile, SchedulerConfig
+from scheduler.config.types import MULTI_POINT
+from scheduler.framework.interface import (
+    EXTENSION_POINTS,
+    Handle,
+    Plugin,
+    PodBinder,
+    PreemptionActuator,
+    ScorePlugin,
+    extension_points_of,
+)
+from scheduler.framework.listers import Listers
+from scheduler.framework.runtime import DurationObserver, Framework
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import MAX_NODE_SCORE, MAX_TOTAL_SCORE, go_quote
+from scheduler.plugins.registry import default_registry
+
+Registry = Mapping[str, type[Plugin]]
+# Profile name -> what the framework reports its extension-point durations to (metrics).
+ObserverFactory = Callable[[str], DurationObserver | None]
+PluginLists = dict[str, tuple[PluginRef, ...]]
+
+# Order in which the framework builds its per-point lists (framework.go getExtensionPoints);
+# it decides which error is reported first.
+_FRAMEWORK_ORDER: tuple[str, ...] = (
+    "preFilter",
+    "filter",
+    "postFilter",
+    "reserve",
+    "preScore",
+    "score",
+    "preBind",
+    "bind",
+    "postBind",
+    "permit",
+    "preEnqueue",
+    "queueSort",
+)
+_GO_TYPE = {p: p[0].upper() + p[1:] + "Plugin" for p in _FRAMEWORK_ORDER}
+_NONE = PluginSet()
+
+
+class FrameworkError(ValueError):
+    """A plugin refused to be built (its factory rejected the args)."""
+
+
+def plugin_lists(profile: Profile, registry: Registry, path: str = "profiles[0]") -> PluginLists:
+    """Each extension point's plugins, in order, score entries with their weights
+    (framework.go updatePluginList, expandMultiPointPlugins, getScoreWeights); ConfigError."""
+    ppath = f"{path}.plugins"
+    sets = profile.plugins
+    multipoint = sets.get(MULTI_POINT, _NONE).enabled
+
+    # Per-point lists, as configured explicitly.
+    explicit: dict[str, list[str]] = {}
+    for point in _FRAMEWORK_ORDER:
+        names: list[str] = []
+        for i, e in enumerate(sets.get(point, _NONE).enabled):
+            where = f"{ppath}.{point}.enabled[{i}]"
+            cls = registry.get(e.name)
+            if cls is None:
+                raise ConfigError(f'{where}: {_GO_TYPE[point]} "{e.name}" does not exist')
+            if point not in extension_points_of(cls):
+                raise ConfigError(f'{where}: plugin "{e.name}" does not extend {_GO_TYPE[point]} plugin')
+            if e.name in names:
+                raise ConfigError(f'{where}: plugin "{e.name}" already registered as "{_GO_TYPE[point]}"')
+            names.append(e.name)
+        explicit[point] = names
+
+    # MultiPoint expansion.
+    result: dict[str, list[str]] = {}
+    for point in _FRAMEWORK_ORDER:
+        names = explicit[point]
+        disabled = set(sets.get(point, _NONE).disabled)
+        if not multipoint or "*" in disabled:
+            result[point] = list(names)
+            continue
+        overrides: list[str] = []
+        expanded: list[str] = []
+        for e in multipoint:
+            cls = registry.get(e.name)
+            if cls is None:
+                user = e.index is not None
+                where = f"{ppath}.{MULTI_POINT}" + (f".enabled[{e.index}]" if user else "")
+                hint = "" if user else " (a default plugin missing from the plugin registry)"
+                raise ConfigError(f'{where}: {_GO_TYPE[point]} "{e.name}" does not exist{hint}')
+            if point not in extension_points_of(cls) or e.name in disabled:
+                continue
+            if e.name in names:
+                # Explicitly configured at this point: the explicit entry wins, multiPoint is ignored.
+                overrides.append(e.name)
+                continue
+            if e.name in expanded:
+                raise ConfigError(f'{ppath}.{MULTI_POINT}: plugin "{e.name}" already registered as "{_GO_TYPE[point]}"')
+            expanded.append(e.name)
+        # Order: overridden explicit plugins (explicit order), then multiPoint ones, then the rest.
+        first = [n for n in names if n in overrides]
+        rest = [n for n in names if n not in overrides]
+        result[point] = first + expanded + rest
+
+    name = profile.scheduler_name
+    if len(result["queueSort"]) != 1:
+        raise ConfigError(
+            f"{ppath}.queueSort: only one queue sort plugin required for profile with scheduler name "
+            f'"{name}", but got {len(result["queueSort"])}'
+        )
+    if not result["bind"]:
+        raise ConfigError(f'{ppath}.bind: at least one bind plugin is needed for profile with scheduler name "{name}"')
+
+    weights = _score_weights(ppath, [*sets.get("score", _NONE).enabled, *multipoint], registry)
+    return {
+        point: tuple(PluginRef(n, weights[n] if point == "score" else 0) for n in result[point])
+        for point in EXTENSION_POINTS
+    }
+
+
+def _score_weights(ppath: str, entries: list[PluginRef], registry: Registry) -> dict[str, int]:
+    # Explicit score entries come first, so their weight wins over the multiPoint one; an unset
+    # or zero weight becomes 1 (a plugin is disabled explicitly, never by weight).
+    weights: dict[str, int] = {}
+    total = 0
+    for e in entries:
+        cls = registry.get(e.name)
+        if cls is None or not issubclass(cls, ScorePlugin) or e.name in weights:
+            continue
+        w = e.weight or 1
+        weights[e.name] = w
+        if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
+            raise ConfigError(f"{ppath}.score: total score of Score plugins could overflow")
+        total += w * MAX_NODE_SCORE
+    return weights
+
+
+def check_profiles(cfg: SchedulerConfig, registry: Registry) -> list[PluginLists]:
+    """Every profile's plugin lists, in profile order; the first problem raises ConfigError.
+    Builds no plugin, so it can run before anything else is set up."""
+    return [plugin_lists(prof, registry, f"profiles[{i}]") for i, prof in enumerate(cfg.profiles)]
+
+
+def new_framework(
+    profile: Profile,
+    registry: Registry,
+    handle: Handle,
+    *,
+    global_percentage: int = 0,
+    observer: DurationObserver | None = None,
+    lists: PluginLists | None = None,
+) -> Framework:
+    """One profile's framework: its plugins built once each, with their args, in extension-point
+    order; ``lists`` when ``check_profiles`` has computed them already."""
+    if lists is None:
+        lists = plugin_lists(profile, registry)
+    plugins: dict[str, Plugin] = {}
+    for refs in lists.values():
+        for ref in refs:
+            if ref.name not in plugins:
+                plugins[ref.name] = _new_plugin(registry[ref.name], ref.name, profile.plugin_args.get(ref.name), handle)
+    percentage = profile.percentage_of_nodes_to_score
+    return Framework(
+        profile.scheduler_name,
+        handle,
+        plugins,
+        lists,
+        percentage_of_nodes_to_score=global_percentage if percentage is None else percentage,
+        observer=observer,
+    )
+
+
+def _new_plugin(cls: type[Plugin], name: str, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
+    try:
+        return cls.new(args, handle)
+    except ValueError as exc:
+        raise FrameworkError(f"initializing plugin {go_quote(name)}: {exc}") from exc
+
+
+def build_frameworks(
+    cfg: SchedulerConfig,
+    snapshot: Snapshot,
+    listers: Listers,
+    *,
+    registry: Registry | None = None,
+    client: PodBinder | None = None,
+    volume_api: Any = None,
+    preemption: PreemptionActuator | None = None,
+    seed: int | None = None,
+    observers: ObserverFactory | None = None,
+) -> dict[str, Framework]:
+    """Scheduler name -> framework, for every profile of ``cfg``. The handles share the snapshot,
+    the listers and the API side (``client``: the binder; ``volume_api``: PV/PVC writes; both
+    None offline); ``seed`` seeds each handle's random source. ConfigError for a profile that
+    does not fit the registry, FrameworkError for args a plugin refuses."""
+    if registry is None:
+        registry = default_registry()
+    checked = check_profiles(cfg, registry)
+    frameworks: dict[str, Framework] = {}
+    for prof, lists in zip(cfg.profiles, checked):
+        handle = Handle(
+            snapshot,
+            listers,
+            prof.scheduler_name,
+            cfg.parallelism,
+            client,
+            volume_api=volume_api,
+            preemption=preemption,
+            rng=random.Random(seed),
+        )
+        frameworks[prof.scheduler_name] = new_framework(
+            prof,
+            registry,
+            handle,
+            global_percentage=cfg.percentage_of_nodes_to_score,
+            observer=observers(prof.scheduler_name) if observers is not None else None,
+            lists=lists,
+        )
+    return frameworks

@@ -1,0 +1,169 @@
+"""Watch events into the cache, the listers and the queue (upstream eventhandlers.go).
+
+The watcher calls one handler per object event. A bound pod goes to the cache (confirming our
+own assumption, or counting another scheduler's pod); an unbound pod of one of our profiles
+goes to the queue. Every change that may make a waiting pod schedulable moves pods with a
+``ClusterEvent``, which the queue matches against what the plugins registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from scheduler.backend.cache import Cache
+from scheduler.backend.queue import SchedulingQueue
+from scheduler.framework.events import ActionType, ClusterEvent, assigned_pod_update_action, node_update_action
+from scheduler.framework.listers import Listers
+from scheduler.framework.runtime import Framework
+from scheduler.live.kube.recorder import Recorder
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.kinds import DRA_KINDS, Raw
+from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
+
+
+class EventHandlers:
+    """The handlers the watcher calls (its ``Handlers`` protocol). The loop's ``Scheduler``
+    extends this class, so both work on one cache, one queue and one view of pending pods."""
+
+    def __init__(
+        self,
+        frameworks: Mapping[str, Framework],
+        cache: Cache,
+        listers: Listers,
+        queue: SchedulingQueue,
+        recorder: Recorder,
+    ) -> None:
+        self.frameworks = frameworks
+        self.cache = cache
+        self.listers = listers
+        self.queue = queue
+        self.recorder = recorder
+        # Last seen version of every pending pod of ours, for update diffs.
+        self._pending: dict[str, PodInfo] = {}
+        # Storage kind -> the actions plugins registered for it (read once from the queue).
+        self._registered_actions: dict[str, ActionType] = {}
+
+    def on_pod(self, etype: str | None, raw: Raw) -> None:
+        if etype == "DELETED":
+            self.pod_deleted(raw)
+            return
+        pod = PodInfo(raw)
+        uid = pod.uid
+        if pod.node_name:
+            self._pending.pop(uid, None)
+            self.queue.delete(uid)  # bound: no longer ours to schedule
+            old = self.cache.get_pod(uid)
+            was_assumed = self.cache.is_assumed(uid)
+            if pod.terminal:
+                if old is not None:
+                    self.cache.remove_pod(uid)
+                    self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
+                return
+            self.cache.add_pod(pod)
+            if old is None or was_assumed:
+                self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.ADD), None, pod)
+            else:
+                action = assigned_pod_update_action(old, pod)
+                if action:
+                    self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", action), old, pod)
+            return
+        if pod.scheduler_name not in self.frameworks:
+            return
+        if pod.terminal:
+            self._pending.pop(uid, None)
+            self.queue.delete(uid)
+            return
+        if self.cache.is_assumed(uid):
+            # Our own binding is in flight; a stale unbound version must not requeue it.
+            return
+        prev = self._pending.get(uid)
+        self._pending[uid] = pod
+        if prev is None and uid not in self.queue:
+            self.queue.add(pod)
+        else:
+            self.queue.update(prev, pod)
+
+    def pod_deleted(self, raw: Raw) -> None:
+        meta = raw.get("metadata") or {}
+        uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
+        self._pending.pop(uid, None)
+        self.queue.delete(uid)
+        self.recorder.forget_pod(uid)
+        old = self.cache.get_pod(uid)
+        if old is not None:
+            self.cache.remove_pod(uid)
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
+
+    def on_node(self, etype: str | None, raw: Raw) -> None:
+        name = str((raw.get("metadata") or {}).get("name", ""))
+        existing = self.cache.nodes.get(name)
+        if etype == "DELETED":
+            self.cache.remove_node(name)
+            return
+        old = existing.clone() if existing is not None and existing.node_present else None
+        new = self.cache.add_node(raw)
+        if old is None:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", ActionType.ADD), None, new)
+            return
+        action = node_update_action(old, new)
+        if action:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", action), old, new)
+
+    def on_namespace(self, etype: str | None, raw: Raw) -> None:
+        ns = NamespaceInfo.parse(raw)
+        if etype == "DELETED":
+            self.listers.namespaces.pop(ns.name, None)
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Namespace", ActionType.DELETE), ns, None)
+            return
+        old = self.listers.namespaces.get(ns.name)
+        self.listers.namespaces[ns.name] = ns
+        if old is None:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Namespace", ActionType.ADD), None, ns)
+        elif old.labels != ns.labels:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Namespace", ActionType.UPDATE), old, ns)
+
+    def on_owner(self, kind: str, etype: str | None, raw: Raw) -> None:
+        """Services, ReplicaSets, StatefulSets, ReplicationControllers (default spreading's selectors)."""
+        raw = dict(raw)
+        raw.setdefault("kind", kind)
+        o = SelectorOwner.parse(raw)
+        key = f"{o.namespace}/{o.name}"
+        byname = self.listers.owners.setdefault(kind, {})
+        if etype == "DELETED":
+            old = byname.pop(key, None)
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, ActionType.DELETE), old, None)
+            return
+        old = byname.get(key)
+        byname[key] = o
+        action = ActionType.ADD if old is None else ActionType.UPDATE
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action), old, o)
+
+    def on_storage(self, kind: str, etype: str | None, raw: Raw) -> None:
+        """PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
+        VolumeAttachments: the volume plugins' store first, then the pods the change may help,
+        with the stored (old, new) for the hints (upstream buildEvtResHandler: only for actions
+        some plugin registered)."""
+        store = self.listers.dra if kind in DRA_KINDS else self.listers.storage
+        change = store.on_event(kind, etype, raw)
+        if change is None:
+            return
+        old, new = change
+        action, verb = (
+            (ActionType.DELETE, "Delete") if new is None
+            else (ActionType.ADD, "Add") if old is None
+            else (ActionType.UPDATE, "Update")
+        )
+        registered = self._registered_actions.get(kind)
+        if registered is None:
+            registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
+        if registered & action:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{verb}"), old, new)
+
+    def on_pdb(self, etype: str | None, raw: Raw) -> None:
+        """PodDisruptionBudgets, for DefaultPreemption (no plugin requeues pods on them)."""
+        pdb = PodDisruptionBudget.parse(raw)
+        if etype == "DELETED":
+            self.listers.pdbs.pop(pdb.key, None)
+        else:
+            self.listers.pdbs[pdb.key] = pdb

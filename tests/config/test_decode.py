@@ -1,0 +1,125 @@
+"""Strict decoding: unknown fields, wrong types and wrong kinds are errors naming the field.
+
+Upstream: sigs.k8s.io/yaml strict decoding of the v1 types, and
+pkg/scheduler/apis/config/v1/types.go decodeNestedObjects for plugin args.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.config import API_VERSION, KIND, ConfigError, parse_config
+
+
+def doc(**fields: Any) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": KIND, **fields}
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding errors
+
+DECODE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
+    ("unknown-top-level-field", doc(foo=1), 'strict decoding error: unknown field "foo"'),
+    (
+        "unknown-nested-field",
+        doc(profiles=[{"plugins": {"filters": {}}}]),
+        'strict decoding error: unknown field "profiles[0].plugins.filters"',
+    ),
+    (
+        "unknown-plugin-field",
+        doc(profiles=[{"plugins": {"filter": {"enabled": [{"name": "X", "wieght": 1}]}}}]),
+        'strict decoding error: unknown field "profiles[0].plugins.filter.enabled[0].wieght"',
+    ),
+    (
+        "wrong-api-version",
+        {"apiVersion": "kubescheduler.config.k8s.io/v1beta3", "kind": KIND},
+        'apiVersion: Unsupported value: "kubescheduler.config.k8s.io/v1beta3": '
+        'supported values: "kubescheduler.config.k8s.io/v1"',
+    ),
+    (
+        "wrong-kind",
+        {"apiVersion": API_VERSION, "kind": "Foo"},
+        'kind: Unsupported value: "Foo": supported values: "KubeSchedulerConfiguration"',
+    ),
+    (
+        "missing-api-version",
+        {"kind": KIND},
+        'apiVersion: Required value: must be "kubescheduler.config.k8s.io/v1"',
+    ),
+    ("string-parallelism", doc(parallelism="16"), 'parallelism: Invalid value: "16": must be an integer'),
+    ("bool-parallelism", doc(parallelism=True), "parallelism: Invalid value: true: must be an integer"),
+    ("int32-overflow", doc(parallelism=2**31), "parallelism: Invalid value: 2147483648: out of range"),
+    (
+        "bad-duration",
+        doc(leaderElection={"leaseDuration": "15"}),
+        'leaderElection.leaseDuration: Invalid value: "15": time: missing unit in duration "15"',
+    ),
+    (
+        "duration-must-be-string",
+        doc(leaderElection={"leaseDuration": 15}),
+        "leaderElection.leaseDuration: Invalid value: 15: must be a string",
+    ),
+    (
+        "plugin-without-name",
+        doc(profiles=[{"plugins": {"filter": {"enabled": [{"weight": 1}]}}}]),
+        "profiles[0].plugins.filter.enabled[0].name: Required value",
+    ),
+    ("profiles-not-a-list", doc(profiles={"a": 1}), "profiles: Invalid value: object: must be a list"),
+    (
+        "extenders-unsupported",
+        doc(extenders=[{"urlPrefix": "http://x"}]),
+        "extenders: Forbidden: scheduler extenders are not supported by pyscheduler",
+    ),
+]
+
+
+@pytest.mark.parametrize(("d", "msg"), [c[1:] for c in DECODE_ERRORS], ids=[c[0] for c in DECODE_ERRORS])
+def test_decode_errors(d: dict[str, Any], msg: str) -> None:
+    with pytest.raises(ConfigError) as ei:
+        parse_config(d)
+    assert str(ei.value) == msg
+
+
+def test_integral_float_is_accepted_as_int() -> None:
+    # sigs.k8s.io/yaml turns YAML 16.0 into JSON 16, which decodes into an int32.
+    assert parse_config(doc(parallelism=16.0)).parallelism == 16
+
+
+# ---------------------------------------------------------------------------------------------
+# Plugin args
+
+
+def test_plugin_args_pass_through_without_type_meta() -> None:
+    args = {
+        "apiVersion": API_VERSION,
+        "kind": "NodeResourcesFitArgs",
+        "scoringStrategy": {"type": "MostAllocated"},
+    }
+    c = parse_config(
+        doc(
+            profiles=[
+                {
+                    "pluginConfig": [
+                        {"name": "NodeResourcesFit", "args": args},
+                        {"name": "Nope", "args": {"minCandidateNodesPercentage": 5}},  # kept: opaque, by name
+                        {"name": "NodeAffinity"},  # no args: the factory's defaults apply
+                    ]
+                }
+            ]
+        ),
+    )
+    assert c.profiles[0].plugin_args == {
+        "NodeResourcesFit": {"scoringStrategy": {"type": "MostAllocated"}},
+        "Nope": {"minCandidateNodesPercentage": 5},
+    }
+    assert args["kind"] == "NodeResourcesFitArgs"  # the input is not modified
+
+
+def test_plugin_args_of_wrong_kind() -> None:
+    # v1 types.go decodeNestedObjects: "args for plugin %s were not of type %s, got %s".
+    with pytest.raises(ConfigError, match=r"profiles\[0\]\.pluginConfig\[0\]\.args: args for plugin NodeAffinity"):
+        parse_config(
+            doc(profiles=[{"pluginConfig": [{"name": "NodeAffinity", "args": {"kind": "InterPodAffinityArgs"}}]}]),
+        )

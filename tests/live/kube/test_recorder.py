@@ -1,0 +1,98 @@
+"""Recorder: the Event body and its series, the PodScheduled condition patch (the queue in
+front of them is exercised through the loop in tests/live/test_loop.py)."""
+
+from __future__ import annotations
+
+from scheduler.live.kube.recorder import Recorder, truncate_message
+from scheduler.live.kube.transport import ApiError, Lane, TokenBucket
+from scheduler.model.pod import PodInfo
+from scheduler.testing.builders import make_pod
+from scheduler.testing.fakes import FakeCoreAPI
+
+POD = PodInfo(make_pod("web", "prod", uid="u-1"))
+
+
+def lane() -> Lane:
+    return Lane(TokenBucket(0, 1))
+
+
+async def test_event_body_and_series():
+    api = FakeCoreAPI()
+    t = [1_700_000_000.0]
+    r = Recorder(api, lane(), hostname="host-1", clock=lambda: t[0])
+    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
+    ns, ev = api.events[0]
+    assert ns == "prod"
+    assert ev["apiVersion"] == "events.k8s.io/v1"
+    assert ev["reportingController"] == "pyscheduler"
+    assert ev["reportingInstance"] == "pyscheduler-host-1"
+    assert (ev["type"], ev["reason"], ev["action"]) == ("Warning", "FailedScheduling", "Scheduling")
+    assert ev["note"] == "0/1 nodes are available: x."
+    assert ev["regarding"]["uid"] == "u-1" and ev["regarding"]["kind"] == "Pod"
+    assert ev["metadata"]["name"].startswith("web.")
+    # The same event again within the window becomes a series update, not a new Event.
+    t[0] += 5
+    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
+    assert len(api.events) == 1
+    assert api.event_patches[0][1] == ev["metadata"]["name"]
+    assert api.event_patches[0][2]["series"]["count"] == 2
+    # A different message is a new Event.
+    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "other")
+    assert len(api.events) == 2
+
+
+async def test_event_failure_is_not_fatal():
+    class Failing(FakeCoreAPI):
+        def create_event(self, namespace, body):
+            raise ApiError(403, "forbidden")
+
+    r = Recorder(Failing(), lane())
+    await r.write_event(POD, "p", "Normal", "Scheduled", "Binding", "x")  # no exception
+
+
+async def test_unschedulable_condition_patch_and_skip():
+    api = FakeCoreAPI()
+    r = Recorder(api, lane(), clock=lambda: 0.0)
+    assert await r.write_unschedulable(POD, "Unschedulable", "0/1 nodes are available")
+    ns, name, body = api.status_patches[0]
+    cond = body["status"]["conditions"][0]
+    assert (ns, name) == ("prod", "web")
+    assert cond["type"] == "PodScheduled" and cond["status"] == "False"
+    assert cond["reason"] == "Unschedulable" and cond["message"] == "0/1 nodes are available"
+    # The pod already carries the same condition: no write (upstream UpdatePodCondition).
+    raw = make_pod("web", "prod", uid="u-1")
+    raw["status"] = {
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}
+        ]
+    }
+    assert not await r.write_unschedulable(PodInfo(raw), "Unschedulable", "0/1 nodes are available")
+    assert len(api.status_patches) == 1
+
+
+async def test_queued_note_is_cut_to_the_api_limit():
+    # Upstream truncateMessage: a FailedScheduling note over 1024 characters ends in " ...".
+    api = FakeCoreAPI()
+    r = Recorder(api, lane())
+    r.event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "y" * 2000)
+    await r.flush()
+    note = api.events[0][1]["note"]
+    assert len(note) == 1024 and note.endswith(" ...")
+
+
+def test_truncate_message():
+    assert truncate_message("x" * 10) == "x" * 10
+    t = truncate_message("y" * 2000)
+    assert len(t) == 1024 and t.endswith(" ...")
+
+
+async def test_forget_pod_drops_its_condition_and_its_series():
+    api = FakeCoreAPI()
+    r = Recorder(api, lane(), clock=lambda: 1_700_000_000.0)
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
+    r.unschedulable(POD, "Unschedulable", "m")
+    r.forget_pod(POD.uid)
+    assert r.pending() == 0
+    # The next identical Event starts a new series.
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
+    assert len(api.events) == 2 and api.event_patches == []
