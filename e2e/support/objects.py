@@ -1,8 +1,8 @@
 """Object manifests for the e2e plane (KWOK-style fake nodes, bare pods) and their creation.
 
-The manifests start from scheduler.testing.builders' dicts, the same ones the unit tests use,
-and add what a real API server and kwok need (node addresses and nodeInfo, a pullable image,
-no uid, grace period 0).
+The manifests start from scheduler.testing.builders' MakeNode()/MakePod(), the builders the
+unit tests use, and add what a real API server and kwok need (node addresses and nodeInfo, a
+pullable image, no uid, grace period 0).
 """
 
 from __future__ import annotations
@@ -52,31 +52,25 @@ def make_node(
     if internal_ip is None:
         h = zlib.crc32(name.encode()) % (2 * 65536)
         internal_ip = f"198.{18 + h // 65536}.{(h // 256) % 256}.{h % 256}"
-    # The zone goes in with the other labels: an empty zone is still a label here.
-    node_labels = {
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-        "topology.kubernetes.io/zone": zone,
-        "topology.kubernetes.io/region": region,
-        "type": "kwok",
-        **(labels or {}),
-    }
-    node = builders.make_node(
-        name,
-        cpu=cpu,
-        memory=memory,
-        pods=pods,
-        extra=dict(extra_resources or {}),
-        labels=node_labels,
-        taints=[dict(t) for t in taints] if taints else None,
-        unschedulable=unschedulable,
+    w = builders.MakeNode().name(name).capacity(
+        {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra_resources or {})}
     )
-    node["metadata"]["annotations"] = {
-        "node.alpha.kubernetes.io/ttl": "0",
-        "kwok.x-k8s.io/node": "fake",
-        **(annotations or {}),
-    }
-    node["status"].update(
+    # The zone goes in with the other labels: an empty zone is still a label here.
+    w.labels(
+        {
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "topology.kubernetes.io/zone": zone,
+            "topology.kubernetes.io/region": region,
+            "type": "kwok",
+            **(labels or {}),
+        }
+    )
+    if taints:
+        w.taints([dict(t) for t in taints])
+    if unschedulable:
+        w.unschedulable()
+    w.status(
         nodeInfo={
             "architecture": "amd64",
             "operatingSystem": "linux",
@@ -95,6 +89,12 @@ def make_node(
         ],
         phase="Running",
     )
+    node = w.obj()
+    node["metadata"]["annotations"] = {
+        "node.alpha.kubernetes.io/ttl": "0",
+        "kwok.x-k8s.io/node": "fake",
+        **(annotations or {}),
+    }
     return node
 
 
@@ -143,26 +143,24 @@ def make_pod(
     ``scheduler_name=None`` leaves schedulerName unset (default-scheduler).
     Extra keyword arguments go into ``spec`` verbatim (camelCase keys).
     """
-    named: dict[str, Any] = {"terminationGracePeriodSeconds": 0, **spec_extra}
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    w = builders.MakePod().name(name).namespace(namespace).labels(dict(labels or {}))
+    w.container(requests, image=image, name="c")
+    if scheduler_name:
+        w.scheduler_name(scheduler_name)
+    if node_name:
+        w.node(node_name)
+    if node_selector:
+        w.node_selector(dict(node_selector))
     if priority_class_name:
-        named["priorityClassName"] = priority_class_name
-    pod = builders.make_pod(
-        name,
-        namespace,
-        cpu=cpu or None,
-        memory=memory or None,
-        images=[image],
-        node_name=node_name or "",
-        scheduler_name=scheduler_name,
-        node_selector=dict(node_selector) if node_selector else None,
-        affinity=dict(affinity) if affinity else None,
-        tolerations=[dict(t) for t in tolerations] if tolerations else None,
-        **named,
-    )
-    # The API server assigns the uid; "labels" is always there for callers that add to it.
-    pod["metadata"] = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
-    if "containers" not in spec_extra:
-        pod["spec"]["containers"][0]["name"] = "c"
+        w.spec(priorityClassName=priority_class_name)
+    if tolerations:
+        w.toleration([dict(t) for t in tolerations])
+    if affinity:
+        w.affinity(dict(affinity))
+    pod = w.spec(**{"terminationGracePeriodSeconds": 0, **spec_extra}).obj()
+    del pod["metadata"]["uid"]  # the API server assigns it
+    pod["metadata"].setdefault("labels", {})  # always there, for callers that add to it
     return pod
 
 
