@@ -129,8 +129,7 @@ def collect_pod_group(queue: SchedulingQueue, cache: Cache, q: QueuedPodInfo) ->
         if other.name == pod.name:
             continue
         got = queue.pop_specific(other.uid)
-        if got is None:
-            log.debug("pod_group_pod_not_in_queue", pod_group=f"{pod.namespace}/{name}", pod=other.key)
+        if got is None:  # known to the group's state, not waiting in the queue
             continue
         queued.append(got)
     # A stable sort; the arrival order breaks what priority and first attempt leave tied.
@@ -308,7 +307,6 @@ class PodGroupCycle:
         self._skip_pods(group)
         if not group.queued:
             return None
-        log.debug("pod_group_attempt", pod_group=group.key, pods=len(group.queued))
         return self.cycle(fw, CycleState(), group)
 
     def _skip_pods(self, group: QueuedPodGroup) -> None:
@@ -482,7 +480,6 @@ class PodGroupCycle:
         any_result: GroupAttempt | None = None
         feasible: list[tuple[Placement, GroupAttempt]] = []
         for p in placements:
-            log.debug("assuming_placement", pod_group=group.key, placement=p.name)
             try:
                 self.snapshot.assume_placement(p.nodes)
             except ValueError as exc:
@@ -624,14 +621,6 @@ class PodGroupCycle:
                 fail(q, a, st, a.nominating if a is not None else LEAVE)
 
         condition, outcome = self._condition_for(result)
-        log.info(
-            "pod_group_scheduled" if outcome == SCHEDULED else "pod_group_not_scheduled",
-            pod_group=group.key,
-            result=outcome,
-            scheduled_pods=sum(1 for d in decisions if d.out.assumed is not None),
-            unschedulable_pods=sum(1 for d in decisions if d.out.assumed is None),
-            message=condition["message"],
-        )
         self.hooks.condition(fw, group, condition)
         return PodGroupOutcome(group, fw.profile_name, outcome, gst, condition, decisions, self.clock() - start)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import numpy as np
-import structlog
 import yaml
 
 from scheduler.backend.cache import Cache
@@ -465,16 +463,6 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
     stream.write("\n")
 
 
-def _quiet_logs() -> None:
-    """The decision core logs (structlog); offline, stdout is the report: warnings and worse
-    go to stderr, unless the caller configured logging itself."""
-    if not structlog.is_configured():
-        structlog.configure(
-            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-            logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        )
-
-
 def group_record(run: GroupRun) -> dict[str, Any] | None:
     """The --output json line of one pod group's attempt: its result, the PodGroupScheduled
     condition the scheduler writes, and where each of its pods went."""
@@ -513,7 +501,6 @@ def run(
     gates: Any = None,
 ) -> int:
     stream = stream or sys.stdout
-    _quiet_logs()
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)

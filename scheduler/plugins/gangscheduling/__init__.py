@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
-
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import EnqueueExtensions, Handle, PermitPlugin, Plugin, PreEnqueuePlugin
@@ -23,8 +21,6 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.podgroup import PodGroup
 from scheduler.model.storage import NotFoundError
 from scheduler.plugins.helper import as_pod, matching_scheduling_group
-
-log = structlog.get_logger(__name__)
 
 NAME = "GangScheduling"
 # permitTimeoutDuration: how long gang pods wait at Permit for the quorum.
@@ -121,13 +117,9 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
             return Status(Code.ERROR, str(exc), err=exc), 0.0
         if st.scheduled_pods_count() < pg.gang_min_count:
             # Wake the group's unscheduled pods in case they waited for this one.
-            unscheduled = st.unscheduled_pods()
-            self.handle.activate(unscheduled)
-            log.debug("gang_quorum_not_met", pod=pod.key, pod_group=pg.key, activated=len(unscheduled))
+            self.handle.activate(st.unscheduled_pods())
             return Status(Code.WAIT, WAITING_AT_PERMIT), PERMIT_TIMEOUT
-        assumed = st.assumed_pods()
-        log.debug("gang_quorum_met", pod=pod.key, pod_group=pg.key, allowed=len(assumed))
-        for uid in assumed:
+        for uid in st.assumed_pods():
             wp = self.handle.get_waiting_pod(uid)
             if wp is not None:
                 wp.allow(NAME)
