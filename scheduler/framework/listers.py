@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from scheduler.framework.informers import InformerFactory
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, add_allocated
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
@@ -307,6 +308,8 @@ class Listers:
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         # ResourceClaims, templates, DeviceClasses, ResourceSlices for DynamicResources.
         self.dra = DraStore()
+        # Informers for the kinds plugins name (Handle.shared_informer_factory).
+        self.informers = InformerFactory()
 
     def namespace_labels(self, name: str) -> dict[str, str] | None:
         ns = self.namespaces.get(name)

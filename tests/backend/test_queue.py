@@ -134,7 +134,14 @@ NODE_SMALL = NodeInfo(make_node("small", cpu="1"))
          pod_info("victim", node_name="small", cpu="1"), None, True),
         ("TaintToleration", ClusterEvent("Node", ActionType.ADD), None, NODE_BIG, True),
         ("NodeAffinity", ClusterEvent("Service", ActionType.ADD), None, None, False),  # not registered
-        ("NoSuchPluginWithoutExtensions", ClusterEvent("Service", ActionType.ADD), None, None, True),
+        # A plugin of the profile without EnqueueExtensions is interested in every event...
+        ("DefaultBinder", ClusterEvent("Service", ActionType.ADD), None, None, True),
+        # ...a name no plugin of the profile has (a waiting pod rejected through the API is
+        # recorded with plugin "") matches no registration (isPodWorthRequeuing): only
+        # wildcards move the pod.
+        ("", ClusterEvent("Service", ActionType.ADD), None, None, False),
+        ("NoSuchPlugin", ClusterEvent("Node", ActionType.ADD), None, NODE_BIG, False),
+        ("", EVENT_UNSCHEDULABLE_TIMEOUT, None, None, True),
         ("NodeResourcesFit", EVENT_UNSCHEDULABLE_TIMEOUT, None, None, True),
     ],
 )
