@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
 import structlog
 
 from scheduler.model.kinds import Raw, metadata

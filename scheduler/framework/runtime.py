@@ -525,7 +525,8 @@ class Framework:
                 waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
                 wait_status = s
                 continue
-            st = Status(Code.ERROR, f"running Permit plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name, err=s.err)
+            msg = f"running Permit plugin {go_quote(pl.name)}: {s.message}"
+            st = Status(Code.ERROR, msg, plugin=pl.name, err=s.err)
             self._observe("Permit", "", st, started)
             return {}, st
         if wait_status is not None:

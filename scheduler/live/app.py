@@ -42,9 +42,9 @@ from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.live.kube.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
-from scheduler.live.kube.recorder import Recorder
 from scheduler.live.loop import Scheduler, permit_timer
 from scheduler.live.metrics import Metrics
 from scheduler.live.serving.options import ServingError, options_from_args

@@ -5,14 +5,14 @@ The loop pops a pod, runs the profile's scheduling cycle synchronously (core/cyc
 assume, Reserve, Permit), and hands the binding cycle (Permit wait, PreBind, Bind, PostBind) to
 its own task so the next pod's cycle starts at once. A pod a Permit plugin made wait stays
 assumed while its task awaits the outcome: the framework's WaitingPod signals it through a
-callback (from any thread), and its timeouts run on this loop's clock (``permit_timer``). Every path out of an attempt ends with the
-pod bound, requeued, or known gone: no pod is lost. The API server refuses a second Binding of
-a bound pod (409) and the cache refuses to assume a pod twice: no pod is bound twice.
+callback (from any thread), and its timeouts run on this loop's clock (``permit_timer``). Every
+path out of an attempt ends with the pod bound, requeued, or known gone: no pod is lost. The API
+server refuses a second Binding of a bound pod (409) and the cache refuses to assume a pod
+twice: no pod is bound twice.
 
-With leader election, no cycle starts while the lease fence is closed (see elector.py); the
-loop then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
-assumptions. Events and conditions go through the Recorder's queue, never awaited here.
-"""
+With leader election, no cycle starts while the lease fence is closed (see elector.py); the loop
+then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
+assumptions. Events and conditions go through the Recorder's queue, never awaited here."""
 
 from __future__ import annotations
 

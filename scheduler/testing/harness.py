@@ -4,11 +4,10 @@ cycle per ``step`` (upstream: schedule_one_test.go's scheduler built around a fa
 from __future__ import annotations
 
 import asyncio
-
-import numpy as np
-
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
@@ -18,9 +17,10 @@ from scheduler.core.profiles import build_frameworks
 from scheduler.framework.interface import Plugin
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
 from scheduler.live.kube.binder import Binder
-from scheduler.live.kube.transport import TokenBucket
 from scheduler.live.kube.recorder import Recorder
+from scheduler.live.kube.transport import TokenBucket
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
 from scheduler.testing.fakes import FakeClock, FakeCoreAPI, FakeFence, FakePermitTimer
@@ -64,15 +64,16 @@ class Harness:
     async def settle(self) -> None:
         """Run every binding to its end, except those of pods still waiting at Permit."""
         for _ in range(5):
-            waiting: set[str] = set()
-            self.waiting_pods().iterate(lambda wp: waiting.add(f"bind {wp.pod.key}"))
-            tasks = {t for t in self.sched.binding_tasks if t.get_name() not in waiting or t.done()}
+            waiting: list[WaitingPod] = []
+            self.waiting_pods().iterate(waiting.append)
+            names = {f"bind {wp.pod.key}" for wp in waiting}
+            tasks = {t for t in self.sched.binding_tasks if t.get_name() not in names or t.done()}
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             await self.sched.recorder.flush()
             await asyncio.sleep(0)
 
-    def waiting_pods(self) -> Any:
+    def waiting_pods(self) -> WaitingPodsMap:
         return next(iter(self.sched.frameworks.values())).handle.waiting_pods
 
     def bound(self) -> dict[str, str]:
