@@ -74,7 +74,7 @@ def test_reserve_and_permit_failures(name, reserve, permit, want_code, want_mess
     # The pod was assumed, then Unreserve ran and the assumption was forgotten (expectForgetPod);
     # a rejection is a FitError over the one node ("makePredicateError").
     res, perm = fake_reserve(reserve), fake_permit("FakePermit", permit, 60.0)
-    run, fw, cache = cycle_with(res, perm)
+    run, _, cache = cycle_with(res, perm)
     out = run(pod_info("foo"))
     assert out.assumed is None and cache.get_pod("uid-default-foo") is None
     assert out.status is not None and (out.status.code, out.status.message) == (want_code, want_message)
@@ -108,9 +108,9 @@ def test_pods_to_activate_after_a_successful_cycle_only() -> None:
             return (Status(Code.UNSCHEDULABLE, "no") if pod.name == "rejected" else None), 0.0
 
     ACTIVATED.clear()
-    run, fw, cache = cycle_with(Activating)
+    run, _, _ = cycle_with(Activating)
     out = run(pod_info("rejected"))
     assert out.status is not None and ACTIVATED == []
     out = run(pod_info("ok"))
-    assert out.status is None and ACTIVATED == [{other.key: other}]
+    assert out.status is None and [{other.key: other}] == ACTIVATED
     assert out.state.read(PODS_TO_ACTIVATE_KEY, PodsToActivate).pods == {}

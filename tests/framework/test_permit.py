@@ -91,7 +91,8 @@ def test_a_plugin_that_raises_is_an_error() -> None:
         pytest.param(lambda fw: fw.get_waiting_pod(POD.uid).allow("permitPlugin"), None, id="Allow Waiting Pod"),
         # Anything but Success or a rejection (a preemption) is an Error naming the wait.
         pytest.param(lambda fw: fw.get_waiting_pod(POD.uid).preempt("DefaultPreemption", "preempted"),
-                     (Code.ERROR, "waiting on permit for pod: preempted", "DefaultPreemption"), id="Preempt Waiting Pod"),
+                     (Code.ERROR, "waiting on permit for pod: preempted", "DefaultPreemption"),
+                     id="Preempt Waiting Pod"),
     ],
 )
 def test_wait_on_permit(action, want) -> None:

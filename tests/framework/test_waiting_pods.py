@@ -29,7 +29,8 @@ def outcomes(wp: WaitingPod) -> list[Status]:
 @pytest.mark.parametrize(
     "action",
     [
-        pytest.param(lambda wp: wp.preempt("preemption-plugin", "preempted"), id="Preempt returns false on allowed pod"),
+        pytest.param(lambda wp: wp.preempt("preemption-plugin", "preempted"),
+                     id="Preempt returns false on allowed pod"),
         pytest.param(lambda wp: wp.reject("reject-plugin", "rejected"), id="Reject returns false on allowed pod"),
     ],
 )

@@ -246,7 +246,8 @@ async def test_plugin_kind_events_reach_the_informer_and_the_queue():
 
         def events_to_register(self):
             def hint(pod, old, new):
-                return QueueingHint.QUEUE if (new or {}).get("data", {}).get("open") == "yes" else QueueingHint.QUEUE_SKIP
+                is_open = (new or {}).get("data", {}).get("open") == "yes"
+                return QueueingHint.QUEUE if is_open else QueueingHint.QUEUE_SKIP
 
             return [ClusterEventWithHint(ClusterEvent("configmaps.v1.", ActionType.ADD | ActionType.UPDATE), hint)]
 
