@@ -65,7 +65,8 @@ def test_open_waits_end_shortest_timeout_first() -> None:
         def permit(self, state, pod, node_name):
             return Status(Code.WAIT), float(pod.labels["t"])
 
-    docs = [make_node("n1", cpu="4")] + [make_pod(n, labels={"t": t}) for n, t in (("x", "30"), ("y", "10"), ("z", "30"))]
+    timeouts = (("x", "30"), ("y", "10"), ("z", "30"))
+    docs = [make_node("n1", cpu="4")] + [make_pod(n, labels={"t": t}) for n, t in timeouts]
     got = simulate(docs, Timed)
     assert [n for n, _, _ in got] == ["y", "x", "z"]
     assert got[0][2] == "0/1 nodes are available: 1 rejected due to timeout after waiting 10s at plugin Timed."
