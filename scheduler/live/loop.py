@@ -257,6 +257,7 @@ class Scheduler(EventHandlers):
                 # Upstream WaitOnPermit: the pod stays in flight (events are recorded for it)
                 # and assumed until every waiting plugin allows it, one rejects it or time runs out.
                 log.info("pod_waiting_on_permit", pod=assumed.key, node=node, plugins=sorted(wp.get_pending_plugins()))
+                await self._nominate_while_waiting(assumed, node)
                 began = time.perf_counter()
                 outcome = await wait_on_permit(wp)
                 self.metrics.permit_waited(code_string(outcome.code), time.perf_counter() - began)
@@ -333,6 +334,19 @@ class Scheduler(EventHandlers):
         self._handle_scheduling_failure(fw, q, s)
         if s.is_rejected():
             self._freed(assumed)
+
+    async def _nominate_while_waiting(self, pod: PodInfo, node: str) -> None:
+        """NominatedNodeNameForExpectation (beta, on in v1.36.3): a pod about to wait at Permit
+        gets status.nominatedNodeName, so autoscalers and others see where it is going. Not
+        critical: a failure is logged and the binding cycle goes on (upstream bindingCycle)."""
+        if pod.nominated_node_name == node:
+            return
+        try:
+            await self.binder.binds.run(
+                self.binder.api.patch_pod_status, pod.namespace, pod.name, {"status": {"nominatedNodeName": node}}
+            )
+        except Exception as exc:
+            log.warning("nominated_node_update_failed", pod=pod.key, node=node, error=str(exc))
 
     def _freed(self, assumed: PodInfo) -> None:
         uid = assumed.uid
