@@ -10,9 +10,10 @@ path out of an attempt ends with the pod bound, requeued, or known gone: no pod 
 server refuses a second Binding of a bound pod (409) and the cache refuses to assume a pod
 twice: no pod is bound twice.
 
-With leader election, no cycle starts while the lease fence is closed (see elector.py); the loop
-then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
-assumptions. Events and conditions go through the Recorder's queue, never awaited here."""
+With leader election, no cycle starts while the lease fence is closed (see kube/elector.py); the
+loop then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
+assumptions. Events and conditions go through the Recorder's queue, never awaited here.
+"""
 
 from __future__ import annotations
 
