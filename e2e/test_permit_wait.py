@@ -14,13 +14,15 @@ import pathlib
 import time
 from typing import Any
 
-import harness
 import pytest
 import yaml
 from kubernetes import client
-from test_scheduler import GROUP, SchedulerProcess, events_for, wait_bound, wait_failed_scheduling
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from e2e.support.apply import apply_yaml
+from e2e.support.objects import GROUP, make_pod
+from e2e.support.waits import events_for, wait_bound, wait_failed_scheduling, wait_for
+from scheduler.testing.process import REPO, SchedulerProcess
+
 EXAMPLE = REPO / "examples" / "pyscheduler-approval-gate"
 LABEL = {"approval.example.com/required": "true"}
 TIMEOUT = 6  # the plugin's timeoutSeconds: short, so the timeout case is quick
@@ -46,7 +48,7 @@ def plugin_on_path(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.fixture
 def approval_config(scheduler_config_path: str, api_client: client.ApiClient, tmp_path: pathlib.Path) -> str:
-    harness.apply_yaml(api_client, EXAMPLE / "rbac.yaml")
+    apply_yaml(api_client, EXAMPLE / "rbac.yaml")
     cfg = yaml.safe_load(pathlib.Path(scheduler_config_path).read_text())
     profile = next(p for p in cfg["profiles"] if p["schedulerName"] == "pyscheduler")
     profile.setdefault("plugins", {})["permit"] = {"enabled": [{"name": "ApprovalGate"}]}
@@ -77,7 +79,7 @@ def answer(core: client.CoreV1Api, namespace: str, data: dict[str, str]) -> None
 
 
 def waiting_event(api_client: client.ApiClient, namespace: str, pod: str) -> Any:
-    return harness.wait_for(
+    return wait_for(
         lambda: events_for(api_client, namespace, pod, "WaitingForApproval"),
         timeout=30, desc=f"WaitingForApproval for {pod}",
     )[0]
@@ -86,9 +88,12 @@ def waiting_event(api_client: client.ApiClient, namespace: str, pod: str) -> Any
 def test_waits_until_approved(scheduler, api_client, core_v1, node_factory, namespace):
     group = {GROUP: namespace}
     [node] = node_factory(1, labels=group)
-    core_v1.create_namespaced_pod(namespace, harness.make_pod("web", namespace, labels=LABEL, node_selector=group))
-    core_v1.create_namespaced_pod(namespace, harness.make_pod("plain", namespace, node_selector=group))
+    core_v1.create_namespaced_pod(namespace, make_pod("web", namespace, labels=LABEL, node_selector=group))
+    core_v1.create_namespaced_pod(namespace, make_pod("plain", namespace, node_selector=group))
     ev = waiting_event(api_client, namespace, "web")
+    # NominatedNodeNameForExpectation: the waiting pod says where it is going.
+    wait_for(lambda: core_v1.read_namespaced_pod("web", namespace).status.nominated_node_name == node,
+             timeout=10, desc="nominatedNodeName of the waiting pod")
     assert ev.note == f"{node} is held for the pod until web is approved in ConfigMap {namespace}/approvals"
     assert (ev.type, ev.reporting_controller) == ("Normal", "pyscheduler")
     # Unlabelled pods pass at once; the waiting one stays unbound while nobody answers.
@@ -103,7 +108,7 @@ def test_waits_until_approved(scheduler, api_client, core_v1, node_factory, name
 def test_denied_then_approved(scheduler, api_client, core_v1, node_factory, namespace):
     group = {GROUP: namespace}
     node_factory(1, labels=group)
-    core_v1.create_namespaced_pod(namespace, harness.make_pod("web", namespace, labels=LABEL, node_selector=group))
+    core_v1.create_namespaced_pod(namespace, make_pod("web", namespace, labels=LABEL, node_selector=group))
     waiting_event(api_client, namespace, "web")
     answer(core_v1, namespace, {"web": "denied"})
     ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "web")
@@ -117,7 +122,7 @@ def test_denied_then_approved(scheduler, api_client, core_v1, node_factory, name
 def test_times_out_with_upstreams_message(scheduler, api_client, core_v1, node_factory, namespace):
     group = {GROUP: namespace}
     node_factory(1, labels=group)
-    core_v1.create_namespaced_pod(namespace, harness.make_pod("web", namespace, labels=LABEL, node_selector=group))
+    core_v1.create_namespaced_pod(namespace, make_pod("web", namespace, labels=LABEL, node_selector=group))
     ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "web", timeout=TIMEOUT + 30)
     msg = f"0/1 nodes are available: 1 rejected due to timeout after waiting {TIMEOUT}s at plugin ApprovalGate."
     assert (ev.note, cond.message) == (msg, msg)
