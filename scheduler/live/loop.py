@@ -111,6 +111,7 @@ class Scheduler(EventHandlers):
         self.clock = clock
         self.fenced = False
         self.binding_tasks: set[asyncio.Task[None]] = set()
+        self.permit_waits: set[asyncio.Task[Any]] = set()  # binding tasks waiting at Permit
         self._stopping = False
         self.cycles = 0
         # Awaited before each cycle: the watcher holds cycles while it re-lists after a gap.
@@ -260,7 +261,13 @@ class Scheduler(EventHandlers):
                 log.info("pod_waiting_on_permit", pod=assumed.key, node=node, plugins=sorted(wp.get_pending_plugins()))
                 await self._nominate_while_waiting(assumed, node)
                 began = time.perf_counter()
-                outcome = await wait_on_permit(wp)
+                task = asyncio.current_task()
+                assert task is not None  # this coroutine runs as its own task
+                self.permit_waits.add(task)
+                try:
+                    outcome = await wait_on_permit(wp)
+                finally:
+                    self.permit_waits.discard(task)
                 self.metrics.permit_waited(code_string(outcome.code), time.perf_counter() - began)
                 s = fw.end_wait_on_permit(assumed, outcome)
                 at_permit = s is not None
@@ -356,7 +363,15 @@ class Scheduler(EventHandlers):
         )
 
     async def drain(self, timeout: float) -> bool:
-        """Wait for in-flight bindings (SIGTERM). True if all finished in time."""
+        """Wait for in-flight bindings (SIGTERM). True if all finished in time. Pods still
+        waiting at Permit have nothing in flight: their waits end at once (Unreserve, the
+        assumption forgotten; the next run schedules them again)."""
+        waiting = [t for t in self.permit_waits if not t.done()]
+        for t in waiting:
+            t.cancel()
+        if waiting:
+            log.info("permit_waits_cancelled", count=len(waiting))
+            await asyncio.gather(*waiting, return_exceptions=True)
         pending = set(self.binding_tasks)
         if pending:
             log.info("draining_bindings", count=len(pending))

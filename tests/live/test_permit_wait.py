@@ -40,14 +40,6 @@ def permit_waits(m: Metrics, result: str) -> float:
     return m.registry.get_sample_value("scheduler_permit_wait_duration_seconds_count", {"result": result}) or 0.0
 
 
-async def until(cond, rounds: int = 50) -> None:
-    for _ in range(rounds):
-        if cond():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition not reached")
-
-
 async def test_waits_while_the_loop_goes_on_then_binds_when_allowed():
     h, waiter = harness()
     h.sched.on_node(None, make_node("n1", cpu="4"))
@@ -272,3 +264,16 @@ async def test_plugin_kind_events_reach_the_informer_and_the_queue():
     assert h.queue.where("uid-default-p") == ACTIVE
     h.sched.on_resource("configmaps.v1.", "DELETED", {"metadata": {"name": "gate", "namespace": "default"}})
     assert inf.lister().list() == []
+
+
+async def test_sigterm_drain_ends_waits_at_once():
+    # Nothing of a waiting pod is in flight: shutting down does not wait for its timeout.
+    h, _ = harness()
+    h.sched.on_node(None, make_node("n1"))
+    h.sched.on_pod("ADDED", make_pod("a"))
+    h.sched.on_pod("ADDED", make_pod("b"))
+    await h.step()
+    h.sched.schedule_one(h.queue.pop_nowait())  # b binds in its task
+    assert await asyncio.wait_for(h.sched.drain(30.0), 5) is True
+    assert h.bound() == {"b": "n1"}
+    assert h.cache.get_pod(UID) is None and h.waiting_pods().get(UID) is None
