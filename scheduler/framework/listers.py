@@ -1,6 +1,7 @@
 """What plugins read besides the snapshot's nodes (upstream framework's listers and the DRA
-manager): namespaces, default spreading's owners, PodDisruptionBudgets, and the stores of
-storage and DRA objects, fed by the watch (live) or the input file (simulate).
+manager): namespaces, default spreading's owners, PodDisruptionBudgets, the stores of storage
+and DRA objects, and the informers of kinds plugins name (framework/informers.py), fed by the
+watch (live) or the input file (simulate).
 
 A store's ``on_event(kind, etype, raw)`` is the live event handlers' hook, ``apply(kind, raw)``
 is simulate's for each object of its input file. Lookups mirror upstream listers, including
