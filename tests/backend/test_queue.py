@@ -308,3 +308,44 @@ async def test_async_pop_wakes_on_add_and_on_backoff_expiry(frameworks):
     assert got.pod.name == "a"
     q.close()
     assert await asyncio.wait_for(q.pop(), 1) is None
+
+
+# -- Activate ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("where", "want"),
+    [
+        ("active", ACTIVE),  # pod already in activeQ: stays there
+        ("nowhere", ""),  # pod not in unschedulablePods/backoffQ: ignored
+        ("unschedulable", ACTIVE),  # moved straight to activeQ, backoff or not
+        ("backoff", ACTIVE),
+    ],
+)
+def test_activate(frameworks, where, want):
+    # TestPriorityQueue_Activate
+    q, clock = new_queue(frameworks)
+    pod = pod_info("p")
+    if where != "nowhere":
+        q.add(pod)
+    if where in ("unschedulable", "backoff"):
+        qi = q.pop_nowait()
+        if where == "unschedulable":
+            fail(q, qi, "NodeResourcesFit")
+        else:
+            fail(q, qi)  # an error: backoff
+        assert q.where(pod.uid) == where
+    q.activate({pod.key: pod})
+    assert q.where(pod.uid) == want
+
+
+def test_activate_in_flight_pod_is_requeued_when_its_attempt_fails(frameworks):
+    # TestPriorityQueue_Activate "[QHint] pod not in unschedulablePods/backoffQ but in-flight":
+    # the ForceActivate event is recorded for that pod only.
+    q, _ = new_queue(frameworks)
+    a, b = pod_info("a"), pod_info("b")
+    q.add(a)
+    q.add(b)
+    qa, qb = q.pop_nowait(), q.pop_nowait()
+    q.activate({a.key: a})
+    assert fail(q, qb, "NodeResourcesFit") == UNSCHEDULABLE
+    assert fail(q, qa, "NodeResourcesFit") == BACKOFF
