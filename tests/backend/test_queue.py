@@ -323,7 +323,7 @@ async def test_async_pop_wakes_on_add_and_on_backoff_expiry(frameworks):
 )
 def test_activate(frameworks, where, want):
     # TestPriorityQueue_Activate
-    q, clock = new_queue(frameworks)
+    q, _ = new_queue(frameworks)  # no time passes: activation skips the backoff
     pod = pod_info("p")
     if where != "nowhere":
         q.add(pod)
