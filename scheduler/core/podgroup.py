@@ -30,8 +30,14 @@ import structlog
 from scheduler.backend.cache import Cache
 from scheduler.backend.nominator import NOOP, OVERRIDE, PodNominator
 from scheduler.backend.queue import SchedulingQueue
-from scheduler.core.algorithm import Algorithm, Diagnosis, FitError, ScheduleResult
-from scheduler.core.cycle import CycleOutcome, assume_reserve_permit, assumed_copy, run_scheduling_algorithm
+from scheduler.core.algorithm import Algorithm, ScheduleResult
+from scheduler.core.cycle import (
+    CycleOutcome,
+    assume_reserve_permit,
+    assumed_copy,
+    run_scheduling_algorithm,
+    single_node_rejection,
+)
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     Placement,
@@ -445,7 +451,7 @@ class PodGroupCycle:
             self._rejected_at(a, reserve, host)
             a.seconds = self.clock() - start
             return a, None
-        permit, _ = fw.run_permit(state, assumed, host)
+        _, permit = fw.run_permit(state, assumed, host)
         if permit is not None and permit.code != Code.WAIT:
             revert()
             self._rejected_at(a, permit, host)
@@ -455,17 +461,11 @@ class PodGroupCycle:
         a.seconds = self.clock() - start
         return a, revert
 
-    def _rejected_at(self, a: PodAttempt, st: Status, host: str) -> None:
+    @staticmethod
+    def _rejected_at(a: PodAttempt, st: Status, host: str) -> None:
         """A Reserve or Permit failure: a rejection becomes a one-node FitError, as upstream."""
         a.host, a.requires_preemption, a.nominating, a.result = "", False, CLEAR, None
-        if st.is_rejected():
-            d = Diagnosis()
-            d.node_to_status.statuses[host] = st
-            d.add_plugin_status(st)
-            fe = FitError(a.pod, 1, d)
-            a.status = Status(st.code, str(fe), err=fe)
-        else:
-            a.status = st
+        a.status = single_node_rejection(a.pod, host, st) if st.is_rejected() else st
 
     # -- placements (TopologyAwareWorkloadScheduling) ----------------------------------------
     def placement_algorithm(

@@ -75,9 +75,11 @@ def test_gang_that_fits_binds_all(tmp_path: Path) -> None:
 def test_gang_above_min_count_binds_what_fits(tmp_path: Path) -> None:
     # minCount 2 of 3 pods on room for 2: the group is scheduled; the third is requeued alone.
     *pods, group = _run(tmp_path, [*_nodes(2), *_gang("g", 3, 2)], GANG)
-    assert [p["node"] is not None for p in pods] == [True, True, False]
-    assert pods[2]["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    by_name = {p["pod"]: p for p in pods}
+    assert [by_name[f"default/g-{i}"]["node"] is not None for i in range(3)] == [True, True, False]
+    assert by_name["default/g-2"]["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     assert group["result"] == "scheduled"
+    assert [n is not None for n in group["pods"].values()] == [True, True, False]
 
 
 def test_topology_constrained_gang_lands_in_one_domain(tmp_path: Path) -> None:
