@@ -216,10 +216,10 @@ class Cache:
         self.pods[pod.uid] = _PodState(pod, node, assumed=True)
         self._add_to_node(pod, node)
         if self._member(pod):
-            key = group_key(pod.namespace, pod.scheduling_group or "")
-            gs = self.pod_group_states.get(key)
+            gs = self._group_of(pod)
             if gs is None:
-                gs = self.pod_group_states[key] = PodGroupState()
+                gs = self._group_of(pod, create=True)
+                assert gs is not None
                 gs.all_pods[pod.uid] = pod
             gs.assume_pod(pod)
 
@@ -245,7 +245,7 @@ class Cache:
         st = self.pods.pop(uid)
         self._remove_from_node(st.pod, st.node)
         if self._member(st.pod):
-            gs = self.pod_group_states.get(group_key(st.pod.namespace, st.pod.scheduling_group or ""))
+            gs = self._group_of(st.pod)
             if gs is None:
                 log.error("pod_group_state_missing_on_forget", pod=st.pod.key)
             else:
@@ -262,20 +262,24 @@ class Cache:
     def _member(self, pod: PodInfo) -> bool:
         return self.generic_workload and pod.scheduling_group is not None
 
-    def add_pod_group_member(self, pod: PodInfo) -> None:
-        """A pod of a group (unscheduled, from the queue's side, or bound) joins its group's state."""
-        if not self._member(pod):
-            return
+    def _group_of(self, pod: PodInfo, create: bool = False) -> PodGroupState | None:
         key = group_key(pod.namespace, pod.scheduling_group or "")
         gs = self.pod_group_states.get(key)
-        if gs is None:
+        if gs is None and create:
             gs = self.pod_group_states[key] = PodGroupState()
-        gs.add_pod(pod)
+        return gs
+
+    def add_pod_group_member(self, pod: PodInfo) -> None:
+        """A pod of a group (unscheduled, from the queue's side, or bound) joins its group's state."""
+        if self._member(pod):
+            gs = self._group_of(pod, create=True)
+            assert gs is not None
+            gs.add_pod(pod)
 
     def update_pod_group_member(self, old: PodInfo | None, new: PodInfo) -> None:
         if not self._member(new):
             return
-        gs = self.pod_group_states.get(group_key(new.namespace, new.scheduling_group or ""))
+        gs = self._group_of(new)
         if gs is None:
             log.error("pod_group_state_missing_on_update", pod=new.key)
             return
@@ -285,15 +289,12 @@ class Cache:
         self._group_delete(pod)
 
     def _group_delete(self, pod: PodInfo) -> None:
-        if not self._member(pod):
-            return
-        key = group_key(pod.namespace, pod.scheduling_group or "")
-        gs = self.pod_group_states.get(key)
+        gs = self._group_of(pod) if self._member(pod) else None
         if gs is None:
             return
         gs.delete_pod(pod.uid)
         if gs.empty():
-            del self.pod_group_states[key]
+            del self.pod_group_states[group_key(pod.namespace, pod.scheduling_group or "")]
 
     def pod_group_state_lister(self) -> PodGroupStates:
         """The live states (upstream PodGroupManager.PodGroupStates)."""

@@ -50,7 +50,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.podgroupstate import PodGroupStateNotFound
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import Code, Status, StatusError, go_quote
+from scheduler.framework.status import Code, Status, StatusError, code_string, go_quote
 from scheduler.model.pod import PodInfo
 from scheduler.model.podgroup import (
     POD_GROUP_SCHEDULED,
@@ -607,7 +607,7 @@ class PodGroupCycle:
                         a,
                         Status(
                             Code.ERROR,
-                            f"received unexpected pod group scheduling algorithm status code: {_code_name(gst)}",
+                            f"received unexpected pod group scheduling algorithm status code: {code_string(gst.code)}",
                         ),
                         CLEAR,
                     )
@@ -642,21 +642,6 @@ class PodGroupCycle:
             outcome = WAITING_ON_PREEMPTION if result.waiting_on_preemption else UNSCHEDULABLE
             return _condition("False", REASON_UNSCHEDULABLE, st.message), outcome
         return _condition("False", REASON_SCHEDULER_ERROR, error_text(st)), ERROR
-
-
-_CODE_NAMES = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-    Code.PENDING: "Pending",
-}
-
-
-def _code_name(st: Status) -> str:
-    return _CODE_NAMES[st.code]
 
 
 def _condition(status: str, reason: str, message: str) -> dict[str, str]:

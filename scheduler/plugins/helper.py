@@ -7,12 +7,26 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.framework.interface import Handle, Plugin
 from scheduler.framework.status import MAX_NODE_SCORE
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 
 # helper.DoNotScheduleTaintsFilterFunc: the taint effects a Filter must honour.
 DO_NOT_SCHEDULE_EFFECTS: tuple[str, ...] = ("NoSchedule", "NoExecute")
+
+
+class HandlePlugin(Plugin):
+    """Base of a plugin built from its Handle alone: it takes no arguments."""
+
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
+        if args:
+            raise ValueError(f"plugin {cls.name} takes no arguments")
+        return cls(handle)
 
 
 def default_normalize_score(

@@ -401,15 +401,9 @@ class Simulator:
         """One scheduling cycle and, unless the pod waits at Permit (None), its binding cycle."""
         fw = self.frameworks[pod.scheduler_name]
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
-        assumed = out.assumed
-        if assumed is None:
+        if out.assumed is None:
             return out
-        wp = fw.get_waiting_pod(assumed.uid)
-        if wp is not None:
-            self._waiting[assumed.uid] = out
-            wp.on_done(lambda st: self._ended.append((out, st)))
-            return None
-        return self._bind(fw, out)
+        return self._park_or_bind(fw, out)
 
     def attempt_group(self, queued: list[QueuedPodInfo]) -> GroupRun:
         """One pod-group cycle for ``queued`` (one group's pending pods, in queue order)."""
@@ -423,8 +417,8 @@ class Simulator:
         return run
 
     def _park_or_bind(self, fw: Framework, out: CycleOutcome) -> CycleOutcome | None:
-        """A pod the group keeps: it waits at Permit (None; its outcome comes when the wait
-        ends) or goes through its binding cycle now."""
+        """An assumed pod: it waits at Permit (None; its outcome comes when the wait ends) or
+        goes through its binding cycle now."""
         assumed = out.assumed
         assert assumed is not None
         wp = fw.get_waiting_pod(assumed.uid)

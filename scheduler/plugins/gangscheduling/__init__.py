@@ -9,18 +9,17 @@ Permit counts the snapshot's assumptions; elsewhere the cache's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, Handle, PermitPlugin, Plugin, PreEnqueuePlugin
+from scheduler.framework.interface import EnqueueExtensions, PermitPlugin, PreEnqueuePlugin
 from scheduler.framework.podgroupstate import PodGroupStateNotFound, PodGroupStates
 from scheduler.framework.status import Code, Status, go_quote, unresolvable
 from scheduler.model.pod import PodInfo
 from scheduler.model.podgroup import PodGroup
 from scheduler.model.storage import NotFoundError
-from scheduler.plugins.helper import as_pod, matching_scheduling_group
+from scheduler.plugins.helper import HandlePlugin, as_pod, matching_scheduling_group
 
 NAME = "GangScheduling"
 # permitTimeoutDuration: how long gang pods wait at Permit for the quorum.
@@ -34,17 +33,8 @@ def waiting_for_pod_group(name: str) -> str:
     return f"waiting for pods's pod group {go_quote(name)} to appear in scheduling queue"
 
 
-class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
+class GangScheduling(HandlePlugin, PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
     name = NAME
-
-    def __init__(self, handle: Handle) -> None:
-        self.handle = handle
-
-    @classmethod
-    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
-        if args:
-            raise ValueError(f"plugin {cls.name} takes no arguments")
-        return cls(handle)
 
     def _live_states(self) -> PodGroupStates:
         return self.handle.pod_group_manager or PodGroupStates({})

@@ -8,36 +8,25 @@ against the best placement (not against minCount, so close counts get close scor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
-    Handle,
     PlacementScore,
     PlacementScorePlugin,
-    Plugin,
     PodGroupAssignments,
     PodGroupInfo,
 )
 from scheduler.framework.podgroupstate import PodGroupStateNotFound
 from scheduler.framework.status import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, Status, StatusError
+from scheduler.plugins.helper import HandlePlugin
 
 NAME = "PodGroupPodsCount"
 
 
-class PodGroupPodsCount(PlacementScorePlugin):
+class PodGroupPodsCount(HandlePlugin, PlacementScorePlugin):
     name = NAME
     has_normalize_placement: ClassVar[bool] = True
-
-    def __init__(self, handle: Handle) -> None:
-        self.handle = handle
-
-    @classmethod
-    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
-        if args:
-            raise ValueError(f"plugin {cls.name} takes no arguments")
-        return cls(handle)
 
     def score_placement(self, state: CycleState, pod_group: PodGroupInfo, assignments: PodGroupAssignments) -> int:
         try:

@@ -9,31 +9,20 @@ parent placement is the only one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle, Placement, PlacementGeneratePlugin, Plugin, PodGroupInfo
+from scheduler.framework.interface import Placement, PlacementGeneratePlugin, PodGroupInfo
 from scheduler.framework.podgroupstate import PodGroupStateNotFound
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.model.storage import NotFoundError
+from scheduler.plugins.helper import HandlePlugin
 
 NAME = "TopologyPlacementGenerator"
 
 
-class TopologyPlacement(PlacementGeneratePlugin):
+class TopologyPlacement(HandlePlugin, PlacementGeneratePlugin):
     name = NAME
-
-    def __init__(self, handle: Handle) -> None:
-        self.handle = handle
-
-    @classmethod
-    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
-        if args:
-            raise ValueError(f"plugin {cls.name} takes no arguments")
-        return cls(handle)
 
     def generate_placements(
         self, state: CycleState, pod_group: PodGroupInfo, parent: Placement
