@@ -33,6 +33,7 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
+from scheduler.config.workloadgates import gate_enabled, workload_features
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles, plugin_resources
 from scheduler.framework.listers import Listers
@@ -50,6 +51,7 @@ from scheduler.live.metrics import Metrics
 from scheduler.live.serving.options import ServingError, options_from_args
 from scheduler.live.serving.server import SecureServer, build_server
 from scheduler.live.watch.watcher import Watcher
+from scheduler.model.kinds import GATED_KINDS, WATCHED_KINDS
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 
@@ -71,9 +73,10 @@ class StartupError(Exception):
 
 class App:
     def __init__(self, cfg: SchedulerConfig, registry: Registry, metrics: Metrics, creds: CredentialSource,
-                 server: SecureServer | None) -> None:
+                 server: SecureServer | None, gates: Any = None) -> None:
         """Builds every part, frameworks included (FrameworkError for plugin args a factory
-        refuses); talks to no API server until ``run``."""
+        refuses); talks to no API server until ``run``. ``gates``: the feature gates."""
+        workload = workload_features(gates)
         self.cfg = cfg
         self.metrics = metrics
         self.server = server
@@ -111,10 +114,12 @@ class App:
         frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
                                       volume_api=self.volume_api, observers=metrics.extension_point_observer,
                                       permit_timer=permit_timer, activator=self._activate_pods,
-                                      client_set=self.api_client, events=self.recorder)
+                                      client_set=self.api_client, events=self.recorder, gates=gates)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
-        self.cache = Cache()
+        # GenericWorkload: the cache keeps pod-group states, the queue retries group pods after
+        # backoff, PodGroups are watched (upstream starts their informer only then).
+        self.cache = Cache(generic_workload=workload.enable_generic_workload)
         metrics.watch_cache(self.cache.sizes)
         self.queue = SchedulingQueue(
             frameworks,
@@ -122,6 +127,7 @@ class App:
             initial_backoff=cfg.pod_initial_backoff_seconds,
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
+            generic_workload=workload.enable_generic_workload,
         )
         self.queue.on_incoming = metrics.incoming
         metrics.watch_queue(self.queue.counts)
@@ -138,7 +144,9 @@ class App:
         for fw in frameworks.values():
             fw.handle.nominator = self.queue.nominator
             fw.handle.preemption = self.preemption
-        self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
+            fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
+        kinds = [*WATCHED_KINDS, *(k for k, gate in GATED_KINDS.items() if gate_enabled(gates, gate))]
+        self.watcher = Watcher(self.scheduler, creds.credentials, kinds=kinds, scheduler_names=frameworks,
                                on_error=metrics.object_error, resources=self.plugin_resources)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         self.synced = False
@@ -366,11 +374,12 @@ class App:
 
 def main(args: argparse.Namespace) -> int:
     logconf.configure()
+    gates = getattr(args, "feature_gates", None)
     cfg_name = args.config or "default configuration"
     # Everything that can be checked offline is checked before touching the cluster.
     try:
         with long_lived_objects():
-            cfg = load_run_config(args.config)
+            cfg = load_run_config(args.config, gates)
             registry = default_registry()
             check_profiles(cfg, registry)
     except ConfigError as exc:
@@ -391,7 +400,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         with long_lived_objects():
-            app = App(cfg, registry, Metrics(), creds, server)
+            app = App(cfg, registry, Metrics(), creds, server, gates)
     except FrameworkError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG

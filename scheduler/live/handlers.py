@@ -21,6 +21,7 @@ from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.kinds import DRA_KINDS, Raw
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
 
 
 class EventHandlers:
@@ -44,6 +45,8 @@ class EventHandlers:
         self._pending: dict[str, PodInfo] = {}
         # Storage kind -> the actions plugins registered for it (read once from the queue).
         self._registered_actions: dict[str, ActionType] = {}
+        # GangScheduling gate: every new pending pod may complete a gang (upstream moves pods).
+        self._gang = any(fw.handle.workload.enable_gang_scheduling for fw in frameworks.values())
 
     def on_pod(self, etype: str | None, raw: Raw) -> None:
         if etype == "DELETED":
@@ -85,14 +88,23 @@ class EventHandlers:
         prev = self._pending.get(uid)
         self._pending[uid] = pod
         if prev is None and uid not in self.queue:
+            # A pod of a PodGroup joins its group's state first (GangScheduling's PreEnqueue counts it).
+            self.cache.add_pod_group_member(pod)
             self.queue.add(pod)
+            if self._gang:
+                self.queue.move_all_to_active_or_backoff(
+                    ClusterEvent("UnscheduledPod", ActionType.ADD, "UnschedulablePodAdd"), None, pod
+                )
         else:
+            self.cache.update_pod_group_member(prev, pod)
             self.queue.update(prev, pod)
 
     def pod_deleted(self, raw: Raw) -> None:
         meta = raw.get("metadata") or {}
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
-        self._pending.pop(uid, None)
+        prev = self._pending.pop(uid, None)
+        if prev is not None:
+            self.cache.remove_pod_group_member(prev)
         self.queue.delete(uid)
         self.recorder.forget_pod(uid)
         if self.cache.is_assumed(uid):
@@ -171,9 +183,10 @@ class EventHandlers:
         old, new = change
         self._moved_by(kind, old, new)
 
-    def _moved_by(self, kind: str, old: Any, new: Any) -> None:
+    def _moved_by(self, kind: str, old: Any, new: Any, label: str = "") -> None:
         """Move the pods an add, update or delete of ``kind`` may help, if some plugin
-        registered that action (``old``/``new`` None on the missing side)."""
+        registered that action (``old``/``new`` None on the missing side); ``label``: the
+        event's resource as upstream names it in metrics, if not ``kind``."""
         action, verb = (
             (ActionType.DELETE, "Delete") if new is None
             else (ActionType.ADD, "Add") if old is None
@@ -183,7 +196,7 @@ class EventHandlers:
         if registered is None:
             registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
         if registered & action:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{verb}"), old, new)
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{label or kind}{verb}"), old, new)
 
     def on_resource(self, resource: str, etype: str | None, raw: Raw) -> None:
         """An object of a kind plugins named (``<plural>.<version>.<group>``): into its informer
@@ -197,6 +210,18 @@ class EventHandlers:
             return
         old, new = change
         self._moved_by(resource, old, new)
+
+    def on_pod_group(self, etype: str | None, raw: Raw) -> None:
+        """PodGroups (scheduling.k8s.io/v1alpha2, GenericWorkload): into the lister, then the
+        pods the plugins' registered events may help (GangScheduling: a PodGroup added)."""
+        pg = PodGroup.parse(raw)
+        if etype == "DELETED":
+            old = self.listers.pod_groups.pop(pg.key, None)
+            self._moved_by("PodGroup", old, None, "scheduling.k8s.io/PodGroup")
+            return
+        old = self.listers.pod_groups.get(pg.key)
+        self.listers.pod_groups[pg.key] = pg
+        self._moved_by("PodGroup", old, pg, "scheduling.k8s.io/PodGroup")
 
     def on_pdb(self, etype: str | None, raw: Raw) -> None:
         """PodDisruptionBudgets, for DefaultPreemption (no plugin requeues pods on them)."""

@@ -210,6 +210,12 @@ class _SimulatedPreemption:
                 continue
             self.cache.remove_pod(v.uid)
 
+    def preempt_group(
+        self, pod_group: PodGroup, pods: Sequence[PodInfo], victims: Sequence[PodInfo], plugin: str
+    ) -> None:
+        """WorkloadAwarePreemption's victims leave just the same."""
+        self.preempt(pods[0], "cluster", victims, plugin)
+
     def is_running(self, uid: str) -> bool:
         return False
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
+from scheduler.config.workloadgates import workload_features
 from scheduler.config import SchedulerConfig, load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
@@ -32,7 +33,7 @@ class Harness:
 
     def __init__(self, api: FakeCoreAPI | None = None, fence: FakeFence | None = None,
                  limiter: TokenBucket | None = None, *, config: SchedulerConfig | None = None,
-                 registry: Mapping[str, type[Plugin]] | None = None) -> None:
+                 registry: Mapping[str, type[Plugin]] | None = None, gates: Any = None) -> None:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
@@ -41,11 +42,14 @@ class Harness:
         recorder = Recorder(self.binder.events_api, self.binder.events,
                             on_drop=lambda reason: self.metrics.events_dropped.labels(reason).inc())
         snap, listers = Snapshot(), Listers()
-        fws = build_frameworks(config or load_config(None), snap, listers, client=self.binder, registry=registry,
-                               observers=self.metrics.extension_point_observer, permit_timer=self.permit_timer,
-                               activator=self._activate, events=recorder)
-        self.cache = Cache()
-        self.queue = SchedulingQueue(fws, self.clock)
+        fws = build_frameworks(config or load_config(None, gates), snap, listers, client=self.binder,
+                               registry=registry, observers=self.metrics.extension_point_observer,
+                               permit_timer=self.permit_timer, activator=self._activate, events=recorder, gates=gates)
+        generic = workload_features(gates).enable_generic_workload
+        self.cache = Cache(generic_workload=generic)
+        self.queue = SchedulingQueue(fws, self.clock, generic_workload=generic)
+        for fw in fws.values():
+            fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
         self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
                                self.binder, self.metrics, clock=self.clock, recorder=recorder)
 
