@@ -11,8 +11,8 @@ import numpy as np
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
-from scheduler.config.workloadgates import workload_features
 from scheduler.config import SchedulerConfig, load_config
+from scheduler.config.workloadgates import workload_features
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
 from scheduler.framework.interface import Plugin

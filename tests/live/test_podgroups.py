@@ -35,7 +35,7 @@ def _gang(h: Harness, name: str, size: int, min_count: int) -> None:
 
 
 def _condition(h: Harness) -> dict[str, Any]:
-    [(ns, name, body)] = h.api.pod_group_patches
+    [(_, _, body)] = h.api.pod_group_patches
     [cond] = body["status"]["conditions"]
     return {k: cond[k] for k in ("type", "status", "reason", "message")}
 
