@@ -16,6 +16,7 @@ import ssl
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -93,8 +94,16 @@ class KubeScheduler:
     ``eventhandlers=3`` adds the node add/delete events (the runner's node barrier).
     """
 
-    def __init__(self, binary: pathlib.Path, config_path: pathlib.Path, kubeconfig: str, log_path: pathlib.Path):
+    def __init__(
+        self,
+        binary: pathlib.Path,
+        config_path: pathlib.Path,
+        kubeconfig: str,
+        log_path: pathlib.Path,
+        extra_args: Sequence[str] = (),
+    ):
         self.binary = binary
+        self.extra_args = list(extra_args)  # e.g. --feature-gates=...
         self.config_path = config_path
         self.kubeconfig = kubeconfig
         self.log_path = log_path
@@ -116,6 +125,7 @@ class KubeScheduler:
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             "-v=2",
             "--vmodule=schedule_one=10,eventhandlers=3",
+            *self.extra_args,
         ]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
