@@ -11,11 +11,20 @@ from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.boot.lazyimport import defer_reexports
 from scheduler.live.serving.options import add_flags as add_serving_flags
 
-
 # The kube-scheduler release whose behaviour, flags and endpoints this one follows.
 KUBE_VERSION = "v1.36.3"
 BOOL_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 BOOL_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+# What /flagz shows for a flag left unset (kube-scheduler's flag defaults; our own names for the
+# Lease are the config's, not a flag's).
+UNSET_FLAG_TEXT = {
+    "profiling": "true", "contention-profiling": "true", "leader-elect": "true",
+    "leader-elect-lease-duration": "15s", "leader-elect-renew-deadline": "10s", "leader-elect-retry-period": "2s",
+    "leader-elect-resource-lock": "leases", "leader-elect-resource-name": "kube-scheduler",
+    "leader-elect-resource-namespace": "kube-system", "version": "false",
+}
+# Flags whose values are lists: Go's string-slice text.
+LIST_FLAGS = ("authorization-always-allow-paths",)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--stats", action="store_true", help="print scheduling throughput (pods/s) to stderr")
 
     run = sub.add_parser("run", help="run the scheduler against a cluster")
+    p.set_defaults(run_parser=run)
     run.add_argument(
         "--config",
         help="KubeSchedulerConfiguration file; if absent, one profile 'pyscheduler' and the Lease "
@@ -123,6 +133,34 @@ def _add_version_flag(p: argparse.ArgumentParser) -> None:
                    help="print version information and quit (--version=raw: every field)")
 
 
+def flag_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """Every flag of ``parser`` and its value as text, the way Go's flag values print (/flagz)."""
+    from scheduler.config.duration import format_duration
+
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if not longs or action.dest in ("help",):
+            continue
+        name = longs[0][2:]
+        value = getattr(args, action.dest, None)
+        if value is None:
+            text = UNSET_FLAG_TEXT.get(name, "")
+        elif isinstance(value, bool):
+            text = "true" if value else "false"
+        elif action.type is _duration or (isinstance(value, float) and "ttl" in name):
+            text = format_duration(float(value))
+        elif name == "vmodule":
+            text = ",".join(f"{pat}={n}" for pat, n in value)
+        elif name in LIST_FLAGS:
+            text = "[" + ",".join(x.strip() for x in str(value).split(",") if x.strip()) + "]"
+        else:
+            text = str(value)
+        out[name] = text
+    out["help"] = "false"
+    return out
+
+
 def version_text(mode: str) -> str | None:
     """What --version prints; None for --version=false. ValueError for a value it does not take."""
     from scheduler import __version__
@@ -172,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats)
     if args.command == "run":
+        args.flagz = flag_values(args.run_parser, args)
         # kopf and the kubernetes client re-export hundreds of modules we never use; importing
         # them was the largest single part of the start-up.
         defer_reexports()

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, MutableMapping
+from types import FrameType
 from typing import Any
 
 import structlog
@@ -224,7 +225,7 @@ def _go_value(v: Any) -> str:
 
 def _caller() -> str:
     """file:line of the code that logged (klog's header names it)."""
-    f = sys._getframe(2)
+    f: FrameType | None = sys._getframe(2)
     while f is not None:
         mod = f.f_globals.get("__name__", "")
         if not mod.startswith(_SKIP_FRAMES):
