@@ -250,6 +250,7 @@ class KlogTextRenderer:
             created, where = time.time(), _caller()
         msg = ed.pop("event", "")
         ed.pop("level", None)
+        ed.pop("v", None)  # klog's text header has no verbosity (its JSON has)
         sev = _SEVERITY.get(method, "I")
         frac = int((created % 1) * 1_000_000)
         head = time.strftime("%m%d %H:%M:%S", time.localtime(created))

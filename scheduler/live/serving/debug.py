@@ -97,7 +97,9 @@ def task_stacks() -> str:
 def heap_counts(limit: int = 200) -> str:
     counts = Counter(type(o).__qualname__ for o in gc.get_objects())
     lines = [f"{n} {name}" for name, n in counts.most_common(limit)]
-    return f"heap profile: {sum(counts.values())} objects tracked by the collector\n" + "\n".join(lines) + "\n"
+    head = (f"heap profile: {sum(counts.values())} objects tracked by the collector, "
+            f"{gc.get_freeze_count()} more frozen at start-up (not listed)\n")
+    return head + "\n".join(lines) + "\n"
 
 
 class Profiling:

@@ -57,9 +57,22 @@ class HealthSLIs:
 
     def exposition(self) -> bytes:
         # prometheus_client adds *_created series upstream has not.
-        lines = generate_latest(self.registry).split(b"\n")
-        return b"\n".join(ln for ln in lines if ln and not any(t.endswith(b"_created") or b"_created{" in t
-                                                                 for t in ln.split(b" ", 3)[:3])) + b"\n"
+        # Upstream writes no *_created series and no family that has no sample yet.
+        out: list[bytes] = []
+        head: list[bytes] = []
+        for ln in generate_latest(self.registry).split(b"\n"):
+            if not ln or any(t.endswith(b"_created") or b"_created{" in t for t in ln.split(b" ", 3)[:3]):
+                continue
+            if ln.startswith(b"# HELP"):
+                head = [ln]
+                continue
+            if ln.startswith(b"#"):
+                head.append(ln)
+                continue
+            out.extend(head)
+            head = []
+            out.append(ln)
+        return b"\n".join(out) + b"\n"
 
     async def handler(self, _: web.Request) -> web.Response:
         body = self.exposition()
