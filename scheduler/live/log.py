@@ -205,6 +205,8 @@ def _go_value(v: Any) -> str:
     """A value as klog's text format writes it: strings quoted, numbers and booleans bare,
     multi-line strings as an indented block."""
     if isinstance(v, str):
+        if v.isprintable() and '"' not in v and "\\" not in v:
+            return f'"{v}"'  # nothing to escape: the common case, without json.dumps
         if "\n" in v:
             body = "\n".join("\t" + line for line in v.rstrip("\n").split("\n"))
             return f"<\n{body}\n >"
@@ -240,6 +242,8 @@ class KlogTextRenderer:
 
     def __init__(self) -> None:
         self.pid = os.getpid()
+        self._second = -1
+        self._stamp = ""
 
     def __call__(self, _logger: Any, method: str, ed: MutableMapping[str, Any]) -> str:
         record = ed.pop("_record", None)
@@ -252,9 +256,11 @@ class KlogTextRenderer:
         ed.pop("level", None)
         ed.pop("v", None)  # klog's text header has no verbosity (its JSON has)
         sev = _SEVERITY.get(method, "I")
-        frac = int((created % 1) * 1_000_000)
-        head = time.strftime("%m%d %H:%M:%S", time.localtime(created))
-        parts = [f'{sev}{head}.{frac:06d} {self.pid:>7} {where}] {_go_value(str(msg))}']
+        second = int(created)
+        if second != self._second:  # one strftime per second, not per line
+            self._second, self._stamp = second, time.strftime("%m%d %H:%M:%S", time.localtime(second))
+        frac = int((created - second) * 1_000_000)
+        parts = [f"{sev}{self._stamp}.{frac:06d} {self.pid:>7} {where}] {_go_value(str(msg))}"]
         for k, v in ed.items():
             parts.append(f"{k}={_go_value(v)}")
         return " ".join(parts)
