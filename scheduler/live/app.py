@@ -36,8 +36,7 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
-from scheduler.config.decode import Document
-from scheduler.config.validation import validate
+from scheduler.config.validation import validate_leader_election
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles
 from scheduler.framework.listers import Listers
@@ -457,8 +456,7 @@ def apply_flags(cfg: SchedulerConfig, args: argparse.Namespace) -> SchedulerConf
                 changes[field] = getattr(args, flag)
     if le_changes:
         le = dataclasses.replace(cfg.leader_election, **le_changes)
-        doc = Document(cfg.parallelism, cfg.percentage_of_nodes_to_score, 1, 10, le, cfg.client_connection, [])
-        errs = [e for e in validate(doc, []) if e.startswith("leaderElection.")]
+        errs = validate_leader_election(le)
         if errs:
             raise ConfigError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
         changes["leader_election"] = le
