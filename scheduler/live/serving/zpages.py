@@ -186,8 +186,16 @@ def structured(obj: dict[str, Any], media: str, version: str, kind: str) -> web.
     return web.Response(body=body, headers=headers)
 
 
-def _text(body: str) -> web.Response:
-    return web.Response(body=body.encode(), headers={"Content-Type": "text/plain; charset=utf-8"})
+def zpage(request: web.Request, kind: str, text: Callable[[], str],
+          obj: Callable[[str], dict[str, Any]]) -> web.Response:
+    """The answer of /flagz or /statusz: the text page, the structured ``kind``, or 406."""
+    chosen = negotiate(request.headers.get("Accept", ""), kind)
+    if chosen is None:
+        return not_acceptable()
+    media, version = chosen
+    if media == "text/plain":
+        return web.Response(body=text().encode(), headers={"Content-Type": "text/plain; charset=utf-8"})
+    return structured(obj(version), media, version, kind)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,13 +226,7 @@ class Flagz:
         return self._text
 
     async def handler(self, request: web.Request) -> web.Response:
-        chosen = negotiate(request.headers.get("Accept", ""), "Flagz")
-        if chosen is None:
-            return not_acceptable()
-        media, version = chosen
-        if media == "text/plain":
-            return _text(self.text())
-        return structured(self.object(version), media, version, "Flagz")
+        return zpage(request, "Flagz", self.text, self.object)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,10 +285,4 @@ class Statusz:
                 f"Go version{d} {self.runtime}\nBinary version{d} {self.binary_version}\n{emulation}\n{paths}\n")
 
     async def handler(self, request: web.Request) -> web.Response:
-        chosen = negotiate(request.headers.get("Accept", ""), "Statusz")
-        if chosen is None:
-            return not_acceptable()
-        media, version = chosen
-        if media == "text/plain":
-            return _text(self.text())
-        return structured(self.object(version), media, version, "Statusz")
+        return zpage(request, "Statusz", self.text, self.object)
