@@ -220,6 +220,7 @@ def build_frameworks(
             volume_api=volume_api,
             preemption=preemption,
             rng=random.Random(seed),
+            features=cfg.feature_gates.features(),
         )
         frameworks[prof.scheduler_name] = new_framework(
             prof,

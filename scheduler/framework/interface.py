@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.status import Status
@@ -148,6 +149,7 @@ class Handle:
 
     __slots__ = (
         "client",
+        "features",
         "listers",
         "nominator",
         "parallelism",
@@ -169,6 +171,7 @@ class Handle:
         volume_api: Any = None,
         preemption: PreemptionActuator | None = None,
         rng: random.Random | None = None,
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.snapshot = snapshot
         self.listers = listers
@@ -181,6 +184,8 @@ class Handle:
         self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
         self.rng = rng if rng is not None else random.Random()
+        # The feature gates plugins read (upstream feature.Features, given to every factory).
+        self.features = features
 
 
 # ---------------------------------------------------------------------------------------------

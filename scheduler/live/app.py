@@ -32,6 +32,7 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles
 from scheduler.framework.listers import Listers
@@ -350,10 +351,13 @@ class App:
 def main(args: argparse.Namespace) -> int:
     logconf.configure()
     cfg_name = args.config or "default configuration"
+    gates: FeatureGates = getattr(args, "gates", DEFAULT_GATES)
+    for message, gate, value in gates.warnings:
+        log.warning(message, featureGate=gate, value=value)
     # Everything that can be checked offline is checked before touching the cluster.
     try:
         with long_lived_objects():
-            cfg = load_run_config(args.config)
+            cfg = load_run_config(args.config, gates)
             registry = default_registry()
             check_profiles(cfg, registry)
     except ConfigError as exc:

@@ -1,0 +1,542 @@
+"""--feature-gates and the plugins' Features (scheduler/config/features.py).
+
+Expected values: component-base v0.36.3 featuregate (feature_gate_test.go TestFeatureGateFlag,
+TestFeatureGateSetFromMap, TestAddDependencies), compatibility/registry.go and
+cli/flag/colon_separated_multimap_string_string.go for the flag's shape, and
+pkg/scheduler/framework/plugins/feature/feature.go for Features. The tests at the end run the
+kube-scheduler v1.36.3 binary itself and diff the gate table and every error message with it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from scheduler.cli import main
+from scheduler.config import load_config, load_run_config
+from scheduler.config.features import (
+    ALL_ALPHA,
+    ALL_BETA,
+    ALPHA,
+    BETA,
+    DEFAULT_FEATURES,
+    DEFAULT_GATES,
+    DEPENDENCIES,
+    DEPRECATED,
+    FEATURE_FIELDS,
+    GA,
+    GATES,
+    FeatureGateError,
+    FeatureGates,
+    Features,
+    parse_feature_gates,
+)
+from scheduler.core.profiles import build_frameworks
+from scheduler.framework.listers import Listers
+from scheduler.framework.snapshot import Snapshot
+
+# ---------------------------------------------------------------------------------------------
+# Parsing and refusing
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # unsafeSetFromMap: unknown gate, locked gate (TestFeatureGateFlag's fooBarBaz and
+        # TestLockedFalse cases, with v1.36.3's real gates).
+        (["NoSuchGate=true"], "unrecognized feature gate: NoSuchGate"),
+        (["=true"], "unrecognized feature gate: "),
+        (
+            ["SchedulerQueueingHints=false"],
+            "cannot set feature gate SchedulerQueueingHints to false, feature is locked to true",
+        ),
+        (
+            ["GitRepoVolumeDriver=true"],
+            "cannot set feature gate GitRepoVolumeDriver to true, feature is locked to false",
+        ),
+        # Several locked gates: every one reported, aggregated.
+        (
+            ["SchedulerQueueingHints=false,SidecarContainers=false"],
+            "[cannot set feature gate SchedulerQueueingHints to false, feature is locked to true, "
+            "cannot set feature gate SidecarContainers to false, feature is locked to true]",
+        ),
+        # featureGate.Set: "key=bool" pairs, strconv.ParseBool.
+        (["Foo"], "missing bool value for Foo"),
+        (["GangScheduling"], "missing bool value for GangScheduling"),
+        (["Foo=maybe"], 'invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax'),
+        (
+            ["PodLevelResources=tRUE"],
+            'invalid value of PodLevelResources=tRUE, err: strconv.ParseBool: parsing "tRUE": invalid syntax',
+        ),
+        (
+            ['Foo=ma"y\\b'],
+            'invalid value of Foo=ma"y\\b, err: strconv.ParseBool: parsing "ma\\"y\\\\b": invalid syntax',
+        ),
+        (["Foo=a\x01"], 'invalid value of Foo=a\x01, err: strconv.ParseBool: parsing "a\\x01": invalid syntax'),
+        # A malformed pair stops the parse before any gate is looked up.
+        (
+            ["Foo=maybe,NoSuch=true"],
+            'invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax',
+        ),
+        # The compatibility registry: components.
+        (["wardle:Foo=true"], "component not registered: wardle"),
+        (["kube:Foo=true"], "unrecognized feature gate: Foo"),
+        (["kube:Foo"], "missing bool value for Foo"),
+        (
+            ["kube:GenericWorkload=true,GangScheduling=true"],
+            "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
+        ),
+        (
+            ["kube:GenericWorkload=true", "GangScheduling=true"],
+            "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
+        ),
+        # Dependencies (defaultKubernetesFeatureGateDependencies), checked once the rest is valid.
+        (
+            ["PodLevelResources=false"],
+            "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
+            "[PodLevelResources]",
+        ),
+        (
+            ["GangScheduling=true"],
+            "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
+        ),
+        (
+            ["AllAlpha=true,GangScheduling=false"],
+            "WorkloadAwarePreemption is enabled, but depends on features that are disabled: [GangScheduling]",
+        ),
+        (
+            ["NodeDeclaredFeatures=false"],
+            "[ExtendWebSocketsToKubelet is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
+            "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
+            "[NodeDeclaredFeatures], "
+            "InPlacePodVerticalScalingInitContainers is enabled, but depends on features that are disabled: "
+            "[NodeDeclaredFeatures], "
+            "RestartAllContainersOnContainerExits is enabled, but depends on features that are disabled: "
+            "[NodeDeclaredFeatures]]",
+        ),
+        (
+            ["DRAResourceClaimDeviceStatus=false"],
+            "[DRADeviceBindingConditions is enabled, but depends on features that are disabled: "
+            "[DRAResourceClaimDeviceStatus], DRAResourceClaimGranularStatusAuthorization is enabled, but depends "
+            "on features that are disabled: [DRAResourceClaimDeviceStatus]]",
+        ),
+    ],
+)
+def test_refused(args: list[str], message: str) -> None:
+    with pytest.raises(FeatureGateError) as err:
+        parse_feature_gates(args)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        ([], {"PodLevelResources": True, "GangScheduling": False, "SchedulerQueueingHints": True}),
+        ([""], {"PodLevelResources": True}),
+        ([",,"], {"GenericWorkload": False}),
+        (["GenericWorkload=true,GangScheduling=true"], {"GenericWorkload": True, "GangScheduling": True}),
+        # Repeated flags add up; a key given twice: the last wins.
+        (["GenericWorkload=true", "GangScheduling=true"], {"GangScheduling": True}),
+        (["GenericWorkload=true,GenericWorkload=false"], {"GenericWorkload": False}),
+        (["kube:GenericWorkload=true", "kube:GangScheduling=true"], {"GangScheduling": True}),
+        # strconv.ParseBool's spellings and strings.TrimSpace around keys and values.
+        (["GenericWorkload=1"], {"GenericWorkload": True}),
+        (["GenericWorkload=T"], {"GenericWorkload": True}),
+        (
+            ["GenericWorkload=TRUE,StorageCapacityScoring=True"],
+            {"GenericWorkload": True, "StorageCapacityScoring": True},
+        ),
+        ([" SchedulerAsyncPreemption = F "], {"SchedulerAsyncPreemption": False}),
+        (["kube : SchedulerAsyncPreemption=0"], {"SchedulerAsyncPreemption": False}),
+        # A locked gate may be set to its own value.
+        (["SchedulerQueueingHints=true"], {"SchedulerQueueingHints": True}),
+        # AllAlpha/AllBeta set every alpha (beta) gate not named; a named gate wins in any order.
+        (["AllAlpha=true"], {"GangScheduling": True, "WorkloadAwarePreemption": True, "PodLevelResources": True}),
+        (["AllBeta=false"], {"PodLevelResources": False, "NodeDeclaredFeatures": False, "AllBeta": False}),
+        (
+            ["SchedulerAsyncPreemption=true,AllBeta=false"],
+            {"SchedulerAsyncPreemption": True, "OpportunisticBatching": False, "SchedulerQueueingHints": True},
+        ),
+        (
+            ["AllAlpha=true,WorkloadAwarePreemption=false,TopologyAwareWorkloadScheduling=false"],
+            {"GangScheduling": True, "WorkloadAwarePreemption": False, "TopologyAwareWorkloadScheduling": False},
+        ),
+        (["PodLevelResources=false,InPlacePodLevelResourcesVerticalScaling=false"], {"PodLevelResources": False}),
+    ],
+)
+def test_accepted(args: list[str], expect: dict[str, bool]) -> None:
+    gates = parse_feature_gates(args)
+    for name, want in expect.items():
+        assert gates.enabled(name) is want, name
+
+
+def test_warnings_for_ga_and_deprecated_gates() -> None:
+    gates = parse_feature_gates(["AllowServiceExternalIPs=false,KMSv1=true,GenericWorkload=true"])
+    assert gates.warnings == (
+        ("Warning: setting GA feature gate. It will be removed in a future release.", "AllowServiceExternalIPs", False),
+        ("Warning: setting deprecated feature gate. It will be removed in a future release.", "KMSv1", True),
+    )
+
+
+def test_unknown_gate_lookup_raises() -> None:
+    # Upstream's Enabled panics for an unregistered gate: a typo in our code must not read as "off".
+    with pytest.raises(KeyError):
+        DEFAULT_GATES.enabled("GangSchedulng")
+    with pytest.raises(KeyError):
+        FeatureGates({"NoSuchGate": True})
+
+
+def test_resolved_gates_are_immutable_and_compare_by_value() -> None:
+    a = parse_feature_gates(["GenericWorkload=true"])
+    b = parse_feature_gates(["GenericWorkload=true,GenericWorkload=true"])
+    assert a == b and hash(a) == hash(b) and a != DEFAULT_GATES
+    with pytest.raises(TypeError):
+        a.explicit["GenericWorkload"] = False  # type: ignore[index]
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+
+def test_table_shape() -> None:
+    assert list(GATES) == sorted(GATES)
+    assert {s.stage for s in GATES.values()} == {ALPHA, BETA, GA, DEPRECATED}
+    assert (GATES[ALL_ALPHA].stage, GATES[ALL_ALPHA].default) == (ALPHA, False)
+    assert (GATES[ALL_BETA].stage, GATES[ALL_BETA].default) == (BETA, False)
+    # Upstream lets a gate be locked only once it is GA or deprecated.
+    assert all(s.stage in (GA, DEPRECATED) for s in GATES.values() if s.locked)
+
+
+def test_dependencies_follow_add_dependencies_rules() -> None:
+    """AddDependencies refuses a default-on gate depending on a default-off one and a locked gate
+    depending on an unlocked one; the table must satisfy what the binary checked at start-up."""
+    for feature, deps in DEPENDENCIES.items():
+        assert feature in GATES and list(deps) == sorted(deps)
+        f = GATES[feature]
+        for dep in deps:
+            d = GATES[dep]
+            assert not (f.default and not d.default), (feature, dep)
+            assert not (f.locked and not d.locked), (feature, dep)
+
+
+def test_scheduler_gates_at_their_v1_36_defaults() -> None:
+    # kube_features.go at 1.36: the gates the scheduler reads, by stage.
+    want = {
+        "SchedulerQueueingHints": (GA, True, True),
+        "DynamicResourceAllocation": (GA, True, True),
+        "SchedulerAsyncPreemption": (BETA, True, False),
+        "PodLevelResources": (BETA, True, False),
+        "NodeDeclaredFeatures": (BETA, True, False),
+        "MatchLabelKeysInPodTopologySpread": (BETA, True, False),
+        "DRAPrioritizedList": (GA, True, False),
+        "GenericWorkload": (ALPHA, False, False),
+        "GangScheduling": (ALPHA, False, False),
+        "TopologyAwareWorkloadScheduling": (ALPHA, False, False),
+        "WorkloadAwarePreemption": (ALPHA, False, False),
+        "StorageCapacityScoring": (ALPHA, False, False),
+        "TaintTolerationComparisonOperators": (ALPHA, False, False),
+    }
+    for name, (stage, default, locked) in want.items():
+        s = GATES[name]
+        assert (s.stage, s.default, s.locked) == (stage, default, locked), name
+
+
+# ---------------------------------------------------------------------------------------------
+# Features (feature.go)
+
+# feature.Features' fields, in upstream's order.
+_UPSTREAM_FIELDS = (
+    "EnableDRAExtendedResource",
+    "EnableDRAPrioritizedList",
+    "EnableDRAAdminAccess",
+    "EnableDRAConsumableCapacity",
+    "EnableDRADeviceTaints",
+    "EnableDRADeviceBindingConditions",
+    "EnableDRAListTypeAttributes",
+    "EnableDRANodeAllocatableResources",
+    "EnableDRAPartitionableDevices",
+    "EnableDRAResourceClaimDeviceStatus",
+    "EnableDRASchedulerFilterTimeout",
+    "EnableDRAWorkloadResourceClaims",
+    "EnableDynamicResourceAllocation",
+    "EnableVolumeAttributesClass",
+    "EnableVolumeLimitScaling",
+    "EnableNodeInclusionPolicyInPodTopologySpread",
+    "EnableMatchLabelKeysInPodTopologySpread",
+    "EnableInPlacePodVerticalScaling",
+    "EnableSidecarContainers",
+    "EnableSchedulingQueueHint",
+    "EnableAsyncPreemption",
+    "EnablePodLevelResources",
+    "EnableStorageCapacityScoring",
+    "EnableNodeDeclaredFeatures",
+    "EnableGangScheduling",
+    "EnableGenericWorkload",
+    "EnableTaintTolerationComparisonOperators",
+    "EnableInPlacePodLevelResourcesVerticalScaling",
+    "EnableTopologyAwareWorkloadScheduling",
+    "EnableWorkloadAwarePreemption",
+)
+
+
+def _snake(go: str) -> str:
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", go)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+
+
+def test_features_has_upstream_fields() -> None:
+    assert [f for f, _ in FEATURE_FIELDS] == [_snake(g) for g in _UPSTREAM_FIELDS]
+    assert Features.__slots__ == tuple(f for f, _ in FEATURE_FIELDS)
+    # The two whose field name is not "Enable" + gate name.
+    gate_of = dict(FEATURE_FIELDS)
+    assert gate_of["enable_scheduling_queue_hint"] == "SchedulerQueueingHints"
+    assert gate_of["enable_async_preemption"] == "SchedulerAsyncPreemption"
+    for field, gate in FEATURE_FIELDS:
+        if field not in ("enable_scheduling_queue_hint", "enable_async_preemption"):
+            assert field == "enable_" + _snake(gate), field
+
+
+@pytest.mark.parametrize(("field", "gate"), FEATURE_FIELDS)
+def test_features_copy_each_gate(field: str, gate: str) -> None:
+    assert getattr(DEFAULT_FEATURES, field) is GATES[gate].default
+    if not GATES[gate].locked:
+        flipped = FeatureGates({gate: not GATES[gate].default}).features()
+        assert getattr(flipped, field) is not GATES[gate].default
+        others = [f for f, _ in FEATURE_FIELDS if f != field]
+        assert all(
+            getattr(flipped, f) == getattr(DEFAULT_FEATURES, f) for f in others if dict(FEATURE_FIELDS)[f] != gate
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reaching the config, the Handle and the command line
+
+
+def test_gates_travel_with_the_config_to_every_handle() -> None:
+    gates = parse_feature_gates(["SchedulerAsyncPreemption=false"])
+    cfg = load_config(None, gates)
+    assert cfg.feature_gates is gates
+    assert load_run_config(None, gates).feature_gates is gates
+    assert load_config(None).feature_gates == DEFAULT_GATES
+    frameworks = build_frameworks(cfg, Snapshot(), Listers())
+    for fw in frameworks.values():
+        assert fw.handle.features == gates.features()
+        assert fw.handle.features.enable_async_preemption is False
+
+
+@pytest.mark.parametrize("command", ["simulate", "run"])
+def test_cli_refuses_with_one_line_and_exit_2(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [command, "--feature-gates", "GangScheduling=true", "--feature-gates=NoSuchGate=true"]
+    if command == "simulate":
+        cluster = tmp_path / "c.yaml"
+        cluster.write_text("")
+        argv += ["--cluster", str(cluster)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "error: unrecognized feature gate: NoSuchGate\n"
+
+
+def test_cli_simulate_takes_the_gates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("")
+    assert main(["simulate", "--cluster", str(cluster), "--feature-gates=AllowServiceExternalIPs=true"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "warning: Warning: setting GA feature gate. It will be removed in a future release. "
+        "featureGate=AllowServiceExternalIPs value=true\n"
+    ) in err
+
+
+# ---------------------------------------------------------------------------------------------
+# Against the kube-scheduler v1.36.3 binary
+
+_KUBE_VERSION = "v1.36.3"
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def _binary_path() -> Path:
+    cache = os.environ.get("PYSCHED_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pyscheduler"
+    )
+    return Path(cache) / "bin" / f"kube-scheduler-{_KUBE_VERSION}" / "kube-scheduler"
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    path = _binary_path()
+    if not path.exists() and os.environ.get("CI") == "true":
+        # CI always has it (the e2e suite needs it); build it now if this module runs first.
+        subprocess.run(["bash", str(_REPO / "e2e" / "controlplane" / "build.sh"), "kube-scheduler"], check=False)
+        if not path.exists():
+            pytest.fail(f"CI=true but the kube-scheduler {_KUBE_VERSION} binary is missing: {path}")
+    if not path.exists():
+        pytest.skip(f"kube-scheduler {_KUBE_VERSION} binary not built ({path})")
+    return path
+
+
+# A config file that cannot exist: once the gates are applied, the binary stops here at once.
+_NO_CONFIG = "/nonexistent/pyscheduler-feature-gates-test.yaml"
+_NO_CONFIG_ERR = f"open {_NO_CONFIG}: no such file or directory"
+
+
+def _binary_error(binary: Path, args: list[str]) -> str:
+    """The error the binary exits with (exit 1, klog's ``"command failed" err="..."``)."""
+    argv = [str(binary), f"--config={_NO_CONFIG}", *(f"--feature-gates={a}" for a in args)]
+    proc = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    m = re.search(rb'"command failed" err="((?:[^"\\]|\\.)*)"\n', proc.stderr)
+    assert m is not None, proc.stderr[-2000:]
+    return codecs.escape_decode(m.group(1))[0].decode("utf-8", "surrogateescape")
+
+
+def _ours(args: list[str]) -> tuple[str, ...]:
+    try:
+        parse_feature_gates(args)
+    except FeatureGateError as exc:
+        return exc.errors
+    return (_NO_CONFIG_ERR,)
+
+
+def _same_errors(binary_err: str, ours: tuple[str, ...]) -> None:
+    """Upstream walks Go maps, so several errors come in a random order: compare them as a set."""
+    if len(ours) == 1:
+        assert binary_err == ours[0]
+        return
+    assert binary_err.startswith("[") and binary_err.endswith("]")
+    inner = binary_err[1:-1]
+    for e in ours:
+        assert e in inner, e
+    assert len(inner) == len(", ".join(ours))
+
+
+_HELP_LINE = re.compile(r"^\s+kube:(\w+)=true\|false \((ALPHA|BETA) - default=(true|false)\)$")
+
+
+def test_help_lists_our_alpha_and_beta_gates(binary: Path) -> None:
+    """``--help`` shows every alpha and beta gate with its default (GA and deprecated ones are
+    hidden: KnownFeatures)."""
+    proc = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=30, check=False)
+    listed = {}
+    for line in proc.stdout.splitlines():
+        m = _HELP_LINE.match(line)
+        if m:
+            listed[m.group(1)] = (m.group(2), m.group(3) == "true")
+    ours = {s.name: (s.stage, s.default) for s in GATES.values() if s.stage in (ALPHA, BETA)}
+    assert listed == ours
+
+
+def test_metrics_show_every_gate_with_stage_and_default(binary: Path, tmp_path: Path) -> None:
+    """kubernetes_feature_enabled{name,stage} (AddMetrics: every gate, GA and deprecated
+    included) from the binary's /metrics: names, stages and defaults, all of them."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [
+        str(binary),
+        "--master=http://127.0.0.1:1",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--authorization-always-allow-paths=/metrics",
+        f"--cert-dir={tmp_path}",
+        "--leader-elect=false",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        body = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ctx, timeout=5) as r:
+                    body = r.read().decode()
+                if "kubernetes_feature_enabled{" in body:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    series = re.findall(r'^kubernetes_feature_enabled\{name="(\w+)",stage="(\w*)"\} ([01])$', body, re.M)
+    assert series, "no kubernetes_feature_enabled series"
+    theirs = {n: (stage, v == "1") for n, stage, v in series}
+    assert theirs == {s.name: (s.stage, s.default) for s in GATES.values()}
+
+
+def test_locked_gates_as_the_binary_locks_them(binary: Path) -> None:
+    """Every gate set to true, then every gate set to false: the binary knows all of ours (else
+    "unrecognized") and refuses exactly the locked ones we refuse."""
+    names = [n for n in GATES if n not in (ALL_ALPHA, ALL_BETA)]
+    for value in ("true", "false"):
+        args = [",".join(f"{n}={value}" for n in names)]
+        ours = _ours(args)
+        assert all(e.startswith("cannot set feature gate ") for e in ours)
+        _same_errors(_binary_error(binary, args), ours)
+
+
+def _dependency_cases() -> list[list[str]]:
+    """Two command lines that between them break every dependency that can be broken: first
+    every unlocked dependency off and every other unlocked dependent on; then the dependents
+    that are dependencies themselves (GangScheduling, DRADeviceTaints, ...) on, their own
+    dependencies off. The errors of every gate left on are reported together."""
+    deps_of_any = {d for deps in DEPENDENCIES.values() for d in deps if not GATES[d].locked}
+    dependents = [f for f in DEPENDENCIES if not GATES[f].locked]
+    first = [f"{d}=false" for d in sorted(deps_of_any)] + [f"{f}=true" for f in dependents if f not in deps_of_any]
+    middle = [f for f in dependents if f in deps_of_any]
+    second = [f"{f}=true" for f in middle] + [
+        f"{d}=false" for f in middle for d in DEPENDENCIES[f] if not GATES[d].locked and d not in middle
+    ]
+    return [[",".join(first)], [",".join(second)]]
+
+
+def test_dependencies_as_the_binary_checks_them(binary: Path) -> None:
+    for args in _dependency_cases():
+        ours = _ours(args)
+        assert all(" is enabled, but depends on features that are disabled: " in e for e in ours), ours
+        _same_errors(_binary_error(binary, args), ours)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["NoSuchGate=true"],
+        ["SchedulerQueueingHints=false"],
+        ["GitRepoVolumeDriver=true"],
+        ["Foo"],
+        ["Foo=maybe"],
+        ['Foo=ma"y\\b'],
+        ["Foo=a\x01"],
+        ["=true"],
+        ["Foo=maybe,NoSuch=true"],
+        ["wardle:Foo=true"],
+        ["kube:Foo=true"],
+        ["kube:GenericWorkload=true,GangScheduling=true"],
+        ["kube:GenericWorkload=true", "GangScheduling=true"],
+        ["GangScheduling=true"],
+        ["AllAlpha=true,GangScheduling=false"],
+        ["NodeDeclaredFeatures=false"],
+        ["SchedulerQueueingHints=false,SidecarContainers=false"],
+        # Accepted ones: the binary goes on to its (missing) config file.
+        [""],
+        ["AllAlpha=true"],
+        ["AllBeta=false"],
+        ["AllAlpha=true,AllBeta=true"],
+        [" SchedulerAsyncPreemption = F "],
+        ["GenericWorkload=true", "GangScheduling=true"],
+        ["kube : SchedulerAsyncPreemption=0"],
+    ],
+)
+def test_messages_as_the_binary_prints_them(binary: Path, args: list[str]) -> None:
+    _same_errors(_binary_error(binary, args), _ours(args))
