@@ -45,7 +45,7 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
     # The default name is given only when there is a single profile (defaults.go).
     if len(d.profiles) == 1 and d.profiles[0].scheduler_name is None:
         d.profiles[0].scheduler_name = DEFAULT_SCHEDULER_NAME
-    merged = [merged_plugins(p.plugins) for p in d.profiles]
+    merged = [merged_plugins(p.plugins, gates) for p in d.profiles]
 
     errs = validate(d, merged)
     if errs:

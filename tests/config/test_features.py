@@ -41,8 +41,12 @@ from scheduler.config.features import (
     parse_feature_gates,
 )
 from scheduler.core.profiles import build_frameworks
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Handle
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import SKIP
+from tests.plugins._volume_helpers import store_of
 
 # ---------------------------------------------------------------------------------------------
 # Parsing and refusing
@@ -540,3 +544,72 @@ def test_dependencies_as_the_binary_checks_them(binary: Path) -> None:
 )
 def test_messages_as_the_binary_prints_them(binary: Path, args: list[str]) -> None:
     _same_errors(_binary_error(binary, args), _ours(args))
+
+
+# ---------------------------------------------------------------------------------------------
+# What flipping a gate changes, plugin by plugin (the upstream plugin tests' fts cases)
+
+
+def _handle(gates: list[str]) -> Handle:
+    return Handle(Snapshot(), Listers(), features=parse_feature_gates(gates).features())
+
+
+# volume_binding_test.go TestVolumeBinding with EnableStorageCapacityScoring and its shape
+# (0 -> 0, 100 -> 10): the wantScores per node.
+_CAPACITY_SCORES = {
+    "local volumes with close capacity are preferred": [25, 50, 0],
+    "zonal volumes with close capacity are preferred": [25, 25, 50, 50, 0, 0],
+    "storage capacity score": [10, 20, 100],
+    "dynamic provisioning with multiple PVCs of the same StorageClass": [100],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CAPACITY_SCORES))
+def test_storage_capacity_scoring_scores_volumes(case: str) -> None:
+    from scheduler.plugins.volumebinding import VolumeBinding
+    from tests.plugins.test_volumebinding import CASES
+
+    _, p, nodes, objs, _, _ = next(c for c in CASES if c[0] == case)
+    handle = _handle(["StorageCapacityScoring=true"])
+    handle.listers.storage = store_of(*objs)
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    pl = VolumeBinding.new({"shape": shape}, handle)
+    state = CycleState()
+    assert pl.pre_filter(state, p, nodes) is None
+    for n in nodes:
+        pl.filter(state, p, n)
+    assert pl.pre_score(state, p, nodes) is None
+    assert [pl.score(state, p, n) for n in nodes] == _CAPACITY_SCORES[case]
+    # The gate off (v1.36.3's default): no scorer, PreScore skips.
+    off = VolumeBinding.new(None, _handle([]))
+    off.store = handle.listers.storage
+    assert off.pre_score(state, p, nodes) == SKIP and off.score(state, p, nodes[0]) == 0
+
+
+@pytest.mark.parametrize(
+    ("gates", "args", "error"),
+    [
+        # ValidateVolumeBindingArgsWithOptions (validation_pluginargs_test.go).
+        ([], {"shape": []}, "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring"),
+        (["StorageCapacityScoring=true"], {"shape": []}, None),  # defaulted
+        (["StorageCapacityScoring=true"], None, None),
+        (
+            ["StorageCapacityScoring=true"],
+            {"shape": [{"utilization": 10, "score": 1}, {"utilization": 5, "score": 11}]},
+            "[shape[1].utilization: Invalid value: 5: values must be sorted in increasing order, "
+            "shape[1].score: Invalid value: 11: not in valid range [0, 10]]",
+        ),
+    ],
+)
+def test_volume_binding_args_under_the_gate(gates: list[str], args: dict | None, error: str | None) -> None:
+    from scheduler.plugins.volumebinding import DEFAULT_SHAPE, VolumeBinding
+
+    if error is None:
+        pl = VolumeBinding.new(args, _handle(gates))
+        assert pl.scorer is not None and pl.scorer.shape == tuple(
+            type(p)(p.utilization, p.score * 10) for p in DEFAULT_SHAPE
+        )
+        return
+    with pytest.raises(ValueError) as err:
+        VolumeBinding.new(args, _handle(gates))
+    assert error in str(err.value)

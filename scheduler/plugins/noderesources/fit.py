@@ -142,7 +142,7 @@ class FitArgs:
                         ShapePoint(int(p.get("utilization") or 0), int(p.get("score") or 0))
                         for p in rtcr.get("shape") or []
                     )
-                    errs += _shape_errors(shape, "scoringStrategy.requestedToCapacityRatio.shape")
+                    errs += shape_errors(shape, "scoringStrategy.requestedToCapacityRatio.shape")
             elif rtcr is not None:
                 errs.append(
                     forbidden(
@@ -154,7 +154,7 @@ class FitArgs:
         return FitArgs(frozenset(ignored), frozenset(groups), strategy, resources, shape)
 
 
-def _shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
+def shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
     """validateFunctionShape."""
     if not shape:
         return [required(path, "at least one point must be specified")]
