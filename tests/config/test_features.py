@@ -46,6 +46,8 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP
+from scheduler.model.pod import PodInfo
+from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._volume_helpers import store_of
 
 # ---------------------------------------------------------------------------------------------
@@ -613,3 +615,76 @@ def test_volume_binding_args_under_the_gate(gates: list[str], args: dict | None,
     with pytest.raises(ValueError) as err:
         VolumeBinding.new(args, _handle(gates))
     assert error in str(err.value)
+
+
+def _placements(docs: list[dict], gates: list[str]) -> dict[str, str | None]:
+    """Each pending pod's node (None: unschedulable) through simulate, under ``gates``."""
+    from scheduler.simulate.simulator import Simulator, build_cluster
+
+    sim = Simulator(build_cluster(docs), load_config(None, parse_feature_gates(gates)), seed=1)
+    return {out.pod.name: out.node for out in sim.attempts()}
+
+
+# NodeDeclaredFeatures off: the gates that depend on it go with it.
+_NDF_OFF = [
+    "NodeDeclaredFeatures=false,InPlacePodLevelResourcesVerticalScaling=false,ExtendWebSocketsToKubelet=false,"
+    "InPlacePodVerticalScalingInitContainers=false,RestartAllContainersOnContainerExits=false"
+]
+
+
+def test_node_declared_features_gate() -> None:
+    """nodedeclaredfeatures.go New and default_plugins.go: without the gate the plugin is not in
+    the default set, and if configured it skips every pod and registers no events; a node whose
+    declared features change is no longer an event (framework/events.go)."""
+    from scheduler.config.defaults import default_plugins
+    from scheduler.framework.events import ActionType, node_update_action
+    from scheduler.model.node import NodeInfo
+    from scheduler.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
+
+    off = parse_feature_gates(_NDF_OFF)
+    assert "NodeDeclaredFeatures" not in [n for n, _ in default_plugins(off)]
+    assert default_plugins()[-1] == ("NodeDeclaredFeatures", 0)
+    pl = NodeDeclaredFeatures.new(None, _handle(_NDF_OFF))
+    userns = PodInfo(make_pod("userns", hostNetwork=True, hostUsers=False))
+    assert pl.pre_filter(CycleState(), userns, []) == SKIP
+    assert pl.events_to_register() == []
+    assert NodeDeclaredFeatures.new(None, _handle([])).pre_filter(CycleState(), userns, []) is None
+    old = NodeInfo(make_node("n1"))
+    raw = make_node("n1")
+    raw.setdefault("status", {})["declaredFeatures"] = ["UserNamespacesHostNetworkSupport"]
+    new = NodeInfo(raw)
+    assert node_update_action(old, new) == ActionType.UPDATE_NODE_DECLARED_FEATURE
+    assert node_update_action(old, new, declared_features=False) == ActionType(0)
+    # The whole way through simulate: a pod needing a feature no node declares.
+    docs = [make_node("n1"), make_pod("userns", hostNetwork=True, hostUsers=False)]
+    assert _placements(docs, []) == {"userns": None}
+    assert _placements(docs, _NDF_OFF) == {"userns": "n1"}
+
+
+def test_match_label_keys_in_pod_topology_spread_gate() -> None:
+    """podtopologyspread/common.go filterTopologySpreadConstraints: matchLabelKeys narrow the
+    selector only with the gate. Two web pods of version v1 on n1 and one of v2 on n2: a v2 pod
+    spread by hostname with maxSkew 1 counts only v2 pods with the gate (n1), all web pods
+    without it (n2)."""
+    host = "kubernetes.io/hostname"
+    nodes = [make_node(n, labels={host: n}) for n in ("n1", "n2")]
+    running = [
+        make_pod("a", labels={"app": "web", "version": "v1"}, node_name="n1"),
+        make_pod("b", labels={"app": "web", "version": "v1"}, node_name="n1"),
+        make_pod("c", labels={"app": "web", "version": "v2"}, node_name="n2"),
+    ]
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": host,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+            "matchLabelKeys": ["version"],
+        }
+    ]
+    incoming = make_pod("d", labels={"app": "web", "version": "v2"}, spread=spread)
+    docs = [*nodes, *running, incoming]
+    assert _placements(docs, []) == {"d": "n1"}
+    assert _placements(
+        docs, ["MatchLabelKeysInPodTopologySpread=false,MatchLabelKeysInPodTopologySpreadSelectorMerge=false"]
+    ) == {"d": "n2"}

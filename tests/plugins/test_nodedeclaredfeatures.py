@@ -27,6 +27,8 @@ from scheduler.config import default_plugins, load_config
 from scheduler.core.profiles import check_profiles
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, node_update_action
+from scheduler.framework.interface import Handle
+from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.node import NodeInfo
@@ -513,7 +515,7 @@ def test_user_namespaces_host_network_inference(host_network: bool | None, host_
 
 
 def test_default_plugin_end_to_end() -> None:
-    pl = NodeDeclaredFeatures.new(None, None)  # type: ignore[arg-type]
+    pl = NodeDeclaredFeatures.new(None, Handle(Snapshot(), Listers()))
     assert pl.version == V(TARGET_VERSION)
     state = CycleState()
     userns = pod(hostNetwork=True, hostUsers=False)

@@ -200,6 +200,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.default_constraints = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         )
+        self.match_label_keys = handle.features.enable_match_label_keys_in_pod_topology_spread
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> PodTopologySpread:
@@ -227,7 +228,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return hints.after_node_change(self.constraints(pod, DO_NOT_SCHEDULE), pod, old_obj, new_obj)
 
     def constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
-        return pod_constraints(pod, action, self.default_constraints, self.handle.listers)
+        return pod_constraints(pod, action, self.default_constraints, self.handle.listers, self.match_label_keys)
 
     # -- helpers -----------------------------------------------------------------------------
     def _inclusion(
