@@ -688,3 +688,110 @@ def test_match_label_keys_in_pod_topology_spread_gate() -> None:
     assert _placements(
         docs, ["MatchLabelKeysInPodTopologySpread=false,MatchLabelKeysInPodTopologySpreadSelectorMerge=false"]
     ) == {"d": "n2"}
+
+
+# core/v1 toleration_test.go TestCompareNumericValues: (operator, toleration value, taint value, tolerated).
+_NUMERIC = [
+    ("Gt", "100", "200", True),
+    ("Gt", "200", "100", False),
+    ("Gt", "100", "100", False),
+    ("Gt", "-100", "-50", True),
+    ("Gt", "-50", "-100", False),
+    ("Gt", "0", "1", True),
+    ("Gt", "9223372036854775806", "9223372036854775807", True),
+    ("Lt", "200", "100", True),
+    ("Lt", "100", "200", False),
+    ("Lt", "100", "100", False),
+    ("Lt", "-50", "-100", True),
+    ("Lt", "-100", "-50", False),
+    ("Lt", "0", "-1", True),
+    ("Gt", "abc", "100", False),
+    ("Gt", "", "100", False),
+    ("Gt", "0100", "200", False),
+    ("Gt", "+100", "200", False),
+    ("Gt", "100.5", "200", False),
+    ("Gt", "-", "100", False),
+    ("Gt", "100", "xyz", False),
+    ("Gt", "100", "", False),
+    ("Gt", "100", "0200", False),
+    ("Lt", "100", "+200", False),
+    ("Lt", "100", " 200 ", False),
+    ("Gt", "0", "0", False),
+    ("Lt", "0", "0", False),
+    ("Gt", "0", "9223372036854775807", True),
+    ("Lt", "0", "-9223372036854775808", True),
+    ("Gt", "0", "9223372036854775808", False),  # beyond int64: ParseInt fails
+]
+
+
+@pytest.mark.parametrize(("op", "tol", "taint", "want"), _NUMERIC)
+def test_toleration_comparison_operators(op: str, tol: str, taint: str, want: bool) -> None:
+    from scheduler.model.taints import Taint, Toleration
+
+    t = Toleration("node.kubernetes.io/sla", op, tol, "NoSchedule")
+    tn = Taint("node.kubernetes.io/sla", taint, "NoSchedule")
+    assert t.tolerates(tn, comparison=True) is want
+    assert t.tolerates(tn) is False  # TestTolerationToleratesTaint: the gate off, never tolerated
+
+
+def test_taint_toleration_comparison_operators_gate() -> None:
+    """TaintToleration and PodTopologySpread's nodeTaintsPolicy read the gate: a node tainted
+    sla=800 and a pod tolerating sla Gt 750 fits only with TaintTolerationComparisonOperators."""
+    host = "kubernetes.io/hostname"
+    tainted = make_node("n1", labels={host: "n1"})
+    tainted["spec"] = {"taints": [{"key": "sla", "value": "800", "effect": "NoSchedule"}]}
+    tol = [{"key": "sla", "operator": "Gt", "value": "750", "effect": "NoSchedule"}]
+    docs = [tainted, make_pod("p", tolerations=tol)]
+    assert _placements(docs, []) == {"p": None}
+    assert _placements(docs, ["TaintTolerationComparisonOperators=true"]) == {"p": "n1"}
+    # PodTopologySpread's nodeTaintsPolicy Honor: the tainted n1 (no pods) is a domain only when
+    # tolerated, so only with the gate does n2 (two pods) break maxSkew 1.
+    from scheduler.plugins.podtopologyspread import PodTopologySpread
+    from tests.plugins._topology_helpers import build_handle
+
+    web = {"app": "web"}
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": host,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": web},
+            "nodeTaintsPolicy": "Honor",
+        }
+    ]
+    nodes = [tainted, make_node("n2", labels={host: "n2"})]
+    running = [make_pod(n, labels=web, node_name="n2") for n in ("a", "b")]
+    incoming = PodInfo(make_pod("p", labels=web, spread=spread, tolerations=tol))
+    verdicts = {}
+    for gates in ([], ["TaintTolerationComparisonOperators=true"]):
+        h = build_handle(nodes, running)
+        h.features = parse_feature_gates(gates).features()
+        pl = PodTopologySpread.new({"defaultingType": "List"}, h)
+        st = CycleState()
+        assert pl.pre_filter(st, incoming, h.snapshot.node_infos) is None
+        verdicts[bool(gates)] = [pl.filter(st, incoming, ni) is None for ni in h.snapshot.node_infos]
+    assert verdicts == {False: [True, True], True: [True, False]}
+    # PodTopologySpread with nodeTaintsPolicy Honor: the tainted node is a domain only when
+    # tolerated. Two web pods on n2; the new one tolerates sla Gt 750.
+    other = make_node("n2", labels={host: "n2"})
+    web = {"app": "web"}
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": host,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": web},
+            "nodeTaintsPolicy": "Honor",
+        }
+    ]
+    docs = [
+        tainted,
+        other,
+        make_pod("a", labels=web, node_name="n2"),
+        make_pod("b", labels=web, node_name="n2"),
+        make_pod("p", labels=web, spread=spread, tolerations=tol),
+    ]
+    # Gate off: n1 is untolerated, so neither a fit nor a domain; n2 alone has skew 0.
+    assert _placements(docs, []) == {"p": "n2"}
+    # Gate on: n1 is a domain with 0 pods, so n2 would make the skew 3 > 1.
+    assert _placements(docs, ["TaintTolerationComparisonOperators=true"]) == {"p": "n1"}
