@@ -17,6 +17,7 @@ import ssl
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,8 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP
-from scheduler.model.pod import PodInfo
+from scheduler.model.pod import PodInfo, set_resource_gates
+from scheduler.model.podrequests import DEFAULT_RESOURCE_GATES
 from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._volume_helpers import store_of
 
@@ -795,3 +797,42 @@ def test_taint_toleration_comparison_operators_gate() -> None:
     assert _placements(docs, []) == {"p": "n2"}
     # Gate on: n1 is a domain with 0 pods, so n2 would make the skew 3 > 1.
     assert _placements(docs, ["TaintTolerationComparisonOperators=true"]) == {"p": "n1"}
+
+
+@pytest.fixture(autouse=True)
+def _default_resource_gates() -> Iterator[None]:
+    """Building frameworks sets the process's resource gates; leave them at their defaults."""
+    yield
+    set_resource_gates(DEFAULT_RESOURCE_GATES)
+
+
+_PLR_OFF = ["PodLevelResources=false,InPlacePodLevelResourcesVerticalScaling=false"]
+
+
+def test_pod_level_resources_gate() -> None:
+    """PodLevelResources off (types.go CalculateResource, fit.go computePodResourceRequest):
+    spec.resources no longer counts, for the pods on the node nor for the incoming one."""
+    node = make_node("n1", cpu="2")
+    running = make_pod("big", node_name="n1", cpu="100m", pod_resources={"requests": {"cpu": "1500m"}})
+    docs = [node, running, make_pod("p", cpu="1")]
+    assert _placements(docs, []) == {"p": None}  # 1.5 + 1 > 2
+    assert _placements(docs, _PLR_OFF) == {"p": "n1"}  # 0.1 + 1
+    docs = [node, make_pod("p", cpu="500m", pod_resources={"requests": {"cpu": "3"}})]
+    assert _placements(docs, []) == {"p": None}
+    assert _placements(docs, _PLR_OFF) == {"p": "n1"}
+
+
+def test_balanced_allocation_scorer_follows_the_gates() -> None:
+    """balanced_allocation.go NewBalancedAllocation: the scorer's PodLevelResources flag is the
+    gate; Fit's scorer keeps its flags off whatever the gates."""
+    from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
+    from scheduler.plugins.noderesources.fit import Fit
+
+    p = PodInfo(make_pod("p", cpu="500m", memory="1Gi", pod_resources={"requests": {"cpu": "2"}}))
+    on = BalancedAllocation.new(None, _handle([]))
+    off = BalancedAllocation.new(None, _handle(_PLR_OFF))
+    assert on.scorer.pod_requests(p)[0] == 2000
+    assert off.scorer.pod_requests(p)[0] == 500
+    assert Fit.new(None, _handle([])).scorer.pod_requests(p)[0] == 500
+    assert Fit.new(None, _handle([])).compute_state(p).cpu == 2000
+    assert Fit.new(None, _handle(_PLR_OFF)).compute_state(p).cpu == 500
