@@ -836,3 +836,26 @@ def test_balanced_allocation_scorer_follows_the_gates() -> None:
     assert Fit.new(None, _handle([])).scorer.pod_requests(p)[0] == 500
     assert Fit.new(None, _handle([])).compute_state(p).cpu == 2000
     assert Fit.new(None, _handle(_PLR_OFF)).compute_state(p).cpu == 500
+
+
+def test_async_preemption_gate() -> None:
+    """default_preemption.go PreEnqueue and EventsToRegister: without SchedulerAsyncPreemption a
+    preemptor is never held back and nothing is registered."""
+    from scheduler.plugins.defaultpreemption import WAITING, DefaultPreemption
+
+    class Running:
+        def preempt(self, *args: object) -> None: ...
+
+        def is_running(self, uid: str) -> bool:
+            return True
+
+        def attempted(self) -> None: ...
+
+    p = PodInfo(make_pod("p"))
+    for gates, waiting, events in (([], True, 1), (["SchedulerAsyncPreemption=false"], False, 0)):
+        h = _handle(gates)
+        h.preemption = Running()
+        pl = DefaultPreemption.new(None, h)
+        st = pl.pre_enqueue(p)
+        assert (st is not None and st.message == WAITING) is waiting
+        assert len(pl.events_to_register()) == events
