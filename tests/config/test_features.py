@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scheduler.cli import main
@@ -47,6 +48,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP
+from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, set_resource_gates
 from scheduler.model.podrequests import DEFAULT_RESOURCE_GATES
 from scheduler.testing.builders import make_node, make_pod
@@ -859,3 +861,36 @@ def test_async_preemption_gate() -> None:
         st = pl.pre_enqueue(p)
         assert (st is not None and st.message == WAITING) is waiting
         assert len(pl.events_to_register()) == events
+
+
+def test_volume_limit_scaling_gate() -> None:
+    """csi.go Filter with VolumeLimitScaling: a volume whose CSIDriver sets
+    preventPodSchedulingIfMissing needs the driver in the node's CSINode (csi_test.go's
+    "CSI driver is not installed" cases); without the gate the driver is not looked at."""
+    from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
+    from tests.plugins.test_nodevolumelimits import EBS, EBS_ONE, NODE, world
+
+    node = NodeInfo(make_node(NODE))
+    store = world([EBS], "none", 0, 0, [])
+    store.apply("CSIDriver", {"metadata": {"name": EBS}, "spec": {"preventPodSchedulingIfMissing": True}})
+    for gates, want in (([], None), (["VolumeLimitScaling=true"], f"{EBS} CSI driver is not installed on the node")):
+        h = _handle(gates)
+        h.listers.storage = store
+        pl = NodeVolumeLimits.new(None, h)
+        st = CycleState()
+        assert pl.pre_filter(st, EBS_ONE, [node]) is None
+        got = pl.filter(st, EBS_ONE, node)
+        assert (got.message if got is not None else None) == want
+        mask = pl.filter_batch(st, EBS_ONE, _snapshot([node]), np.arange(1))
+        assert mask is None or mask.tolist() == [want is None]
+    # The driver on the node: installed, the pod fits.
+    store.apply("CSINode", {"metadata": {"name": NODE}, "spec": {"drivers": [{"name": EBS, "nodeID": NODE}]}})
+    h = _handle(["VolumeLimitScaling=true"])
+    h.listers.storage = store
+    assert NodeVolumeLimits.new(None, h).filter(CycleState(), EBS_ONE, node) is None
+
+
+def _snapshot(nodes: list[NodeInfo]) -> Snapshot:
+    s = Snapshot()
+    s.set_nodes(nodes)
+    return s
