@@ -238,7 +238,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             if without.code == Code.ERROR:
                 raise StatusError(without)
             return np.zeros(len(idx), dtype=bool)
-        if self.limit_scaling and without and any(d.prevent_if_missing for d in self.store.csi_drivers.values()):
+        if self.limit_scaling and any(d.prevent_if_missing for d in self.store.csi_drivers.values()):
             return None  # the per-node form checks where an opted-in driver is installed
         if not self.store.csi_nodes:
             return np.ones(len(idx), dtype=bool)
