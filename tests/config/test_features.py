@@ -894,3 +894,136 @@ def _snapshot(nodes: list[NodeInfo]) -> Snapshot:
     s = Snapshot()
     s.set_nodes(nodes)
     return s
+
+
+# ---------------------------------------------------------------------------------------------
+# DynamicResources: the allocator's features (dynamicresources.go AllocatorFeatures and the
+# structured allocator's checks, allocator_test.go cases with features off)
+
+
+def _dra_run(claims: list, slices: list, features: object) -> list | None:
+    from scheduler.plugins.dynamicresources.allocator import Allocator
+    from scheduler.plugins.dynamicresources.celcache import CelCache
+    from tests.plugins.test_dynamicresources import CLASS_A, DRIVER_A, NODE1, klass
+
+    classes = {CLASS_A: klass(CLASS_A, DRIVER_A)}
+    a = Allocator(set(), {}, classes.get, slices, CelCache(), features=features)  # type: ignore[arg-type]
+    return a.allocate(NODE1, {"kubernetes.io/hostname": NODE1}, claims)
+
+
+def test_dra_allocator_features() -> None:
+    from scheduler.model.dra import ResourceSlice
+    from scheduler.plugins.dynamicresources.allocator import AllocationError, AllocatorFeatures
+    from tests.plugins.test_dynamicresources import CLASS_A, DRIVER_A, NODE1, POOL1, claim, dev, req, rslice, sub
+
+    on = AllocatorFeatures()
+    # DRADeviceTaints off: a NoSchedule device taint no longer keeps the device.
+    tainted = dev("device-1")
+    tainted["taints"] = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    s = rslice("slice-1", NODE1, POOL1, DRIVER_A, tainted)
+    c = claim("claim-0", req("req-0", CLASS_A))
+    assert _dra_run([c], [s], on) is None
+    assert _dra_run([c], [s], AllocatorFeatures(device_taints=False)) is not None
+    # DRADeviceBindingConditions or DRAResourceClaimDeviceStatus off: devices with binding
+    # conditions are not selectable.
+    bound = dev("device-1")
+    bound["bindingConditions"] = ["ready"]
+    bound["bindingFailureConditions"] = ["failed"]
+    s = rslice("slice-1", NODE1, POOL1, DRIVER_A, bound)
+    assert _dra_run([c], [s], on) is not None
+    assert _dra_run([c], [s], AllocatorFeatures(device_binding_and_status=False)) is None
+    # DRAPrioritizedList off: subrequests are an error.
+    s = rslice("slice-1", NODE1, POOL1, DRIVER_A, dev("device-1"))
+    fa = claim("claim-0", {"name": "req-0", "firstAvailable": [sub("sub-0", CLASS_A)]})
+    assert _dra_run([fa], [s], on) is not None
+    with pytest.raises(AllocationError) as err:
+        _dra_run([fa], [s], AllocatorFeatures(prioritized_list=False))
+    assert (
+        str(err.value)
+        == "claim claim-0, request req-0: has subrequests, but the DRAPrioritizedList feature is disabled"
+    )
+    # DRAConsumableCapacity off: capacity requests are an error.
+    cap = req("req-0", CLASS_A)
+    cap["exactly"]["capacity"] = {"requests": {"memory": "1Gi"}}
+    with pytest.raises(AllocationError) as err:
+        _dra_run([claim("claim-0", cap)], [s], AllocatorFeatures(consumable_capacity=False))
+    assert "request req-0: has capacity requests, but the DRAConsumableCapacity feature is disabled" in str(err.value)
+    # DRAPartitionableDevices off: devices consuming counters cannot be allocated, and counter
+    # slices are not seen.
+    counters = ResourceSlice(
+        {
+            "metadata": {"name": "slice-c"},
+            "spec": {
+                "driver": DRIVER_A,
+                "nodeName": NODE1,
+                "pool": {"name": POOL1, "generation": 1, "resourceSliceCount": 2},
+                "sharedCounters": [{"name": "set-1", "counters": {"memory": {"value": "8Gi"}}}],
+            },
+        }
+    )
+    part = {"name": "device-0", "consumesCounters": [{"counterSet": "set-1", "counters": {"memory": {"value": "6Gi"}}}]}
+    parts = rslice("slice-d", NODE1, POOL1, DRIVER_A, part, count=2)
+    assert _dra_run([c], [counters, parts], on) is not None
+    assert _dra_run([c], [counters, parts], AllocatorFeatures(partitionable_devices=False)) is None
+
+
+def test_dra_plugin_reads_its_gates() -> None:
+    """DynamicResources.PreFilter without DRAPrioritizedList: a claim with subrequests is
+    unschedulable with upstream's message; the allocator gets AllocatorFeatures(fts)."""
+    from scheduler.framework.status import Code
+    from scheduler.plugins.dynamicresources import DynamicResources
+    from tests.plugins.test_dynamicresources import CLASS_NAME, pclaim, pod, store_with, sub
+
+    fa = pclaim()
+    fa["spec"]["devices"]["requests"] = [{"name": "req-1", "firstAvailable": [sub("sub-0", CLASS_NAME)]}]
+    for gates, want in (
+        ([], None),
+        (
+            ["DRAPrioritizedList=false"],
+            "resource claim default/my-pod-my-resource, request req-1: has subrequests, but the "
+            "DRAPrioritizedList feature is disabled",
+        ),
+    ):
+        h = _handle(gates)
+        pl = DynamicResources(store_with(fa), h)
+        st = pl.pre_filter(CycleState(), pod(), [])
+        if want is None:
+            assert st is None
+        else:
+            assert st is not None and st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.message == want
+    off = DynamicResources(store_with(), _handle(["DRADeviceTaints=false,DRADeviceTaintRules=false"]))
+    assert off.allocator_features.device_taints is False and off.allocator_features.prioritized_list is True
+    both = _handle(["DRADeviceBindingConditions=false"])
+    assert DynamicResources(store_with(), both).allocator_features.device_binding_and_status is False
+
+
+@pytest.mark.parametrize(
+    ("gates", "args", "error"),
+    [
+        # ValidateDynamicResourcesArgs; the same texts as the v1.36.3 binary prints for them.
+        ([], {"filterTimeout": "10s", "bindingTimeout": "1s"}, None),
+        (
+            [],
+            {"filterTimeout": "-1s", "bindingTimeout": "500ms"},
+            '[filterTimeout: Invalid value: "-1s": must be zero or positive, '
+            'bindingTimeout: Invalid value: "500ms": must be at least 1 second]',
+        ),
+        (
+            ["DRASchedulerFilterTimeout=false,DRADeviceBindingConditions=false"],
+            {"filterTimeout": "10s", "bindingTimeout": "5s"},
+            "[filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled, "
+            "bindingTimeout: Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate "
+            "is disabled]",
+        ),
+        (["DRASchedulerFilterTimeout=false"], {"bindingTimeout": "5s"}, None),
+    ],
+)
+def test_dynamic_resources_args_under_the_gates(gates: list[str], args: dict, error: str | None) -> None:
+    from scheduler.plugins.dynamicresources import DynamicResources
+
+    if error is None:
+        DynamicResources.new(args, _handle(gates))
+        return
+    with pytest.raises(ValueError) as err:
+        DynamicResources.new(args, _handle(gates))
+    assert str(err.value) == error
