@@ -378,7 +378,9 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         with long_lived_objects():
-            app = App(cfg, registry, Metrics(), creds, server)
+            metrics = Metrics()
+            metrics.feature_gates(gates)
+            app = App(cfg, registry, metrics, creds, server)
     except FrameworkError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG

@@ -479,10 +479,33 @@ def test_metrics_show_every_gate_with_stage_and_default(binary: Path, tmp_path: 
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    series = re.findall(r'^kubernetes_feature_enabled\{name="(\w+)",stage="(\w*)"\} ([01])$', body, re.M)
-    assert series, "no kubernetes_feature_enabled series"
-    theirs = {n: (stage, v == "1") for n, stage, v in series}
+    theirs = _feature_series(body)
+    assert theirs, "no kubernetes_feature_enabled series"
     assert theirs == {s.name: (s.stage, s.default) for s in GATES.values()}
+    # Our own /metrics shows the same series (live/metrics.py).
+    assert _our_feature_series(DEFAULT_GATES) == theirs
+
+
+def _feature_series(body: str) -> dict[str, tuple[str, bool]]:
+    series = re.findall(r'^kubernetes_feature_enabled\{name="(\w+)",stage="(\w*)"\} ([01])(?:\.0)?$', body, re.M)
+    return {n: (stage, v == "1") for n, stage, v in series}
+
+
+def _our_feature_series(gates: FeatureGates) -> dict[str, tuple[str, bool]]:
+    from scheduler.live.metrics import Metrics
+
+    m = Metrics()
+    m.feature_gates(gates)
+    return _feature_series(m.exposition()[0].decode())
+
+
+def test_kubernetes_feature_enabled_metric() -> None:
+    gates = parse_feature_gates(["GenericWorkload=true,SchedulerAsyncPreemption=false"])
+    got = _our_feature_series(gates)
+    assert len(got) == len(GATES)
+    assert got["GenericWorkload"] == (ALPHA, True)
+    assert got["SchedulerAsyncPreemption"] == (BETA, False)
+    assert got["SchedulerQueueingHints"] == (GA, True)
 
 
 def test_locked_gates_as_the_binary_locks_them(binary: Path) -> None:
