@@ -58,89 +58,90 @@ from tests.plugins._volume_helpers import store_of
 # Parsing and refusing
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        # unsafeSetFromMap: unknown gate, locked gate (TestFeatureGateFlag's fooBarBaz and
-        # TestLockedFalse cases, with v1.36.3's real gates).
-        (["NoSuchGate=true"], "unrecognized feature gate: NoSuchGate"),
-        (["=true"], "unrecognized feature gate: "),
-        (
-            ["SchedulerQueueingHints=false"],
-            "cannot set feature gate SchedulerQueueingHints to false, feature is locked to true",
-        ),
-        (
-            ["GitRepoVolumeDriver=true"],
-            "cannot set feature gate GitRepoVolumeDriver to true, feature is locked to false",
-        ),
-        # Several locked gates: every one reported, aggregated.
-        (
-            ["SchedulerQueueingHints=false,SidecarContainers=false"],
-            "[cannot set feature gate SchedulerQueueingHints to false, feature is locked to true, "
-            "cannot set feature gate SidecarContainers to false, feature is locked to true]",
-        ),
-        # featureGate.Set: "key=bool" pairs, strconv.ParseBool.
-        (["Foo"], "missing bool value for Foo"),
-        (["GangScheduling"], "missing bool value for GangScheduling"),
-        (["Foo=maybe"], 'invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax'),
-        (
-            ["PodLevelResources=tRUE"],
-            'invalid value of PodLevelResources=tRUE, err: strconv.ParseBool: parsing "tRUE": invalid syntax',
-        ),
-        (
-            ['Foo=ma"y\\b'],
-            'invalid value of Foo=ma"y\\b, err: strconv.ParseBool: parsing "ma\\"y\\\\b": invalid syntax',
-        ),
-        (["Foo=a\x01"], 'invalid value of Foo=a\x01, err: strconv.ParseBool: parsing "a\\x01": invalid syntax'),
-        # A malformed pair stops the parse before any gate is looked up.
-        (
-            ["Foo=maybe,NoSuch=true"],
-            'invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax',
-        ),
-        # The compatibility registry: components.
-        (["wardle:Foo=true"], "component not registered: wardle"),
-        (["kube:Foo=true"], "unrecognized feature gate: Foo"),
-        (["kube:Foo"], "missing bool value for Foo"),
-        (
-            ["kube:GenericWorkload=true,GangScheduling=true"],
-            "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
-        ),
-        (
-            ["kube:GenericWorkload=true", "GangScheduling=true"],
-            "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
-        ),
-        # Dependencies (defaultKubernetesFeatureGateDependencies), checked once the rest is valid.
-        (
-            ["PodLevelResources=false"],
-            "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
-            "[PodLevelResources]",
-        ),
-        (
-            ["GangScheduling=true"],
-            "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
-        ),
-        (
-            ["AllAlpha=true,GangScheduling=false"],
-            "WorkloadAwarePreemption is enabled, but depends on features that are disabled: [GangScheduling]",
-        ),
-        (
-            ["NodeDeclaredFeatures=false"],
-            "[ExtendWebSocketsToKubelet is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
-            "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
-            "[NodeDeclaredFeatures], "
-            "InPlacePodVerticalScalingInitContainers is enabled, but depends on features that are disabled: "
-            "[NodeDeclaredFeatures], "
-            "RestartAllContainersOnContainerExits is enabled, but depends on features that are disabled: "
-            "[NodeDeclaredFeatures]]",
-        ),
-        (
-            ["DRAResourceClaimDeviceStatus=false"],
-            "[DRADeviceBindingConditions is enabled, but depends on features that are disabled: "
-            "[DRAResourceClaimDeviceStatus], DRAResourceClaimGranularStatusAuthorization is enabled, but depends "
-            "on features that are disabled: [DRAResourceClaimDeviceStatus]]",
-        ),
-    ],
-)
+# (flag values, the error): every case is also run through the binary below.
+_REFUSED: list[tuple[list[str], str]] = [
+    # unsafeSetFromMap: unknown gate, locked gate (TestFeatureGateFlag's fooBarBaz and
+    # TestLockedFalse cases, with v1.36.3's real gates).
+    (["NoSuchGate=true"], "unrecognized feature gate: NoSuchGate"),
+    (["=true"], "unrecognized feature gate: "),
+    (
+        ["SchedulerQueueingHints=false"],
+        "cannot set feature gate SchedulerQueueingHints to false, feature is locked to true",
+    ),
+    (
+        ["GitRepoVolumeDriver=true"],
+        "cannot set feature gate GitRepoVolumeDriver to true, feature is locked to false",
+    ),
+    # Several locked gates: every one reported, aggregated.
+    (
+        ["SchedulerQueueingHints=false,SidecarContainers=false"],
+        "[cannot set feature gate SchedulerQueueingHints to false, feature is locked to true, "
+        "cannot set feature gate SidecarContainers to false, feature is locked to true]",
+    ),
+    # featureGate.Set: "key=bool" pairs, strconv.ParseBool.
+    (["Foo"], "missing bool value for Foo"),
+    (["GangScheduling"], "missing bool value for GangScheduling"),
+    (["Foo=maybe"], 'invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax'),
+    (
+        ["PodLevelResources=tRUE"],
+        'invalid value of PodLevelResources=tRUE, err: strconv.ParseBool: parsing "tRUE": invalid syntax',
+    ),
+    (
+        ['Foo=ma"y\\b'],
+        'invalid value of Foo=ma"y\\b, err: strconv.ParseBool: parsing "ma\\"y\\\\b": invalid syntax',
+    ),
+    (["Foo=a\x01"], 'invalid value of Foo=a\x01, err: strconv.ParseBool: parsing "a\\x01": invalid syntax'),
+    # A malformed pair stops the parse before any gate is looked up.
+    (
+        ["Foo=maybe,NoSuch=true"],
+        'invalid value of Foo=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax',
+    ),
+    # The compatibility registry: components.
+    (["wardle:Foo=true"], "component not registered: wardle"),
+    (["kube:Foo=true"], "unrecognized feature gate: Foo"),
+    (["kube:Foo"], "missing bool value for Foo"),
+    (
+        ["kube:GenericWorkload=true,GangScheduling=true"],
+        "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
+    ),
+    (
+        ["kube:GenericWorkload=true", "GangScheduling=true"],
+        "set kube feature gates with default empty prefix or kube: prefix consistently, do not mix use",
+    ),
+    # Dependencies (defaultKubernetesFeatureGateDependencies), checked once the rest is valid.
+    (
+        ["PodLevelResources=false"],
+        "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
+        "[PodLevelResources]",
+    ),
+    (
+        ["GangScheduling=true"],
+        "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
+    ),
+    (
+        ["AllAlpha=true,GangScheduling=false"],
+        "WorkloadAwarePreemption is enabled, but depends on features that are disabled: [GangScheduling]",
+    ),
+    (
+        ["NodeDeclaredFeatures=false"],
+        "[ExtendWebSocketsToKubelet is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
+        "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
+        "[NodeDeclaredFeatures], "
+        "InPlacePodVerticalScalingInitContainers is enabled, but depends on features that are disabled: "
+        "[NodeDeclaredFeatures], "
+        "RestartAllContainersOnContainerExits is enabled, but depends on features that are disabled: "
+        "[NodeDeclaredFeatures]]",
+    ),
+    (
+        ["DRAResourceClaimDeviceStatus=false"],
+        "[DRADeviceBindingConditions is enabled, but depends on features that are disabled: "
+        "[DRAResourceClaimDeviceStatus], DRAResourceClaimGranularStatusAuthorization is enabled, but depends "
+        "on features that are disabled: [DRAResourceClaimDeviceStatus]]",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), _REFUSED)
 def test_refused(args: list[str], message: str) -> None:
     with pytest.raises(FeatureGateError) as err:
         parse_feature_gates(args)
@@ -544,23 +545,7 @@ def test_dependencies_as_the_binary_checks_them(binary: Path) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ["NoSuchGate=true"],
-        ["SchedulerQueueingHints=false"],
-        ["GitRepoVolumeDriver=true"],
-        ["Foo"],
-        ["Foo=maybe"],
-        ['Foo=ma"y\\b'],
-        ["Foo=a\x01"],
-        ["=true"],
-        ["Foo=maybe,NoSuch=true"],
-        ["wardle:Foo=true"],
-        ["kube:Foo=true"],
-        ["kube:GenericWorkload=true,GangScheduling=true"],
-        ["kube:GenericWorkload=true", "GangScheduling=true"],
-        ["GangScheduling=true"],
-        ["AllAlpha=true,GangScheduling=false"],
-        ["NodeDeclaredFeatures=false"],
-        ["SchedulerQueueingHints=false,SidecarContainers=false"],
+        *(args for args, _ in _REFUSED),
         # Accepted ones: the binary goes on to its (missing) config file.
         [""],
         ["AllAlpha=true"],
@@ -971,23 +956,22 @@ def test_dra_allocator_features() -> None:
     with pytest.raises(AllocationError) as err:
         _dra_run([claim("claim-0", cap)], [s], AllocatorFeatures(consumable_capacity=False))
     assert "request req-0: has capacity requests, but the DRAConsumableCapacity feature is disabled" in str(err.value)
-    # DRAPartitionableDevices off: devices consuming counters cannot be allocated, and counter
-    # slices are not seen.
-    counters = ResourceSlice(
+    # DRAPartitionableDevices off: slices with per-device node selection (or counter sets) are
+    # not seen, and a device consuming counters cannot be allocated.
+    pool = {"name": POOL1, "generation": 1, "resourceSliceCount": 1}
+    per_device = ResourceSlice(
         {
-            "metadata": {"name": "slice-c"},
+            "metadata": {"name": "slice-p"},
             "spec": {
                 "driver": DRIVER_A,
-                "nodeName": NODE1,
-                "pool": {"name": POOL1, "generation": 1, "resourceSliceCount": 2},
-                "sharedCounters": [{"name": "set-1", "counters": {"memory": {"value": "8Gi"}}}],
+                "pool": pool,
+                "perDeviceNodeSelection": True,
+                "devices": [{"name": "device-0", "nodeName": NODE1}],
             },
         }
     )
-    part = {"name": "device-0", "consumesCounters": [{"counterSet": "set-1", "counters": {"memory": {"value": "6Gi"}}}]}
-    parts = rslice("slice-d", NODE1, POOL1, DRIVER_A, part, count=2)
-    assert _dra_run([c], [counters, parts], on) is not None
-    assert _dra_run([c], [counters, parts], AllocatorFeatures(partitionable_devices=False)) is None
+    assert _dra_run([c], [per_device], on) is not None
+    assert _dra_run([c], [per_device], AllocatorFeatures(partitionable_devices=False)) is None
 
 
 def test_dra_plugin_reads_its_gates() -> None:
