@@ -41,7 +41,8 @@ DEFERRED_PACKAGES = (
     "kubernetes",
 )
 
-# Imported by kubernetes.config at its import, used only by the GCP auth-provider of a kubeconfig:
+# Imported by kubernetes.config at its import (where the client's google-auth extra is installed), used
+# only by the GCP auth-provider of a kubeconfig:
 # the GCP credential chain and, through it, most of the cryptography package.
 LAZY_MODULES = ("google.auth.transport.requests",)
 
