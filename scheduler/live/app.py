@@ -5,10 +5,10 @@ Order (as kube-scheduler): read and validate the configuration and build every p
 before touching the cluster; then start watching and wait until the cache holds what a LIST
 shows (informer sync); then, when leader election is on, wait for the Lease; then schedule.
 SIGTERM stops scheduling, drains in-flight bindings and releases the Lease. Losing the Lease
-(or its fence closing, see elector.py) stops scheduling at once, cancels the bindings in
+(or its fence closing, see kube/elector.py) stops scheduling at once, cancels the bindings in
 flight, forgets their assumptions and exits non-zero.
 
-Clients (clients.py): bindings, events/status and the elector each have their own API client,
+Clients (kube/clients.py): bindings, events/status and the elector each have their own API client,
 rate limit and threads; all read one refreshing credential source, which the watcher shares.
 """
 
@@ -162,7 +162,7 @@ class App:
         return web.Response(body=body, headers={"Content-Type": ctype})
 
     async def _start_http(self) -> None:
-        # HTTPS, authentication and authorization live in serving.py; these are the routes.
+        # HTTPS, authentication and authorization live in live/serving/; these are the routes.
         if self.server is not None:
             await self.server.start({
                 "/healthz": self._healthz,

@@ -7,7 +7,7 @@ its own task so the next pod's cycle starts at once. Every path out of an attemp
 pod bound, requeued, or known gone: no pod is lost. The API server refuses a second Binding of
 a bound pod (409) and the cache refuses to assume a pod twice: no pod is bound twice.
 
-With leader election, no cycle starts while the lease fence is closed (see elector.py); the
+With leader election, no cycle starts while the lease fence is closed (see kube/elector.py); the
 loop then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
 assumptions. Events and conditions go through the Recorder's queue, never awaited here.
 """

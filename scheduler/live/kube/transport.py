@@ -142,7 +142,7 @@ class KubeCoreAPI:
     threads.
 
     Requests go straight to the ApiClient's urllib3 pool with the ApiClient's credentials
-    (its Configuration's auth settings and refresh hook), TLS and retries: the generated per-endpoint methods
+    (its auth settings and refresh hook), TLS and retries: the generated per-endpoint methods
     (argument checks, body sanitizing, a second URL parse in the pool manager) cost about a
     third of each write's CPU, and a pod takes two writes (Binding, Event)."""
 
@@ -163,12 +163,11 @@ class KubeCoreAPI:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body).encode()
-        # The Configuration's auth settings run its refresh hook; reading them directly keeps
-        # this independent of ApiClient.update_params_for_auth's signature, which changes
-        # between client generators.
-        for setting in self.api.configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
+        # The token as the client would add it (its refresh hook runs here), read through
+        # auth_settings(): update_params_for_auth's signature differs between client releases.
+        auth = self.api.configuration.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers[auth["key"]] = auth["value"]
         try:
             kw: dict[str, Any] = {
                 "body": data,

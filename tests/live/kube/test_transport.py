@@ -38,7 +38,7 @@ def test_transport_errors_say_whether_the_request_left() -> None:
             raise self.exc
 
     class Configuration:
-        def auth_settings(self) -> dict:
+        def auth_settings(self):
             return {}
 
     class Client:
