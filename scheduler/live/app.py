@@ -202,7 +202,8 @@ class App:
         from kubernetes import client
 
         core = client.CoreV1Api(self.api_client)
-        resp = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
+        # _preload_content=False: the raw urllib3 response (the method's annotation says the model).
+        resp: Any = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
                                                 _request_timeout=60)
         data = resp.read()
         resp.release_conn()
