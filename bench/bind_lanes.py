@@ -19,17 +19,17 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "e2e"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import harness  # noqa: E402
-from kubernetes import client  # noqa: E402
+from kubernetes import client
 
-from scheduler.live.kube.binder import Binder  # noqa: E402
-from scheduler.live.kube.clients import CredentialSource  # noqa: E402
-from scheduler.live.kube.transport import KubeCoreAPI, TokenBucket  # noqa: E402
-from scheduler.model.pod import PodInfo  # noqa: E402
+from e2e.support.apply import ensure_namespace
+from e2e.support.objects import make_node, make_pod
+from e2e.support.plane import new_api_client
+from scheduler.live.kube.binder import Binder
+from scheduler.live.kube.clients import CredentialSource
+from scheduler.live.kube.transport import KubeCoreAPI, TokenBucket
+from scheduler.model.pod import PodInfo
 
 
 async def _stall_probe(stop: asyncio.Event, worst: list[float]) -> None:
@@ -44,7 +44,7 @@ async def run_one(src: CredentialSource, core: client.CoreV1Api, ns: str, node: 
     names = [f"r{run}-t{threads}-{i}" for i in range(n)]
     with ThreadPoolExecutor(8) as ex:
         pods = list(ex.map(lambda nm: core.create_namespaced_pod(
-            ns, harness.make_pod(nm, ns, scheduler_name="nobody")), names))
+            ns, make_pod(nm, ns, scheduler_name="nobody")), names))
     infos = [PodInfo(client.ApiClient().sanitize_for_serialization(p)) for p in pods]
     api = src.api_client("scheduler", pool_size=threads + 2)
     binder = Binder(KubeCoreAPI(api), TokenBucket(0, 1),
@@ -64,12 +64,12 @@ async def run_one(src: CredentialSource, core: client.CoreV1Api, ns: str, node: 
 async def main_async(args: argparse.Namespace) -> None:
     kubeconfig = os.environ["KUBECONFIG"]
     src = CredentialSource(kubeconfig)
-    admin = harness.new_api_client(kubeconfig)
+    admin = new_api_client(kubeconfig)
     core = client.CoreV1Api(admin)
     ns = f"bench-bind-{uuid.uuid4().hex[:6]}"
-    harness.ensure_namespace(core, ns)
+    ensure_namespace(core, ns)
     node = f"bench-bind-{uuid.uuid4().hex[:6]}"
-    core.create_node(harness.make_node(node, pods=100000))
+    core.create_node(make_node(node, pods=100000))
     try:
         print(f"{'threads':>7} {'binds/s':>8} {'worst loop stall ms':>20}")
         for run, t in enumerate(args.threads):

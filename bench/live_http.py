@@ -1,4 +1,4 @@
-"""A small raw-HTTPS client for the live benchmark (bench/live.py, bench/live_bind.py).
+"""A small raw-HTTPS client for the live benchmark (bench/live.py and its parts, bench/live_bind.py).
 
 The official client costs far more CPU per request than the API server work it measures, and the
 bind-only contestant must show the limit of the API path, so both the benchmark driver and the

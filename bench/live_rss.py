@@ -16,21 +16,21 @@ import contextlib
 import json
 import os
 import pathlib
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "e2e"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-import harness
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from e2e.support.apply import ensure_namespace
+from e2e.support.objects import create_nodes
+from e2e.support.plane import new_api_client
+from scheduler.testing.process import SchedulerProcess
+
 NAMESPACE = "rss-bench"
 LABEL = {"pyscheduler.bench/rss": "1"}
 
@@ -40,12 +40,6 @@ def vm_kib(pid: int, field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def pod(i: int, unschedulable: bool) -> dict:
@@ -81,11 +75,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args()
     kubeconfig = os.environ["KUBECONFIG"]
-    api = harness.new_api_client(kubeconfig)
+    api = new_api_client(kubeconfig)
     api.configuration.connection_pool_maxsize = 16
     core = client.CoreV1Api(api)
-    harness.ensure_namespace(core, NAMESPACE)
-    nodes = harness.create_nodes(core, args.nodes, prefix="rss", wait_ready=True, labels=LABEL)
+    ensure_namespace(core, NAMESPACE)
+    nodes = create_nodes(core, args.nodes, prefix="rss", wait_ready=True, labels=LABEL)
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
         list(ex.map(lambda i: core.create_namespaced_pod(NAMESPACE, pod(i, args.unschedulable)), range(args.pods)))
@@ -96,17 +90,15 @@ def main() -> int:
     cfg.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                                    "leaderElection": {"leaderElect": False},
                                    "profiles": [{"schedulerName": "pyscheduler"}]}))
-    log = (work / "sched.log").open("wb")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "scheduler", "run", "--config", str(cfg), "--kubeconfig", kubeconfig,
-                             "--secure-port", str(free_port()), "--bind-address", "127.0.0.1"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    # HTTPS serving on, no --authentication/--authorization-kubeconfig: the run this has always measured.
+    sched = SchedulerProcess(str(cfg), kubeconfig, work, "sched", delegated_auth=False)
+    proc = sched.proc
     peak_seen = 0
     try:
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline:
-            assert proc.poll() is None, f"scheduler exited; log in {work}/sched.log"
+            assert proc.poll() is None, f"scheduler exited; log in {sched.log_path}"
             peak_seen = max(peak_seen, vm_kib(proc.pid, "VmHWM"))
             done = handled(core, args.unschedulable)
             print(f"{time.monotonic() - t0:6.0f}s handled {done}/{args.pods} "
@@ -119,11 +111,7 @@ def main() -> int:
         print(f"PEAK RSS (VmHWM) {peak_seen / 1024:.0f} MiB; now {vm_kib(proc.pid, 'VmRSS') / 1024:.0f} MiB; "
               f"{args.pods} pods, {args.nodes} nodes, unschedulable={args.unschedulable}", flush=True)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(40)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        sched.stop()
         # Best effort: a slow API server may time out on the collection delete (it goes on).
         for n in nodes:
             with contextlib.suppress(ApiException):

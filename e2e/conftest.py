@@ -30,7 +30,7 @@ Local control-plane facts that tests must live with
       test runs it. A ReplicaSet adopts (and, above its replica count, deletes)
       bare pods matching its selector.
     * ServiceAccount admission is on: a pod is rejected until its namespace's
-      "default" ServiceAccount exists (``harness.ensure_namespace`` and the
+      "default" ServiceAccount exists (``ensure_namespace`` and the
       ``namespace`` fixture wait for it); pods get a projected token volume.
       Deleted namespaces go away completely.
     * TaintNodesByCondition admission is on: a new node starts with
@@ -44,7 +44,7 @@ Local control-plane facts that tests must live with
       of bound pods.
 
 Session fixtures
-    ``control_plane``    harness.ControlPlane (kubeconfig, kwok, in_cluster_scheduler, run_dir)
+    ``control_plane``    ControlPlane (kubeconfig, kwok, in_cluster_scheduler, run_dir)
     ``kubeconfig``       admin kubeconfig path (str)
     ``api_client``       kubernetes.client.ApiClient (admin)
     ``core_v1``          kubernetes.client.CoreV1Api (admin)
@@ -70,16 +70,19 @@ Function fixtures
                          Skips (via ``kwok``) when kwok does not manage the nodes
     ``local_scheduler_allowed``  skips the test when PYSCHED_E2E_IN_CLUSTER=1
 
-Helpers (import from ``harness``): make_node, make_pod, create_pod(s),
-bind_pod, wait_for, wait_for_pod_phase, wait_for_pod_scheduled,
-wait_for_node_ready, apply_yaml, apply_objects, write_sa_kubeconfig,
-create_sa_token, can_i, unique_name.
+Helpers (``e2e.support``)
+    ``plane``    find, start, restart and stop the control plane
+    ``waits``    wait_for, wait_for_pod_phase, wait_for_pod_scheduled, wait_bound,
+                 wait_failed_scheduling, wait_for_node_ready, events_for
+    ``objects``  make_node, make_pod, create_pod(s), create_nodes, bind_pod, unique_name
+    ``apply``    ensure_namespace, apply_yaml, apply_objects, cleanup
+    ``auth``     write_sa_kubeconfig, create_sa_token, can_i, metrics_reader_token
+The scheduler under test runs as ``scheduler.testing.process.SchedulerProcess``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import pathlib
 import sys
 from collections.abc import Callable, Iterator
@@ -87,12 +90,13 @@ from typing import Any
 
 import pytest
 import yaml
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from e2e.support.apply import apply_yaml, delete_all_pods, delete_workloads, ensure_namespace, iter_yaml_documents
+from e2e.support.auth import write_sa_kubeconfig
+from e2e.support.objects import create_nodes, unique_name
+from e2e.support.plane import MANIFESTS_DIR, ControlPlane, ensure_control_plane
 
 
 def _uncaptured(request: pytest.FixtureRequest) -> contextlib.AbstractContextManager[None]:
@@ -102,10 +106,10 @@ def _uncaptured(request: pytest.FixtureRequest) -> contextlib.AbstractContextMan
 
 
 @pytest.fixture(scope="session")
-def control_plane(request: pytest.FixtureRequest) -> Iterator[harness.ControlPlane]:
+def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     try:
         with _uncaptured(request):
-            cp = harness.ensure_control_plane()
+            cp = ensure_control_plane()
     except Exception as exc:
         pytest.fail(f"no usable control plane: {exc}", pytrace=False)
     try:
@@ -116,12 +120,12 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[harness.ControlPla
 
 
 @pytest.fixture(scope="session")
-def kubeconfig(control_plane: harness.ControlPlane) -> str:
+def kubeconfig(control_plane: ControlPlane) -> str:
     return control_plane.kubeconfig
 
 
 @pytest.fixture(scope="session")
-def api_client(control_plane: harness.ControlPlane) -> Iterator[client.ApiClient]:
+def api_client(control_plane: ControlPlane) -> Iterator[client.ApiClient]:
     api = control_plane.api_client()
     yield api
     api.close()
@@ -133,12 +137,12 @@ def core_v1(api_client: client.ApiClient) -> client.CoreV1Api:
 
 
 @pytest.fixture(scope="session")
-def in_cluster(control_plane: harness.ControlPlane) -> bool:
+def in_cluster(control_plane: ControlPlane) -> bool:
     return control_plane.in_cluster_scheduler
 
 
 @pytest.fixture(scope="session")
-def kwok(control_plane: harness.ControlPlane) -> None:
+def kwok(control_plane: ControlPlane) -> None:
     if not control_plane.kwok:
         pytest.skip("kwok does not manage this cluster's nodes (set PYSCHED_E2E_KWOK=1 if it does)")
 
@@ -151,12 +155,12 @@ def local_scheduler_allowed(in_cluster: bool) -> None:
 
 @pytest.fixture
 def namespace(core_v1: client.CoreV1Api) -> Iterator[str]:
-    name = harness.unique_name("e2e")
-    harness.ensure_namespace(core_v1, name, labels={"pyscheduler-e2e": "true"})
+    name = unique_name("e2e")
+    ensure_namespace(core_v1, name, labels={"pyscheduler-e2e": "true"})
     yield name
     try:
-        harness.delete_workloads(core_v1.api_client, name)
-        harness.delete_all_pods(core_v1, name, wait=True, timeout=30)
+        delete_workloads(core_v1.api_client, name)
+        delete_all_pods(core_v1, name, wait=True, timeout=30)
     except (ApiException, AssertionError) as exc:  # best effort
         print(f"cleanup of namespace {name} failed: {exc}", file=sys.stderr)
     with contextlib.suppress(ApiException):
@@ -172,10 +176,10 @@ def node_factory(core_v1: client.CoreV1Api, kwok: None) -> Iterator[Callable[...
     def factory(
         count: int = 1, prefix: str | None = None, wait_ready: bool = True, timeout: float = 60.0, **kwargs: Any
     ) -> list[str]:
-        names = harness.create_nodes(
+        names = create_nodes(
             core_v1,
             count,
-            prefix=prefix or harness.unique_name("node"),
+            prefix=prefix or unique_name("node"),
             wait_ready=wait_ready,
             timeout=timeout,
             **kwargs,
@@ -194,7 +198,7 @@ def node_factory(core_v1: client.CoreV1Api, kwok: None) -> Iterator[Callable[...
 
 @pytest.fixture(scope="session")
 def scheduler_rbac(api_client: client.ApiClient) -> list[dict[str, Any]]:
-    return harness.apply_yaml(api_client, harness.MANIFESTS_DIR, skip_kinds={"Deployment"})
+    return apply_yaml(api_client, MANIFESTS_DIR, skip_kinds={"Deployment"})
 
 
 @pytest.fixture(scope="session")
@@ -204,7 +208,7 @@ def scheduler_kubeconfig(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> str:
     path = tmp_path_factory.mktemp("sa") / "pyscheduler.kubeconfig"
-    return harness.write_sa_kubeconfig(
+    return write_sa_kubeconfig(
         api_client, "pyscheduler", "pyscheduler", path, expiration_seconds=6 * 3600, create=False
     )
 
@@ -213,7 +217,7 @@ def scheduler_kubeconfig(
 def scheduler_config_path(scheduler_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     cm = next(
         d
-        for d in harness.iter_yaml_documents(harness.MANIFESTS_DIR)
+        for d in iter_yaml_documents(MANIFESTS_DIR)
         if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "pyscheduler-config"
     )
     cfg = yaml.safe_load(cm["data"]["config.yaml"])

@@ -16,6 +16,7 @@ scripts, and without a terminal to ask on the script refuses.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pathlib
 import signal
@@ -24,14 +25,25 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Run as a script (make run): the repository root makes e2e.support and scheduler importable.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-import contextlib
-
-import harness
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from e2e.support.apply import apply_objects, ensure_namespace, iter_yaml_documents
+from e2e.support.objects import create_nodes
+from e2e.support.plane import (
+    ControlPlane,
+    api_reachable,
+    env_flag,
+    new_api_client,
+    start_local_control_plane,
+    up_sh_run_dir,
+)
+from e2e.support.waits import node_is_usable, wait_for, wait_for_deleted
+from scheduler.testing.process import run_argv, scheduler_env, stop_process
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 NAMESPACE = "pyscheduler-demo"
@@ -59,7 +71,7 @@ def say(msg: str) -> None:
 
 def current_kubeconfig() -> str | None:
     path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    if path and os.path.exists(path.split(os.pathsep)[0]) and harness.api_reachable(path.split(os.pathsep)[0]):
+    if path and os.path.exists(path.split(os.pathsep)[0]) and api_reachable(path.split(os.pathsep)[0]):
         return path.split(os.pathsep)[0]
     return None
 
@@ -72,16 +84,16 @@ def cluster_description(kubeconfig: str) -> str:
         name = (current or {}).get("name", "?")
     except Exception:
         name = "?"
-    server = harness.new_api_client(kubeconfig).configuration.host
+    server = new_api_client(kubeconfig).configuration.host
     return f"{server} (context {name}, kubeconfig {kubeconfig})"
 
 
 def confirm_foreign_cluster(kubeconfig: str, assume_yes: bool) -> bool:
     """True when writing to this cluster is fine: the local plane, or a yes (flag, env or terminal)."""
-    if harness.up_sh_run_dir(kubeconfig) is not None:
+    if up_sh_run_dir(kubeconfig) is not None:
         return True
     where = cluster_description(kubeconfig)
-    if assume_yes or harness.env_flag("PYSCHED_RUN_YES"):
+    if assume_yes or env_flag("PYSCHED_RUN_YES"):
         say(f"writing to {where} (confirmed by --yes/PYSCHED_RUN_YES)")
         return True
     refusal = (
@@ -131,11 +143,11 @@ def example_pod(name: str, cpu: str, memory: str) -> dict:
 def volume_example(core: client.CoreV1Api) -> list[dict]:
     """The example's objects, its PV moved to an existing schedulable node when the one it
     names is not in this cluster."""
-    docs = list(harness.iter_yaml_documents(VOLUME_EXAMPLE))
+    docs = list(iter_yaml_documents(VOLUME_EXAMPLE))
     nodes = sorted(
         n.metadata.name
         for n in core.list_node().items
-        if harness.node_is_usable(n)
+        if node_is_usable(n)
         and not n.spec.unschedulable
         and not any(t.effect in ("NoSchedule", "NoExecute") for t in n.spec.taints or [])
     )
@@ -173,13 +185,13 @@ def remove_volume_example(api: client.ApiClient, docs: list[dict], wait: bool) -
                 raise
             continue
         if wait:
-            harness.wait_for_deleted(read, timeout=60)
+            wait_for_deleted(read, timeout=60)
 
 
 def submit_volume_example(api: client.ApiClient, docs: list[dict]) -> list[tuple[str, str]]:
     """Create the example's objects; returns the (pod, claim) pairs to watch."""
     remove_volume_example(api, docs, wait=True)
-    harness.apply_objects(api, docs)
+    apply_objects(api, docs)
     sts = next(d for d in docs if d["kind"] == "StatefulSet")
     name = sts["metadata"]["name"]
     return [(f"{name}-{i}", f"{t['metadata']['name']}-{name}-{i}")
@@ -192,7 +204,7 @@ def bound_claim(core: client.CoreV1Api, name: str) -> client.V1PersistentVolumeC
 
 
 def submit_and_watch(core: client.CoreV1Api, timeout: float) -> bool:
-    harness.ensure_namespace(core, NAMESPACE)
+    ensure_namespace(core, NAMESPACE)
     volume_docs = volume_example(core)
     with_claims = submit_volume_example(core.api_client, volume_docs)
     pv = next(d for d in volume_docs if d["kind"] == "PersistentVolume")
@@ -202,7 +214,7 @@ def submit_and_watch(core: client.CoreV1Api, timeout: float) -> bool:
     for name, cpu, mem in EXAMPLE_PODS:
         try:
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
-            harness.wait_for_deleted(lambda n=name: core.read_namespaced_pod(n, NAMESPACE), timeout=30)
+            wait_for_deleted(lambda n=name: core.read_namespaced_pod(n, NAMESPACE), timeout=30)
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -225,7 +237,7 @@ def submit_and_watch(core: client.CoreV1Api, timeout: float) -> bool:
                     say(f"{NAMESPACE}/{name} -> {node}")
                     continue
                 # Bound before the pod (PreBind waits for it); its phase may lag a moment.
-                c = harness.wait_for(
+                c = wait_for(
                     lambda n=claim_of[name]: bound_claim(core, n), timeout=10, desc=f"claim {claim_of[name]} Bound"
                 )
                 say(f"{NAMESPACE}/{name} -> {node} (claim {c.metadata.name} Bound to PV {c.spec.volume_name})")
@@ -250,7 +262,7 @@ def main() -> int:
     ap.add_argument("--yes", action="store_true", help="do not ask before writing to a cluster that is not local")
     args = ap.parse_args()
 
-    plane: harness.ControlPlane | None = None
+    plane: ControlPlane | None = None
     kubeconfig = current_kubeconfig()
     if kubeconfig:
         say(f"using the cluster of {kubeconfig}")
@@ -258,45 +270,37 @@ def main() -> int:
             return 2
     else:
         say("no reachable cluster: starting the local control plane (first run builds it; cached afterwards)")
-        plane = harness.start_local_control_plane()
+        plane = start_local_control_plane()
         kubeconfig = plane.kubeconfig
-        core = client.CoreV1Api(harness.new_api_client(kubeconfig))
+        core = client.CoreV1Api(new_api_client(kubeconfig))
         existing = {n.metadata.name for n in core.list_node().items}
         wanted = [f"pyscheduler-node-{i}" for i in range(3)]
         if not set(wanted) <= existing:
-            harness.create_nodes(
+            create_nodes(
                 core, 3, prefix="pyscheduler-node", wait_ready=True, zone=lambda i: f"zone-{'abc'[i % 3]}"
             )
         say(f"local control plane up with fake nodes {', '.join(wanted)}; KUBECONFIG={kubeconfig}")
 
-    core = client.CoreV1Api(harness.new_api_client(kubeconfig))
+    core = client.CoreV1Api(new_api_client(kubeconfig))
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="pyscheduler-run-"))
     cfg = workdir / "config.yaml"
     cfg.write_text(yaml.safe_dump(CONFIG))
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     say(f"starting: pyscheduler run --config {cfg} --kubeconfig {kubeconfig}")
-    sched = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scheduler",
-            "run",
-            "--config",
-            str(cfg),
-            "--kubeconfig",
-            kubeconfig,
-            "--secure-port",
-            "10259",
-            "--bind-address",
-            "127.0.0.1",
-            # /metrics checks tokens and permissions through this cluster, as kube-scheduler does.
-            "--authentication-kubeconfig",
-            kubeconfig,
-            "--authorization-kubeconfig",
-            kubeconfig,
-        ],
-        env=env,
+    argv = run_argv(
+        cfg,
+        "--kubeconfig",
+        kubeconfig,
+        "--secure-port",
+        "10259",
+        "--bind-address",
+        "127.0.0.1",
+        # /metrics checks tokens and permissions through this cluster, as kube-scheduler does.
+        "--authentication-kubeconfig",
+        kubeconfig,
+        "--authorization-kubeconfig",
+        kubeconfig,
     )
+    sched = subprocess.Popen(argv, env=scheduler_env(keep_kubeconfig=True))
     rc = 0
     try:
         ok = submit_and_watch(core, args.timeout)
@@ -310,18 +314,13 @@ def main() -> int:
     except KeyboardInterrupt:
         rc = 0
     finally:
-        if sched.poll() is None:
-            sched.send_signal(signal.SIGTERM)
-            try:
-                sched.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                sched.kill()
+        stop_process(sched, grace=20)
         if args.once:
             for name, _, _ in EXAMPLE_PODS:
                 with contextlib.suppress(ApiException):
                     core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
             with contextlib.suppress(ApiException):
-                remove_volume_example(core.api_client, list(harness.iter_yaml_documents(VOLUME_EXAMPLE)), wait=False)
+                remove_volume_example(core.api_client, list(iter_yaml_documents(VOLUME_EXAMPLE)), wait=False)
         if plane is not None:
             say("stopping the local control plane")
             plane.stop()

@@ -6,11 +6,27 @@ from __future__ import annotations
 import contextlib
 import datetime
 
-import harness
 import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from e2e.controlplane.freeport import free_port
+from e2e.support.apply import apply_objects, apply_yaml, ensure_namespace, iter_yaml_documents
+from e2e.support.auth import can_i, write_sa_kubeconfig
+from e2e.support.objects import bind_pod, create_pod, make_node, make_pod, unique_name
+from e2e.support.plane import MANIFESTS_DIR, api_reachable, new_api_client
+from e2e.support.waits import (
+    NOT_READY_TAINT_KEYS,
+    node_is_ready,
+    pod_condition,
+    wait_for,
+    wait_for_deleted,
+    wait_for_node_ready,
+    wait_for_pod,
+    wait_for_pod_phase,
+)
+from scheduler.testing.process import SchedulerProcess
 
 
 def test_apiserver_reachable_with_rbac(api_client: client.ApiClient, tmp_path) -> None:
@@ -18,18 +34,18 @@ def test_apiserver_reachable_with_rbac(api_client: client.ApiClient, tmp_path) -
     assert version.major and version.git_version.startswith("v")
 
     # An unprivileged ServiceAccount (no bindings) is authenticated but forbidden.
-    ns = harness.unique_name("rbac")
+    ns = unique_name("rbac")
     sa = "nobody"
-    kc = harness.write_sa_kubeconfig(api_client, ns, sa, tmp_path / "nobody.kubeconfig", expiration_seconds=600)
-    sa_api = harness.new_api_client(kc)
+    kc = write_sa_kubeconfig(api_client, ns, sa, tmp_path / "nobody.kubeconfig", expiration_seconds=600)
+    sa_api = new_api_client(kc)
     try:
         with pytest.raises(ApiException) as err:
             client.CoreV1Api(sa_api).list_secret_for_all_namespaces()
         assert err.value.status == 403, err.value
         assert f"system:serviceaccount:{ns}:{sa}" in err.value.body
-        assert not harness.can_i(sa_api, "list", "secrets")
+        assert not can_i(sa_api, "list", "secrets")
         # ...while the admin (system:masters) may.
-        assert harness.can_i(api_client, "list", "secrets")
+        assert can_i(api_client, "list", "secrets")
     finally:
         sa_api.close()
 
@@ -37,7 +53,7 @@ def test_apiserver_reachable_with_rbac(api_client: client.ApiClient, tmp_path) -
 def test_fake_node_becomes_ready(core_v1: client.CoreV1Api, kwok, node_factory) -> None:
     (name,) = node_factory(1, wait_ready=True, timeout=30)
     node = core_v1.read_node(name)
-    assert harness.node_is_ready(node)
+    assert node_is_ready(node)
     assert node.status.allocatable["cpu"] == "4"
     assert node.status.allocatable["memory"] == "32Gi"
     assert node.status.allocatable["pods"] == "110"
@@ -51,22 +67,22 @@ def test_fake_node_becomes_ready(core_v1: client.CoreV1Api, kwok, node_factory) 
 def test_manually_bound_pod_runs(core_v1: client.CoreV1Api, kwok, node_factory, namespace: str) -> None:
     (node,) = node_factory(1, wait_ready=True)
     # schedulerName nobody serves: only our manual binding can place it.
-    pod = harness.create_pod(core_v1, namespace, name="bound-by-hand", scheduler_name="no-such-scheduler")
+    pod = create_pod(core_v1, namespace, name="bound-by-hand", scheduler_name="no-such-scheduler")
     assert not pod.spec.node_name
-    harness.bind_pod(core_v1, namespace, "bound-by-hand", node)
-    pod = harness.wait_for_pod_phase(core_v1, namespace, "bound-by-hand", "Running", timeout=30)
+    bind_pod(core_v1, namespace, "bound-by-hand", node)
+    pod = wait_for_pod_phase(core_v1, namespace, "bound-by-hand", "Running", timeout=30)
     assert pod.spec.node_name == node
     assert pod.status.pod_ip
-    ready = harness.pod_condition(pod, "Ready")
+    ready = pod_condition(pod, "Ready")
     assert ready is not None and ready.status == "True"
 
     # Graceful deletion of a bound pod is finished by kwok (no kubelet).
     core_v1.delete_namespaced_pod("bound-by-hand", namespace)
-    harness.wait_for_deleted(lambda: core_v1.read_namespaced_pod("bound-by-hand", namespace), timeout=30, desc="pod")
+    wait_for_deleted(lambda: core_v1.read_namespaced_pod("bound-by-hand", namespace), timeout=30, desc="pod")
 
 
 def test_manifests_server_side_dry_run(api_client: client.ApiClient, core_v1: client.CoreV1Api) -> None:
-    docs = list(harness.iter_yaml_documents(harness.MANIFESTS_DIR))
+    docs = list(iter_yaml_documents(MANIFESTS_DIR))
     kinds = {d["kind"] for d in docs}
     assert {
         "Namespace",
@@ -81,10 +97,10 @@ def test_manifests_server_side_dry_run(api_client: client.ApiClient, core_v1: cl
     # Dry-run creation of namespaced objects needs their namespace to exist.
     for d in docs:
         if d["kind"] == "Namespace":
-            harness.ensure_namespace(core_v1, d["metadata"]["name"])
-    out = harness.apply_objects(api_client, docs, dry_run=True)
+            ensure_namespace(core_v1, d["metadata"]["name"])
+    out = apply_objects(api_client, docs, dry_run=True)
     assert len(out) == len(docs)
-    example = harness.apply_yaml(api_client, harness.MANIFESTS_DIR / "examples" / "pod.yaml", dry_run=True)
+    example = apply_yaml(api_client, MANIFESTS_DIR / "examples" / "pod.yaml", dry_run=True)
     assert example[0]["spec"]["schedulerName"] == "pyscheduler"
 
 
@@ -188,10 +204,10 @@ def _rules(api: client.ApiClient, namespace: str) -> set[tuple[str, str, str, st
 def test_scheduler_service_account_rbac(
     api_client: client.ApiClient, scheduler_kubeconfig: str, in_cluster: bool, tmp_path
 ) -> None:
-    sa_api = harness.new_api_client(scheduler_kubeconfig)
+    sa_api = new_api_client(scheduler_kubeconfig)
     # What every authenticated identity gets (system:basic-user...) is not ours to check.
-    nobody_kc = harness.write_sa_kubeconfig(api_client, harness.unique_name("rbac"), "nobody", tmp_path / "n.kc")
-    nobody_api = harness.new_api_client(nobody_kc)
+    nobody_kc = write_sa_kubeconfig(api_client, unique_name("rbac"), "nobody", tmp_path / "n.kc")
+    nobody_api = new_api_client(nobody_kc)
     try:
         # The exact set, from the API server's own evaluation of the bindings.
         baseline = {ns: _rules(nobody_api, ns) for ns in ("default", "pyscheduler")}
@@ -201,27 +217,27 @@ def test_scheduler_service_account_rbac(
         leases = {x for x in in_ns if (x[0], x[1], x[2]) not in EXPECTED_CLUSTER_RULES}
         assert leases == EXPECTED_LEASE_RULES
 
-        wrong = [a for a in ALLOWED if not harness.can_i(sa_api, a[0], a[1], a[2], namespace="default")]
-        wrong += [d for d in DENIED if harness.can_i(sa_api, d[0], d[1], d[2], namespace="default")]
+        wrong = [a for a in ALLOWED if not can_i(sa_api, a[0], a[1], a[2], namespace="default")]
+        wrong += [d for d in DENIED if can_i(sa_api, d[0], d[1], d[2], namespace="default")]
         for verb, sub in (("create", "binding"), ("patch", "status")):
-            if not harness.can_i(sa_api, verb, "pods", namespace="default", subresource=sub):
+            if not can_i(sa_api, verb, "pods", namespace="default", subresource=sub):
                 wrong.append((verb, f"pods/{sub}", ""))
         for verb, sub in DENIED_SUBRESOURCES:
-            if harness.can_i(sa_api, verb, "pods", namespace="default", subresource=sub):
+            if can_i(sa_api, verb, "pods", namespace="default", subresource=sub):
                 wrong.append((verb, f"pods/{sub} (should be denied)", ""))
         lease = dict(resource="leases", group="coordination.k8s.io", namespace="pyscheduler")
         for verb in ("get", "update"):
-            if not harness.can_i(sa_api, verb, name="pyscheduler", **lease):
+            if not can_i(sa_api, verb, name="pyscheduler", **lease):
                 wrong.append((verb, "lease pyscheduler/pyscheduler", ""))
-            if harness.can_i(sa_api, verb, name="other", **lease):
+            if can_i(sa_api, verb, name="other", **lease):
                 wrong.append((verb, "lease pyscheduler/other (should be denied)", ""))
-        if not harness.can_i(sa_api, "create", **lease):
+        if not can_i(sa_api, "create", **lease):
             wrong.append(("create", "leases in pyscheduler", ""))
-        if harness.can_i(sa_api, "delete", name="pyscheduler", **lease):
+        if can_i(sa_api, "delete", name="pyscheduler", **lease):
             wrong.append(("delete", "lease pyscheduler/pyscheduler (should be denied)", ""))
-        if harness.can_i(sa_api, "create", "leases", "coordination.k8s.io", namespace="default"):
+        if can_i(sa_api, "create", "leases", "coordination.k8s.io", namespace="default"):
             wrong.append(("create", "leases in default (should be denied)", ""))
-        if harness.can_i(sa_api, "get", name="kube-scheduler", **dict(lease, namespace="kube-system")):
+        if can_i(sa_api, "get", name="kube-scheduler", **dict(lease, namespace="kube-system")):
             wrong.append(("get", "lease kube-system/kube-scheduler (should be denied)", ""))
         assert not wrong, f"RBAC mismatches: {wrong}"
 
@@ -259,8 +275,8 @@ def test_service_account_binds_pod(
 ) -> None:
     """The scheduler's identity can do a whole scheduling cycle's writes."""
     (node,) = node_factory(1)
-    harness.create_pod(core_v1, namespace, name="p", scheduler_name="no-such-scheduler")
-    sa_api = harness.new_api_client(scheduler_kubeconfig)
+    create_pod(core_v1, namespace, name="p", scheduler_name="no-such-scheduler")
+    sa_api = new_api_client(scheduler_kubeconfig)
     try:
         sa_core = client.CoreV1Api(sa_api)
         sa_core.patch_namespaced_pod_status(
@@ -274,11 +290,11 @@ def test_service_account_binds_pod(
                 }
             },
         )
-        harness.bind_pod(sa_core, namespace, "p", node)
+        bind_pod(sa_core, namespace, "p", node)
         client.EventsV1Api(sa_api).create_namespaced_event(
             namespace,
             client.EventsV1Event(
-                metadata=client.V1ObjectMeta(name=harness.unique_name("p.e2e")),
+                metadata=client.V1ObjectMeta(name=unique_name("p.e2e")),
                 event_time=datetime.datetime.now(datetime.UTC),
                 reporting_controller="pyscheduler",
                 reporting_instance="e2e",
@@ -291,7 +307,7 @@ def test_service_account_binds_pod(
         )
     finally:
         sa_api.close()
-    harness.wait_for_pod_phase(core_v1, namespace, "p", "Running", timeout=30)
+    wait_for_pod_phase(core_v1, namespace, "p", "Running", timeout=30)
 
 
 def test_scheduler_config_fixture(scheduler_config_path: str, scheduler_kubeconfig: str) -> None:
@@ -307,7 +323,7 @@ def test_scheduler_config_fixture(scheduler_config_path: str, scheduler_kubeconf
         "resourceName": "pyscheduler",
     }
     assert cfg["clientConnection"]["kubeconfig"] == scheduler_kubeconfig
-    assert harness.api_reachable(scheduler_kubeconfig)
+    assert api_reachable(scheduler_kubeconfig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,9 +336,7 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 @pytest.fixture
 def pyscheduler(scheduler_config_path: str, scheduler_kubeconfig: str, local_scheduler_allowed, tmp_path):
-    from test_scheduler import SchedulerProcess
-
-    proc = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path, "kcm")
+    proc = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path, "kcm", port=free_port())
     try:
         proc.wait_ready()
         yield proc
@@ -331,7 +345,7 @@ def pyscheduler(scheduler_config_path: str, scheduler_kubeconfig: str, local_sch
 
 
 def _pod_template(group: dict[str, str], app: str) -> dict:
-    pod = harness.make_pod("unused", labels={"app": app}, node_selector=group, cpu="100m", memory="64Mi")
+    pod = make_pod("unused", labels={"app": app}, node_selector=group, cpu="100m", memory="64Mi")
     return {"metadata": {"labels": {"app": app}}, "spec": pod["spec"]}
 
 
@@ -342,19 +356,19 @@ def _owned_pods(core: client.CoreV1Api, namespace: str, app: str) -> list[client
 def test_new_node_loses_not_ready_taint(core_v1: client.CoreV1Api, kwok) -> None:
     """TaintNodesByCondition admission taints a new node not-ready; once kwok reports it Ready the
     node lifecycle controller lifts the taint."""
-    prefix = harness.unique_name("taint")
-    created = core_v1.create_node(harness.make_node(f"{prefix}-0"))
+    prefix = unique_name("taint")
+    created = core_v1.create_node(make_node(f"{prefix}-0"))
     try:
         taints = {(t.key, t.effect) for t in created.spec.taints or []}
         assert (NOT_READY_TAINT, "NoSchedule") in taints, created.spec.taints
-        node = harness.wait_for_node_ready(core_v1, created.metadata.name, timeout=60)
-        assert harness.node_is_ready(node)
-        assert not [t for t in node.spec.taints or [] if t.key in harness.NOT_READY_TAINT_KEYS]
+        node = wait_for_node_ready(core_v1, created.metadata.name, timeout=60)
+        assert node_is_ready(node)
+        assert not [t for t in node.spec.taints or [] if t.key in NOT_READY_TAINT_KEYS]
 
         # kwok holds the node's Lease (renewed every 10 s), which keeps the node lifecycle
         # controller from marking the node NotReady/unreachable after its grace period.
         coord = client.CoordinationV1Api(core_v1.api_client)
-        lease = harness.wait_for(
+        lease = wait_for(
             lambda: coord.read_namespaced_lease(created.metadata.name, "kube-node-lease"),
             timeout=30,
             desc="node lease",
@@ -367,19 +381,19 @@ def test_new_node_loses_not_ready_taint(core_v1: client.CoreV1Api, kwok) -> None
 
 
 def test_namespace_gets_default_service_account(core_v1: client.CoreV1Api) -> None:
-    ns = harness.unique_name("sa")
-    harness.ensure_namespace(core_v1, ns, wait_default_sa=False)
+    ns = unique_name("sa")
+    ensure_namespace(core_v1, ns, wait_default_sa=False)
     try:
-        sa = harness.wait_for(
+        sa = wait_for(
             lambda: core_v1.read_namespaced_service_account("default", ns), timeout=30, desc="default SA"
         )
         assert sa.metadata.name == "default"
-        cm = harness.wait_for(
+        cm = wait_for(
             lambda: core_v1.read_namespaced_config_map("kube-root-ca.crt", ns), timeout=30, desc="root CA map"
         )
         assert "BEGIN CERTIFICATE" in cm.data["ca.crt"]
         # ServiceAccount admission fills in the account and its projected token volume.
-        pod = harness.create_pod(core_v1, ns, name="p", scheduler_name="no-such-scheduler")
+        pod = create_pod(core_v1, ns, name="p", scheduler_name="no-such-scheduler")
         assert pod.spec.service_account_name == "default"
         assert any(v.name.startswith("kube-api-access-") and v.projected for v in pod.spec.volumes or [])
     finally:
@@ -389,16 +403,16 @@ def test_namespace_gets_default_service_account(core_v1: client.CoreV1Api) -> No
 
 def test_namespace_deletes_completely(core_v1: client.CoreV1Api, kwok, node_factory) -> None:
     (node,) = node_factory(1)
-    ns = harness.unique_name("nsdel")
-    harness.ensure_namespace(core_v1, ns)
-    harness.create_pod(core_v1, ns, name="bound", scheduler_name="no-such-scheduler")
-    harness.bind_pod(core_v1, ns, "bound", node)
-    harness.create_pod(core_v1, ns, name="pending", scheduler_name="no-such-scheduler")
+    ns = unique_name("nsdel")
+    ensure_namespace(core_v1, ns)
+    create_pod(core_v1, ns, name="bound", scheduler_name="no-such-scheduler")
+    bind_pod(core_v1, ns, "bound", node)
+    create_pod(core_v1, ns, name="pending", scheduler_name="no-such-scheduler")
     core_v1.create_namespaced_config_map(ns, {"metadata": {"name": "cm"}, "data": {"k": "v"}})
-    harness.wait_for_pod_phase(core_v1, ns, "bound", "Running", timeout=30)
+    wait_for_pod_phase(core_v1, ns, "bound", "Running", timeout=30)
 
     core_v1.delete_namespace(ns)
-    harness.wait_for_deleted(lambda: core_v1.read_namespace(ns), timeout=90, desc=f"namespace {ns}")
+    wait_for_deleted(lambda: core_v1.read_namespace(ns), timeout=90, desc=f"namespace {ns}")
 
 
 def test_deployment_creates_pods_and_cascades(
@@ -418,7 +432,7 @@ def test_deployment_creates_pods_and_cascades(
             },
         },
     )
-    harness.wait_for(
+    wait_for(
         lambda: (apps.read_namespaced_deployment("web", namespace).status.available_replicas or 0) == 3,
         timeout=60,
         desc="deployment web 3 available",
@@ -433,11 +447,11 @@ def test_deployment_creates_pods_and_cascades(
 
     # Scale down: the ReplicaSet controller deletes pods, kwok finishes their deletion.
     apps.patch_namespaced_deployment_scale("web", namespace, {"spec": {"replicas": 1}})
-    harness.wait_for(lambda: len(_owned_pods(core_v1, namespace, "web")) == 1, timeout=60, desc="scaled to 1")
+    wait_for(lambda: len(_owned_pods(core_v1, namespace, "web")) == 1, timeout=60, desc="scaled to 1")
 
     # Deleting the Deployment: the garbage collector removes its ReplicaSet and pods.
     apps.delete_namespaced_deployment("web", namespace, propagation_policy="Background")
-    harness.wait_for(
+    wait_for(
         lambda: not apps.list_namespaced_replica_set(namespace).items and not _owned_pods(core_v1, namespace, "web"),
         timeout=60,
         desc="ReplicaSet and pods garbage-collected",
@@ -462,7 +476,7 @@ def test_statefulset_creates_pods(
             },
         },
     )
-    harness.wait_for(
+    wait_for(
         lambda: (apps.read_namespaced_stateful_set("db", namespace).status.ready_replicas or 0) == 2,
         timeout=60,
         desc="statefulset db 2 ready",
@@ -474,11 +488,11 @@ def test_statefulset_creates_pods(
     # A deleted pod comes back under the same name; the garbage collector removes the rest.
     old_uid = pods["db-1"].metadata.uid
     core_v1.delete_namespaced_pod("db-1", namespace)
-    harness.wait_for_pod(
+    wait_for_pod(
         core_v1, namespace, "db-1", lambda p: p.metadata.uid != old_uid and p.status.phase == "Running", timeout=60
     )
     apps.delete_namespaced_stateful_set("db", namespace, propagation_policy="Background")
-    harness.wait_for(lambda: not _owned_pods(core_v1, namespace, "db"), timeout=60, desc="pods garbage-collected")
+    wait_for(lambda: not _owned_pods(core_v1, namespace, "db"), timeout=60, desc="pods garbage-collected")
 
 
 def test_pdb_status_is_computed(
@@ -487,14 +501,14 @@ def test_pdb_status_is_computed(
     """The disruption controller fills in PDB status; integer minAvailable needs no owning controller."""
     (node,) = node_factory(1)
     for name in ("a", "b"):
-        harness.create_pod(core_v1, namespace, name=name, labels={"app": "guarded"}, scheduler_name="nobody")
-        harness.bind_pod(core_v1, namespace, name, node)
+        create_pod(core_v1, namespace, name=name, labels={"app": "guarded"}, scheduler_name="nobody")
+        bind_pod(core_v1, namespace, name, node)
     for name in ("a", "b"):
-        harness.wait_for_pod(
+        wait_for_pod(
             core_v1,
             namespace,
             name,
-            lambda p: (c := harness.pod_condition(p, "Ready")) is not None and c.status == "True",
+            lambda p: (c := pod_condition(p, "Ready")) is not None and c.status == "True",
             timeout=30,
         )
     policy = client.PolicyV1Api(api_client)
@@ -502,7 +516,7 @@ def test_pdb_status_is_computed(
         namespace,
         {"metadata": {"name": "guard"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}},
     )
-    status = harness.wait_for(
+    status = wait_for(
         lambda: (
             (s := policy.read_namespaced_pod_disruption_budget("guard", namespace).status)
             and s.observed_generation
@@ -523,11 +537,11 @@ def test_pdb_status_is_computed(
 def test_claim_binds_to_volume(api_client: client.ApiClient, core_v1: client.CoreV1Api, namespace: str) -> None:
     """The PV controller binds a claim to a matching PersistentVolume (Immediate binding mode)."""
     storage = client.StorageV1Api(api_client)
-    sc = harness.unique_name("e2e-immediate")
+    sc = unique_name("e2e-immediate")
     storage.create_storage_class(
         {"metadata": {"name": sc}, "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate"}
     )
-    pv = harness.unique_name("pv")
+    pv = unique_name("pv")
     try:
         core_v1.create_persistent_volume(
             {
@@ -552,7 +566,7 @@ def test_claim_binds_to_volume(api_client: client.ApiClient, core_v1: client.Cor
                 },
             },
         )
-        claim = harness.wait_for(
+        claim = wait_for(
             lambda: (
                 (c := core_v1.read_namespaced_persistent_volume_claim("data", namespace)).status.phase == "Bound" and c
             ),
@@ -564,7 +578,7 @@ def test_claim_binds_to_volume(api_client: client.ApiClient, core_v1: client.Cor
         # The protection controller lets an unused claim go (its finalizer came from admission).
         assert "kubernetes.io/pvc-protection" in (claim.metadata.finalizers or [])
         core_v1.delete_namespaced_persistent_volume_claim("data", namespace)
-        harness.wait_for_deleted(
+        wait_for_deleted(
             lambda: core_v1.read_namespaced_persistent_volume_claim("data", namespace), timeout=60, desc="claim"
         )
     finally:

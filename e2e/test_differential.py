@@ -8,13 +8,15 @@ import os
 import pathlib
 import subprocess
 
-import harness
 import pytest
-from differential import generator, kubescheduler
-from differential.compare import Decision, compare
-from differential.kslog import Attempt, parse_line
-from differential.runner import run_seed
 from kubernetes import client
+
+from e2e.differential import generator, kubescheduler
+from e2e.differential.compare import Decision, compare
+from e2e.differential.kslog import Attempt, parse_line
+from e2e.differential.runner import run_seed
+from e2e.support.objects import unique_name
+from e2e.support.plane import CONTROLPLANE_DIR
 
 # Seeds run inside `make test`: bounded to roughly two minutes on two cores.
 SEEDS = (1, 2, 3)
@@ -27,7 +29,7 @@ def kube_scheduler_binary() -> pathlib.Path:
     if not path.exists():
         if os.environ.get("PYSCHED_E2E_BUILD", "1") == "0":
             pytest.fail(f"{path} missing and PYSCHED_E2E_BUILD=0", pytrace=False)
-        subprocess.run([str(harness.CONTROLPLANE_DIR / "build.sh"), "kube-scheduler"], check=True)
+        subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), "kube-scheduler"], check=True)
     return path
 
 
@@ -36,7 +38,7 @@ def kube_scheduler_binary() -> pathlib.Path:
 def test_same_decisions_as_kube_scheduler(
     seed: int, kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
 ) -> None:
-    res = run_seed(api_client, kubeconfig, seed, tmp_path, harness.unique_name("t")[-4:], pending=PENDING)
+    res = run_seed(api_client, kubeconfig, seed, tmp_path, unique_name("t")[-4:], pending=PENDING)
     t = res.tally
     assert t.decisions == PENDING
     assert not t.mismatches, "\n".join(str(m) for m in t.mismatches[:40]) + f"\n(files in {tmp_path})"
@@ -48,7 +50,7 @@ def test_same_decisions_with_varied_plugin_args(
 ) -> None:
     """Non-default scoring strategy, resources, hardPodAffinityWeight, default constraints,
     addedAffinity and weights, the same file on both sides."""
-    res = run_seed(api_client, kubeconfig, 4, tmp_path, harness.unique_name("v")[-4:], pending=PENDING, vary_args=True)
+    res = run_seed(api_client, kubeconfig, 4, tmp_path, unique_name("v")[-4:], pending=PENDING, vary_args=True)
     assert res.tally.decisions == PENDING
     assert not res.tally.mismatches, "\n".join(str(m) for m in res.tally.mismatches[:40])
 
@@ -59,7 +61,7 @@ def test_same_decisions_with_resource_claims(
 ) -> None:
     """DynamicResources: devices on some nodes, claims on about half the pending pods
     (differential/dra_gen.py); allocations the binary wrote are in the next cluster files."""
-    res = run_seed(api_client, kubeconfig, 5, tmp_path, harness.unique_name("r")[-4:], pending=PENDING, dra=True)
+    res = run_seed(api_client, kubeconfig, 5, tmp_path, unique_name("r")[-4:], pending=PENDING, dra=True)
     assert res.tally.decisions == PENDING
     assert res.features.get("dra-claim", 0) + res.features.get("dra-first-available", 0) > 0
     assert not res.tally.mismatches, "\n".join(str(m) for m in res.tally.mismatches[:40]) + f"\n(files in {tmp_path})"
@@ -75,7 +77,7 @@ def test_suite_catches_a_wrong_weight(
         kubeconfig,
         7,
         tmp_path,
-        harness.unique_name("w")[-4:],
+        unique_name("w")[-4:],
         pending=5,
         ours_weights={"NodeResourcesFit": 2},
     )

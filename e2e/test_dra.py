@@ -18,12 +18,15 @@ import pathlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import harness
 import pytest
-from differential import kubescheduler
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-from test_scheduler import SchedulerProcess, wait_bound, wait_failed_scheduling
+
+from e2e.controlplane.freeport import free_port
+from e2e.differential import kubescheduler
+from e2e.support.objects import make_pod
+from e2e.support.waits import wait_bound, wait_failed_scheduling, wait_for
+from scheduler.testing.process import SchedulerProcess
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -35,7 +38,8 @@ REFERENCE = "dra-reference"
 def scheduler(
     scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulerProcess]:
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path_factory.mktemp("sched"), "dra")
+    log_dir = tmp_path_factory.mktemp("sched")
+    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, log_dir, "dra", port=free_port())
     try:
         p.wait_ready()
         yield p
@@ -141,7 +145,7 @@ def claim_body(name: str, namespace: str, cls: str, count: int = 1, selector: st
 
 
 def claim_pod(name: str, namespace: str, claim: dict[str, str], scheduler_name: str = "pyscheduler") -> dict[str, Any]:
-    return harness.make_pod(name, namespace, scheduler_name=scheduler_name, resourceClaims=[{"name": "gpu", **claim}])
+    return make_pod(name, namespace, scheduler_name=scheduler_name, resourceClaims=[{"name": "gpu", **claim}])
 
 
 def wait_reserved(resource_api: client.ResourceV1Api, namespace: str, claim: str, pod_uid: str) -> dict[str, Any]:
@@ -152,7 +156,7 @@ def wait_reserved(resource_api: client.ResourceV1Api, namespace: str, claim: str
         st = c.get("status") or {}
         return st.get("allocation") and any(r.get("uid") == pod_uid for r in st.get("reservedFor") or []) and c
 
-    return harness.wait_for(reserved, timeout=30, desc=f"claim {namespace}/{claim} allocated and reserved")
+    return wait_for(reserved, timeout=30, desc=f"claim {namespace}/{claim} allocated and reserved")
 
 
 def test_claim_gets_the_node_with_the_device(
@@ -276,7 +280,7 @@ def test_shared_claim_and_claim_created_after_the_pod(
     nodes = node_factory(3, labels={GROUP: namespace})
     cls = setup_driver(cluster_scoped, namespace, nodes[2])
     p1 = core_v1.create_namespaced_pod(namespace, claim_pod("p1", namespace, {"resourceClaimName": "shared"}))
-    harness.wait_for(
+    wait_for(
         lambda: core_v1.read_namespaced_pod("p1", namespace).spec.node_name is None, timeout=5, desc="p1 pending"
     )
     resource_api.create_namespaced_resource_claim(namespace, claim_body("shared", namespace, cls))

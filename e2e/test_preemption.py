@@ -16,13 +16,16 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import harness
 import pytest
 import yaml
-from differential import kubescheduler
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
-from test_scheduler import GROUP, SchedulerProcess, events_for, wait_bound, wait_failed_scheduling
+
+from e2e.controlplane.freeport import free_port
+from e2e.differential import kubescheduler
+from e2e.support.objects import GROUP, make_pod, unique_name
+from e2e.support.waits import events_for, wait_bound, wait_failed_scheduling, wait_for, wait_for_deleted
+from scheduler.testing.process import SchedulerProcess
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -38,7 +41,7 @@ NOT_SELECTED = "node(s) didn't match Pod's node affinity/selector"
 def classes(api_client: client.ApiClient) -> Iterator[dict[str, str]]:
     """PriorityClasses of this module (cluster-scoped, so uniquely named and removed after)."""
     sched = client.SchedulingV1Api(api_client)
-    suffix = harness.unique_name("pc")
+    suffix = unique_name("pc")
     spec = {
         "lowest": (50, None),
         "low": (100, None),
@@ -81,7 +84,7 @@ def sched_name(
     """The scheduler under test: ours (the manifests' configuration, under its ServiceAccount,
     so the RBAC is exercised too) or the real binary."""
     if request.param == "pyscheduler":
-        proc = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path)
+        proc = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path, port=free_port())
         try:
             proc.wait_ready()
             yield "pyscheduler"
@@ -149,17 +152,17 @@ def fit_message(core: client.CoreV1Api, ours: list[tuple[int, str]]) -> tuple[in
 
 
 def pod(name: str, ns: str, sched: str, grp: dict[str, str], cls: str, cpu: str, **kw: Any) -> dict[str, Any]:
-    return harness.make_pod(
+    return make_pod(
         name, ns, scheduler_name=sched, cpu=cpu, memory="64Mi", node_selector=grp, priority_class_name=cls, **kw
     )
 
 
 def wait_gone(core: client.CoreV1Api, ns: str, name: str) -> None:
-    harness.wait_for_deleted(lambda: core.read_namespaced_pod(name, ns), timeout=60, desc=f"pod {ns}/{name}")
+    wait_for_deleted(lambda: core.read_namespaced_pod(name, ns), timeout=60, desc=f"pod {ns}/{name}")
 
 
 def wait_until(pred: Callable[[], Any], desc: str, timeout: float = 30.0) -> Any:
-    return harness.wait_for(pred, timeout=timeout, desc=desc)
+    return wait_for(pred, timeout=timeout, desc=desc)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,14 +34,28 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-import harness
 import pytest
 import yaml
-from controlplane.freeport import free_port
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.utils.quantity import parse_quantity
-from test_scheduler import SchedulerProcess
+
+from e2e.controlplane.freeport import free_port
+from e2e.support.apply import apply_objects, apply_yaml, ensure_namespace, iter_yaml_documents
+from e2e.support.auth import ensure_service_account, write_sa_kubeconfig
+from e2e.support.objects import make_node, make_pod, unique_name
+from e2e.support.plane import (
+    CONTROLPLANE_DIR,
+    MANIFESTS_DIR,
+    api_reachable,
+    env_flag,
+    kill_apiserver,
+    local_binaries_present,
+    reap_orphaned_session_planes,
+    restart_apiserver,
+)
+from e2e.support.waits import WaitTimeout, node_is_ready, pod_condition, wait_for, wait_for_pod_scheduled
+from scheduler.testing.process import SchedulerProcess
 
 LEASE_NS = "pyscheduler"
 LEASE_NAME = "pyscheduler"
@@ -86,15 +100,6 @@ class Plane:
         return self.run / "logs" / "audit.log"
 
 
-def _reap_orphans() -> None:
-    for d in pathlib.Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"):
-        with contextlib.suppress(ValueError):
-            pid = int(d.name[len(RUN_PREFIX) :])
-            if pid != os.getpid() and not harness._pid_alive(pid):
-                subprocess.run([str(harness.CONTROLPLANE_DIR / "down.sh"), "--purge"], check=False,
-                               env={**os.environ, "PYSCHED_RUN": str(d)}, stdout=subprocess.DEVNULL)
-
-
 def _admin_client(kubeconfig: str) -> client.ApiClient:
     cfg = client.Configuration()
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
@@ -104,9 +109,9 @@ def _admin_client(kubeconfig: str) -> client.ApiClient:
 
 def _replica_service_account(api: client.ApiClient, name: str) -> None:
     """A ServiceAccount with the same roles as pyscheduler's (the audit log tells replicas apart)."""
-    harness.ensure_service_account(client.CoreV1Api(api), LEASE_NS, name)
+    ensure_service_account(client.CoreV1Api(api), LEASE_NS, name)
     subject = {"kind": "ServiceAccount", "name": name, "namespace": LEASE_NS}
-    harness.apply_objects(api, [
+    apply_objects(api, [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": name},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pyscheduler"},
@@ -121,11 +126,11 @@ def _replica_service_account(api: client.ApiClient, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
-    if harness.env_flag("PYSCHED_E2E_IN_CLUSTER"):
+    if env_flag("PYSCHED_E2E_IN_CLUSTER"):
         pytest.skip("PYSCHED_E2E_IN_CLUSTER=1: this module runs its own local control plane")
-    if not harness.local_binaries_present():
+    if not local_binaries_present():
         pytest.skip("control-plane binaries missing (run e2e/controlplane/build.sh)")
-    _reap_orphans()
+    reap_orphaned_session_planes(RUN_PREFIX)
     run = pathlib.Path(tempfile.gettempdir()) / f"{RUN_PREFIX}{os.getpid()}"
     (run / "logs").mkdir(parents=True, exist_ok=True)
     policy = run / "audit-policy.yaml"
@@ -141,34 +146,34 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     # and the other session's clients end up talking to this one).
     for port in ("ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KWOK_PORT"):
         env[f"PYSCHED_{port}"] = str(free_port())
-    out = subprocess.run([str(harness.CONTROLPLANE_DIR / "up.sh")], env=env, check=True,
+    out = subprocess.run([str(CONTROLPLANE_DIR / "up.sh")], env=env, check=True,
                          stdout=subprocess.PIPE, text=True).stdout
     kubeconfig = next(ln.split("=", 1)[1].strip() for ln in out.splitlines() if ln.startswith("export KUBECONFIG="))
     api = _admin_client(kubeconfig)
     try:
-        harness.apply_yaml(api, harness.MANIFESTS_DIR, skip_kinds={"Deployment"})
+        apply_yaml(api, MANIFESTS_DIR, skip_kinds={"Deployment"})
         for sa in USERS.values():
             _replica_service_account(api, sa)
         sa_dir = tmp_path_factory.mktemp("safety-sa")
         kubeconfigs = {
-            replica: harness.write_sa_kubeconfig(api, LEASE_NS, sa, sa_dir / f"{sa}.kubeconfig",
+            replica: write_sa_kubeconfig(api, LEASE_NS, sa, sa_dir / f"{sa}.kubeconfig",
                                                  expiration_seconds=6 * 3600, create=False)
             for replica, sa in USERS.items()
         }
-        cm = next(d for d in harness.iter_yaml_documents(harness.MANIFESTS_DIR)
+        cm = next(d for d in iter_yaml_documents(MANIFESTS_DIR)
                   if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "pyscheduler-config")
         cfg_path = sa_dir / "config.yaml"
         cfg_path.write_text(cm["data"]["config.yaml"])
         yield Plane(run, kubeconfig, env, api, client.CoreV1Api(api), kubeconfigs, str(cfg_path))
     finally:
         api.close()
-        subprocess.run([str(harness.CONTROLPLANE_DIR / "down.sh")], env=env, check=False)
+        subprocess.run([str(CONTROLPLANE_DIR / "down.sh")], env=env, check=False)
 
 
 @pytest.fixture
 def namespace(plane: Plane) -> Iterator[str]:
-    name = harness.unique_name("safety")
-    harness.ensure_namespace(plane.core, name)
+    name = unique_name("safety")
+    ensure_namespace(plane.core, name)
     yield name
     with contextlib.suppress(ApiException):
         plane.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
@@ -184,7 +189,7 @@ def replicas(plane: Plane, tmp_path: pathlib.Path) -> Iterator[Callable[..., Sch
             cfg.setdefault("clientConnection", {}).update(qps=qps, burst=1)
         path = tmp_path / f"config-{name}.yaml"
         path.write_text(yaml.safe_dump(cfg))
-        p = SchedulerProcess(str(path), plane.kubeconfigs[name], tmp_path, name)
+        p = SchedulerProcess(str(path), plane.kubeconfigs[name], tmp_path, name, port=free_port())
         procs.append(p)
         if ready:
             p.wait_ready(timeout=60)
@@ -209,9 +214,9 @@ def make_nodes(core: client.CoreV1Api, prefix: str, count: int, group: dict[str,
               dict(cpu="4", memory="1280Mi", pods=110)]
     names = [f"{prefix}-{i}" for i in range(count)]
     with ThreadPoolExecutor(8) as ex:
-        list(ex.map(lambda i: core.create_node(harness.make_node(names[i], labels=group, **shapes[i % 3])),
+        list(ex.map(lambda i: core.create_node(make_node(names[i], labels=group, **shapes[i % 3])),
                     range(count)))
-    harness.wait_for(lambda: all(harness.node_is_ready(n) for n in core.list_node(
+    wait_for(lambda: all(node_is_ready(n) for n in core.list_node(
         label_selector=",".join(f"{k}={v}" for k, v in group.items())).items) and True, timeout=60,
         desc="nodes Ready")
     return names
@@ -220,7 +225,7 @@ def make_nodes(core: client.CoreV1Api, prefix: str, count: int, group: dict[str,
 def make_pods(core: client.CoreV1Api, namespace: str, count: int, group: dict[str, str], prefix: str = "p",
               **kwargs: Any) -> None:
     def one(i: int) -> None:
-        core.create_namespaced_pod(namespace, harness.make_pod(f"{prefix}-{i}", namespace, node_selector=group,
+        core.create_namespaced_pod(namespace, make_pod(f"{prefix}-{i}", namespace, node_selector=group,
                                                                **kwargs))
 
     with ThreadPoolExecutor(8) as ex:
@@ -257,7 +262,7 @@ def tally(core: client.CoreV1Api, namespace: str, nodes: list[str]) -> Tally:
                     if r in req:
                         u[r] += parse_quantity(req[r])
         else:
-            cond = harness.pod_condition(p, "PodScheduled")
+            cond = pod_condition(p, "PodScheduled")
             if cond is not None and cond.status == "False" and cond.reason == "Unschedulable":
                 unsched += 1
             if p.status.nominated_node_name:
@@ -375,23 +380,23 @@ def test_resumed_leader_is_fenced(plane, replicas, namespace):
     _priority_class(plane.api, "safety-high", 1000)
     # 10 Bindings/s: most of the old leader's bindings are still queued when it is stopped.
     a = replicas("a", qps=10)
-    harness.wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: identity(a), timeout=60, desc="a leads")
     b = replicas("b", qps=10)  # ready = synced; it waits for the lease
     make_pods(core, namespace, old, group, prefix="old")
-    harness.wait_for(lambda: bound_count(core, namespace) >= 15, timeout=60, desc="a binding")
+    wait_for(lambda: bound_count(core, namespace) >= 15, timeout=60, desc="a binding")
     a.proc.send_signal(signal.SIGSTOP)
     stopped = time.time()
     at_stop = bound_count(core, namespace)
     assert at_stop < slots - 20, "the old leader bound nearly everything before it was stopped: nothing tested"
     # Newer pods that outrank the old leader's queued ones: the new leader places them first.
     make_pods(core, namespace, new, group, prefix="new", priority_class_name="safety-high")
-    harness.wait_for(lambda: identity(b) and lease_holder(plane.api) == identity(b), timeout=60,
+    wait_for(lambda: identity(b) and lease_holder(plane.api) == identity(b), timeout=60,
                      desc="b takes the lease")
-    harness.wait_for(lambda: bound_count(core, namespace) >= slots, timeout=90, desc="b fills every slot")
+    wait_for(lambda: bound_count(core, namespace) >= slots, timeout=90, desc="b fills every slot")
     resumed = time.time()
     a.proc.send_signal(signal.SIGCONT)
     code = a.proc.wait(timeout=60)
-    t = harness.wait_for(lambda: settled(core, namespace, nodes), timeout=120,
+    t = wait_for(lambda: settled(core, namespace, nodes), timeout=120,
                          desc="every pod bound or Unschedulable")
     binds, after_loss, bad = binds_without_lease(plane, namespace)
     a_user = f"system:serviceaccount:{LEASE_NS}:{USERS['a']}"
@@ -440,11 +445,11 @@ def test_many_pods_onto_fewer_slots(plane, replicas, namespace):
     group = {"safety": namespace}
     nodes = make_nodes(core, namespace, slots // 10, group)
     a = replicas("a")
-    harness.wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: identity(a), timeout=60, desc="a leads")
     start = time.monotonic()
     make_pods(core, namespace, count, group)
     created = time.monotonic() - start
-    t = harness.wait_for(lambda: settled(core, namespace, nodes),
+    t = wait_for(lambda: settled(core, namespace, nodes),
                          timeout=120 + count / 10, interval=1.0, desc="every pod bound or Unschedulable")
     took = time.monotonic() - start
     binds, after_loss, bad = binds_without_lease(plane, namespace)
@@ -493,7 +498,7 @@ def wait_progressing(fn: Callable[[], Tally | None], progress: Callable[[], int]
             best, last_change = p, now
         if now - last_change > stall or now - start > cap:
             why = f"no progress for {now - last_change:.0f}s" if now - last_change > stall else f"{cap:.0f}s cap"
-            raise harness.WaitTimeout(f"{desc}: {why} (progress {best}, {now - start:.0f}s)\n{report()}")
+            raise WaitTimeout(f"{desc}: {why} (progress {best}, {now - start:.0f}s)\n{report()}")
         time.sleep(1.0)
 
 
@@ -512,12 +517,12 @@ def test_apiserver_restart_mid_burst(plane, replicas, namespace):
     slots, count = 300, 300
     nodes = make_nodes(core, namespace, slots // 10, group)
     a = replicas("a", qps=20)
-    harness.wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: identity(a), timeout=60, desc="a leads")
     b = replicas("b", qps=20)
     make_pods(core, namespace, count, group)
-    harness.wait_for(lambda: bound_count(core, namespace) >= 40, timeout=120, desc="binding under way")
+    wait_for(lambda: bound_count(core, namespace) >= 40, timeout=120, desc="binding under way")
     before_kill = bound_count(core, namespace)
-    harness.restart_apiserver(plane.run, plane.kubeconfig, timeout=180)
+    restart_apiserver(plane.run, plane.kubeconfig, timeout=180)
     at_restart = bound_count(core, namespace)
     t = wait_progressing(
         lambda: settled(core, namespace, nodes, count), lambda: bound_count(core, namespace),
@@ -538,7 +543,7 @@ def _start_apiserver(run: pathlib.Path, argv: list[str], kubeconfig: str) -> Non
     with open(run / "logs" / "kube-apiserver.log", "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     (run / "pids" / "kube-apiserver.pid").write_text(f"{proc.pid}\n")
-    harness.wait_for(lambda: harness.api_reachable(kubeconfig, timeout=2), timeout=90,
+    wait_for(lambda: api_reachable(kubeconfig, timeout=2), timeout=90,
                      desc="kube-apiserver to come back")
 
 
@@ -547,7 +552,7 @@ def test_start_while_apiserver_down(plane, replicas, namespace):
     and no traceback, then schedules once the API is up."""
     core = plane.core
     group = {"safety": namespace}
-    argv = harness.kill_apiserver(plane.run)
+    argv = kill_apiserver(plane.run)
     try:
         a = replicas("a", ready=False)
 
@@ -555,13 +560,13 @@ def test_start_while_apiserver_down(plane, replicas, namespace):
             assert a.proc.poll() is None, f"scheduler exited:\n{a.logs()}"
             return [e for e in a.log_events() if e.get("event") == "api_unreachable"]
 
-        harness.wait_for(lambda: len(attempts()) >= 3, timeout=60, desc="three start-up attempts logged")
+        wait_for(lambda: len(attempts()) >= 3, timeout=60, desc="three start-up attempts logged")
     finally:
         _start_apiserver(plane.run, argv, plane.kubeconfig)
     a.wait_ready(timeout=90)
     node = make_nodes(core, namespace, 1, group)
     make_pods(core, namespace, 1, group)
-    harness.wait_for_pod_scheduled(core, namespace, "p-0", timeout=60)
+    wait_for_pod_scheduled(core, namespace, "p-0", timeout=60)
     text = a.log_path.read_text(errors="replace")
     events = a.log_events()
     seen = [e for e in events if e.get("event") == "api_unreachable"]

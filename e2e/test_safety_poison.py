@@ -19,10 +19,15 @@ import pathlib
 import subprocess
 from collections.abc import Callable, Iterator
 
-import harness
 import pytest
 from kubernetes import client
-from test_scheduler import GROUP, SCHEDULER, SchedulerProcess, wait_bound, wait_failed_scheduling
+
+from e2e.controlplane.freeport import free_port
+from e2e.support.apply import delete_all_pods, ensure_namespace
+from e2e.support.objects import GROUP, SCHEDULER, make_pod
+from e2e.support.plane import CONTROLPLANE_DIR, ControlPlane
+from e2e.support.waits import wait_bound, wait_failed_scheduling
+from scheduler.testing.process import SchedulerProcess
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -33,7 +38,7 @@ HOSTNAME = "kubernetes.io/hostname"
 def pysched(
     scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path: pathlib.Path
 ) -> Iterator[SchedulerProcess]:
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path, "sched")
+    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path, "sched", port=free_port())
     try:
         p.wait_ready()
         yield p
@@ -60,7 +65,7 @@ def build_cluster(
         "big": node_factory(1, cpu="1E", memory="64Gi", labels=labels)[0],
     }
     assert core.read_node(roles["big"]).status.allocatable["cpu"] == "1E"  # the API took it as is
-    bound = harness.make_pod("huge", namespace, scheduler_name=None, cpu="1E", memory="1Gi", node_name=roles["a"])
+    bound = make_pod("huge", namespace, scheduler_name=None, cpu="1E", memory="1Gi", node_name=roles["a"])
     core.create_namespaced_pod(namespace, bound)
     return roles
 
@@ -93,7 +98,7 @@ def run_pods(
         selector = dict(labels)
         if pinned:
             selector[HOSTNAME] = roles["big"]
-        pod = harness.make_pod(name, namespace, scheduler_name=scheduler_name, cpu=cpu, memory=mem,
+        pod = make_pod(name, namespace, scheduler_name=scheduler_name, cpu=cpu, memory=mem,
                                node_selector=selector)
         core.create_namespaced_pod(namespace, pod)
         if pinned:
@@ -130,7 +135,7 @@ REF_PROFILE = "kube-ref"
 
 def _kube_scheduler_bin() -> pathlib.Path | None:
     out = subprocess.run(
-        ["bash", "-c", f'source "{harness.CONTROLPLANE_DIR}/lib.sh"; echo "$KUBE_SCHEDULER_BIN"'],
+        ["bash", "-c", f'source "{CONTROLPLANE_DIR}/lib.sh"; echo "$KUBE_SCHEDULER_BIN"'],
         capture_output=True,
         text=True,
         check=False,
@@ -140,7 +145,7 @@ def _kube_scheduler_bin() -> pathlib.Path | None:
 
 
 @pytest.fixture
-def kube_scheduler(control_plane: harness.ControlPlane, tmp_path: pathlib.Path) -> Iterator[str]:
+def kube_scheduler(control_plane: ControlPlane, tmp_path: pathlib.Path) -> Iterator[str]:
     """The real binary with one profile, ``kube-ref``: it schedules only the pods that name it."""
     binary = _kube_scheduler_bin()
     run = control_plane.run_dir
@@ -179,14 +184,14 @@ def test_same_decisions_as_kube_scheduler(
     ref_labels = {k: f"{v}-ref" for k, v in labels.items()}
     ours = build_cluster(core_v1, node_factory, namespace, ours_labels)
     ref_ns = f"{namespace}-ref"
-    harness.ensure_namespace(core_v1, ref_ns, labels={"pyscheduler-e2e": "true"})
+    ensure_namespace(core_v1, ref_ns, labels={"pyscheduler-e2e": "true"})
     try:
         ref = build_cluster(core_v1, node_factory, ref_ns, ref_labels)
         want = run_pods(api_client, core_v1, ref_ns, ref_labels, ref, kube_scheduler)
         got = run_pods(api_client, core_v1, namespace, ours_labels, ours, SCHEDULER)
     finally:
         with contextlib.suppress(Exception):
-            harness.delete_all_pods(core_v1, ref_ns, wait=True, timeout=30)
+            delete_all_pods(core_v1, ref_ns, wait=True, timeout=30)
         with contextlib.suppress(Exception):
             core_v1.delete_namespace(ref_ns)
     assert got == want

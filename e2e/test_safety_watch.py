@@ -19,12 +19,16 @@ import signal
 import subprocess
 from collections.abc import Iterator
 
-import harness
 import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-from test_scheduler import SchedulerProcess, wait_bound, wait_failed_scheduling
+
+from e2e.controlplane.freeport import free_port
+from e2e.support.objects import make_pod
+from e2e.support.plane import ControlPlane, api_reachable, kill_apiserver
+from e2e.support.waits import wait_bound, wait_failed_scheduling, wait_for, wait_for_deleted
+from scheduler.testing.process import SchedulerProcess
 
 GROUP = "e2e-watch-gap"
 GAP_FLAGS = ["--watch-cache=false", "--etcd-compaction-interval=2s"]
@@ -39,17 +43,17 @@ def _apiserver_argv(run: pathlib.Path) -> tuple[int, list[str]]:
 
 
 def restart_apiserver_with(run: pathlib.Path, kubeconfig: str, argv: list[str]) -> None:
-    """harness.restart_apiserver, but with the given command line (flags added or restored)."""
-    harness.kill_apiserver(run)
+    """restart_apiserver, but with the given command line (flags added or restored)."""
+    kill_apiserver(run)
     with open(run / "logs" / "kube-apiserver.log", "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     (run / "pids" / "kube-apiserver.pid").write_text(f"{proc.pid}\n")
-    harness.wait_for(lambda: harness.api_reachable(kubeconfig, timeout=2), timeout=90,
+    wait_for(lambda: api_reachable(kubeconfig, timeout=2), timeout=90,
                      desc="kube-apiserver to come back")
 
 
 @pytest.fixture(scope="module")
-def original_apiserver(control_plane: harness.ControlPlane) -> Iterator[tuple[pathlib.Path, list[str]]]:
+def original_apiserver(control_plane: ControlPlane) -> Iterator[tuple[pathlib.Path, list[str]]]:
     if control_plane.run_dir is None:
         pytest.skip("restarts the kube-apiserver of the local control plane only")
     run = control_plane.run_dir
@@ -82,7 +86,7 @@ def compacted(core: client.CoreV1Api, rv: str) -> bool:
 
 
 def test_relist_after_compacted_gap_forgets_deleted_pods_and_nodes(
-    control_plane: harness.ControlPlane,
+    control_plane: ControlPlane,
     original_apiserver: tuple[pathlib.Path, list[str]],
     api_client: client.ApiClient,
     core_v1: client.CoreV1Api,
@@ -99,12 +103,12 @@ def test_relist_after_compacted_gap_forgets_deleted_pods_and_nodes(
     small = node_factory(1, labels=group, cpu="2")[0]
     big = node_factory(1, labels=group, cpu="8")[0]
     for name, node, cpu in (("hog-small", small, "2"), ("hog-big", big, "8")):
-        core_v1.create_namespaced_pod(namespace, harness.make_pod(name, namespace, cpu=cpu, node_name=node))
+        core_v1.create_namespaced_pod(namespace, make_pod(name, namespace, cpu=cpu, node_name=node))
 
-    sched = SchedulerProcess(no_election_config, scheduler_kubeconfig, tmp_path, "gap")
+    sched = SchedulerProcess(no_election_config, scheduler_kubeconfig, tmp_path, "gap", port=free_port())
     try:
         sched.wait_ready(timeout=60)
-        core_v1.create_namespaced_pod(namespace, harness.make_pod("waiting", namespace, cpu="2", node_selector=group))
+        core_v1.create_namespaced_pod(namespace, make_pod("waiting", namespace, cpu="2", node_selector=group))
         _, cond = wait_failed_scheduling(api_client, core_v1, namespace, "waiting")
         assert "Insufficient cpu" in cond.message
 
@@ -117,16 +121,16 @@ def test_relist_after_compacted_gap_forgets_deleted_pods_and_nodes(
             for name in ("hog-small", "hog-big"):
                 core_v1.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
             core_v1.delete_node(big)
-            harness.wait_for_deleted(lambda: core_v1.read_node(big), desc=f"node {big}")
+            wait_for_deleted(lambda: core_v1.read_node(big), desc=f"node {big}")
             for name in ("hog-small", "hog-big"):
-                harness.wait_for_deleted(lambda n=name: core_v1.read_namespaced_pod(n, namespace), desc=name)
-            harness.wait_for(lambda: compacted(core_v1, before), timeout=60, desc=f"etcd compaction past {before}")
+                wait_for_deleted(lambda n=name: core_v1.read_namespaced_pod(n, namespace), desc=name)
+            wait_for(lambda: compacted(core_v1, before), timeout=60, desc=f"etcd compaction past {before}")
         finally:
             sched.proc.send_signal(signal.SIGCONT)
 
         # The room hog-small held is reused, and never on the deleted node.
         assert wait_bound(core_v1, namespace, "waiting", timeout=60) == small
-        core_v1.create_namespaced_pod(namespace, harness.make_pod("after", namespace, cpu="1", node_selector=group))
+        core_v1.create_namespaced_pod(namespace, make_pod("after", namespace, cpu="1", node_selector=group))
         _, cond = wait_failed_scheduling(api_client, core_v1, namespace, "after", timeout=60)
         # The deleted node is not counted any more: every node the scheduler weighs is one the API lists.
         nodes = len(core_v1.list_node().items)

@@ -1,5 +1,5 @@
 """End-to-end: ``pyscheduler run`` as a subprocess under the pyscheduler ServiceAccount, against
-the harness's control plane (etcd + kube-apiserver + kwok). Assertions are on what the API
+the e2e control plane (etcd + kube-apiserver + kwok). Assertions are on what the API
 server shows: spec.nodeName, events.k8s.io Events, the PodScheduled condition, the Lease.
 
 Every case keeps its own nodes (a unique label the pods select), so placements do not depend
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import pathlib
 import signal
 import subprocess
@@ -21,19 +20,28 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-import harness
 import pytest
 import yaml
-from controlplane.freeport import free_port
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-from prometheus_client.parser import text_string_to_metric_families
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-SCHEDULER = "pyscheduler"
+from e2e.controlplane.freeport import free_port
+from e2e.support.auth import metrics_reader_token
+from e2e.support.objects import GROUP, SCHEDULER, bind_pod, create_pod, create_pods, make_pod, unique_name
+from e2e.support.plane import restart_apiserver
+from e2e.support.waits import (
+    WaitTimeout,
+    events_for,
+    pod_condition,
+    wait_bound,
+    wait_failed_scheduling,
+    wait_for,
+    wait_for_deleted,
+)
+from scheduler.testing.process import REPO, SchedulerProcess, run_argv, scheduler_env
+
 LEASE_NS = "pyscheduler"
 LEASE_NAME = "pyscheduler"
-GROUP = "e2e-group"
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -42,99 +50,12 @@ pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 # The scheduler process
 
 
-class SchedulerProcess:
-    def __init__(self, config: str, kubeconfig: str, log_dir: pathlib.Path, name: str = "sched") -> None:
-        self.port = free_port()
-        self.log_path = log_dir / f"{name}-{self.port}.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        env = dict(os.environ)
-        env.pop("KUBECONFIG", None)  # only the ServiceAccount's credentials
-        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "scheduler",
-                "run",
-                "--config",
-                config,
-                "--kubeconfig",
-                kubeconfig,
-                "--port",
-                str(self.port),
-                "--bind-address",
-                "127.0.0.1",
-                # /metrics: tokens and permissions are checked through the API server.
-                "--authentication-kubeconfig",
-                kubeconfig,
-                "--authorization-kubeconfig",
-                kubeconfig,
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
-        return harness.https_get(self.port, path, token=token, timeout=2)
-
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        def ready() -> bool:
-            assert self.proc.poll() is None, f"scheduler exited early:\n{self.logs()}"
-            with contextlib.suppress(OSError):
-                return self.get("/readyz")[0] == 200
-            return False
-
-        harness.wait_for(ready, timeout=timeout, desc="scheduler /readyz")
-
-    def logs(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text(errors="replace")[-6000:]
-
-    def log_events(self) -> list[dict[str, Any]]:
-        out = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                out.append(json.loads(line))
-        return out
-
-    def metrics(self, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
-        """The /metrics samples, keyed by (sample name, sorted labels); None unless 200 (the
-        token's review may not have reached the API server's RBAC yet: callers wait_for it)."""
-        try:
-            status, text = self.get("/metrics", token=token)
-        except OSError:
-            return None
-        return parse_metrics(text) if status == 200 else None
-
-    def last_failures(self, namespace: str, names: list[str]) -> dict[str, dict[str, Any]]:
-        """The latest ``pod_unschedulable`` record the scheduler logged for each pod that has one."""
-        keys = {f"{namespace}/{n}": n for n in names}
-        out: dict[str, dict[str, Any]] = {}
-        for e in self.log_events():
-            if e.get("event") == "pod_unschedulable" and e.get("pod") in keys:
-                out[keys[e["pod"]]] = e
-        return out
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
-        return self.proc.returncode
-
-
 @pytest.fixture
 def start_scheduler(scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path: pathlib.Path):
     procs: list[SchedulerProcess] = []
 
     def start(config: str | None = None, ready: bool = True, name: str = "sched") -> SchedulerProcess:
-        p = SchedulerProcess(config or scheduler_config_path, scheduler_kubeconfig, tmp_path, name)
+        p = SchedulerProcess(config or scheduler_config_path, scheduler_kubeconfig, tmp_path, name, port=free_port())
         procs.append(p)
         if ready:
             p.wait_ready()
@@ -156,14 +77,6 @@ def group(namespace: str) -> dict[str, str]:
     return {GROUP: namespace}
 
 
-def parse_metrics(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-    }
-
-
 def sample(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
     """One sample's value; 0 when the scheduler has not exported it (a counter never incremented)."""
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
@@ -172,7 +85,7 @@ def sample(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: 
 @pytest.fixture
 def metrics_token(api_client: client.ApiClient, namespace: str) -> str:
     """A token allowed to read the scheduler's /metrics (ClusterRole pyscheduler-metrics-reader)."""
-    return harness.metrics_reader_token(api_client, namespace)
+    return metrics_reader_token(api_client, namespace)
 
 
 def wait_metrics(
@@ -191,14 +104,14 @@ def wait_metrics(
         return m is not None and ok(m) and m
 
     try:
-        return harness.wait_for(check, timeout=timeout, interval=0.3, desc=desc)
-    except harness.WaitTimeout as exc:
+        return wait_for(check, timeout=timeout, interval=0.3, desc=desc)
+    except WaitTimeout as exc:
         shown = {
             k: v
             for k, v in (last[0] or {}).items()
             if k[0].startswith(("scheduler_pending", "scheduler_cache", "scheduler_schedule_attempts_total"))
         }
-        raise harness.WaitTimeout(f"{exc}; metrics: {shown}") from None
+        raise WaitTimeout(f"{exc}; metrics: {shown}") from None
 
 
 def pending_total(m: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> float:
@@ -209,36 +122,14 @@ def pending_total(m: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> fl
 # Reading what the cluster shows
 
 
-def events_for(
-    api_client: client.ApiClient, namespace: str, pod: str | None = None, reason: str | None = None
-) -> list[client.EventsV1Event]:
-    evs = client.EventsV1Api(api_client).list_namespaced_event(namespace).items
-    return [e for e in evs if (pod is None or e.regarding.name == pod) and (reason is None or e.reason == reason)]
-
-
 def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
     return core.read_namespaced_pod(name, namespace).spec.node_name
 
 
 def scheduled_message(core: client.CoreV1Api, namespace: str, name: str) -> str:
     """The message of the pod's PodScheduled condition ("" without one)."""
-    cond = harness.pod_condition(core.read_namespaced_pod(name, namespace), "PodScheduled")
+    cond = pod_condition(core.read_namespaced_pod(name, namespace), "PodScheduled")
     return (cond.message or "") if cond is not None else ""
-
-
-def wait_bound(core: client.CoreV1Api, namespace: str, name: str, timeout: float = 30.0) -> str:
-    return harness.wait_for_pod_scheduled(core, namespace, name, timeout).spec.node_name
-
-
-def wait_failed_scheduling(
-    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, pod: str, timeout: float = 30.0
-) -> tuple[client.EventsV1Event, client.V1PodCondition]:
-    def both() -> Any:
-        evs = events_for(api_client, namespace, pod, "FailedScheduling")
-        cond = harness.pod_condition(core.read_namespaced_pod(pod, namespace), "PodScheduled")
-        return evs and cond is not None and cond.status == "False" and (evs[0], cond)
-
-    return harness.wait_for(both, timeout=timeout, desc=f"FailedScheduling for {namespace}/{pod}")
 
 
 def simulate(
@@ -300,7 +191,7 @@ def test_placement_equals_simulate(
     for cpu in ("2", "4", "8"):
         nodes += node_factory(1, cpu=cpu, memory="16Gi", labels=group)
     pods = [
-        harness.make_pod(f"p{i}", namespace, cpu=cpu, memory="1Gi", node_selector=group)
+        make_pod(f"p{i}", namespace, cpu=cpu, memory="1Gi", node_selector=group)
         for i, cpu in enumerate(["1", "1500m", "2", "500m", "3", "1200m", "6"])
     ]
     predicted = simulate(api_client, core_v1, nodes, pods, scheduler_config_path, tmp_path)
@@ -332,8 +223,8 @@ def test_node_selector_taints_affinity(scheduler, api_client, core_v1, node_fact
     ssd = node_factory(1, labels={**group, "disk": "ssd"})[0]
     tainted = node_factory(1, labels=group, taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])[0]
     plain = node_factory(1, labels=group)[0]
-    harness.create_pod(core_v1, namespace, "sel", node_selector={**group, "disk": "ssd"})
-    harness.create_pod(
+    create_pod(core_v1, namespace, "sel", node_selector={**group, "disk": "ssd"})
+    create_pod(
         core_v1,
         namespace,
         "tol",
@@ -341,14 +232,14 @@ def test_node_selector_taints_affinity(scheduler, api_client, core_v1, node_fact
         tolerations=[{"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}],
         affinity=required_node_affinity({"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}),
     )
-    harness.create_pod(
+    create_pod(
         core_v1,
         namespace,
         "notol",
         node_selector=group,
         affinity=required_node_affinity({"key": "kubernetes.io/hostname", "operator": "In", "values": [tainted]}),
     )
-    harness.create_pod(
+    create_pod(
         core_v1,
         namespace,
         "anti-ssd",
@@ -377,7 +268,7 @@ def test_topology_spreading(scheduler, core_v1, node_factory, namespace, group):
         }
     ]
     for i in range(6):
-        harness.create_pod(
+        create_pod(
             core_v1, namespace, f"s{i}", labels={"app": "spread"}, node_selector=group, topologySpreadConstraints=spread
         )
         wait_bound(core_v1, namespace, f"s{i}")
@@ -389,7 +280,7 @@ def test_topology_spreading(scheduler, core_v1, node_factory, namespace, group):
 
 def test_insufficient_then_placed_when_node_added(scheduler, api_client, core_v1, node_factory, namespace, group):
     node_factory(1, cpu="1", labels=group)
-    harness.create_pod(core_v1, namespace, "big", cpu="3", node_selector=group)
+    create_pod(core_v1, namespace, "big", cpu="3", node_selector=group)
     ev, cond = wait_failed_scheduling(api_client, core_v1, namespace, "big")
     assert "Insufficient cpu" in ev.note and ev.note.startswith("0/")
     assert cond.reason == "Unschedulable" and cond.message == ev.note
@@ -403,7 +294,7 @@ def test_insufficient_then_placed_when_node_added(scheduler, api_client, core_v1
 @pytest.fixture
 def priority_classes(api_client) -> Iterator[tuple[str, str]]:
     sched = client.SchedulingV1Api(api_client)
-    names = (harness.unique_name("high"), harness.unique_name("low"))
+    names = (unique_name("high"), unique_name("low"))
     for name, value in zip(names, (1000, 10)):
         sched.create_priority_class(
             {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
@@ -431,12 +322,12 @@ def test_priority_order(
     high, low = priority_classes
     target = {GROUP: namespace + "-prio"}
     node_factory(1, labels={GROUP: namespace + "-decoy"})  # so both fail on a FitError, not "no nodes"
-    harness.create_pod(core_v1, namespace, "low", cpu="1", node_selector=target, priority_class_name=low)
-    harness.create_pod(core_v1, namespace, "high", cpu="1", node_selector=target, priority_class_name=high)
+    create_pod(core_v1, namespace, "low", cpu="1", node_selector=target, priority_class_name=low)
+    create_pod(core_v1, namespace, "high", cpu="1", node_selector=target, priority_class_name=high)
     wait_failed_scheduling(api_client, core_v1, namespace, "low")
     wait_failed_scheduling(api_client, core_v1, namespace, "high")
     # Both parked in the unschedulable queue, waiting for an event that may help them.
-    failures = harness.wait_for(
+    failures = wait_for(
         lambda: (f := scheduler.last_failures(namespace, ["low", "high"])) and len(f) == 2 and f,
         timeout=10,
         desc="pod_unschedulable logged for both",
@@ -458,7 +349,7 @@ def test_priority_order(
     # waits for the deadline the scheduler's own records give: the queue stamps the pod, then
     # logs pod_unschedulable, so the backoff ends at the latest one backoff after that line.
     ends = max(log_time(e) + backoff_seconds(scheduler_config_path, e["attempts"]) for e in failures.values())
-    harness.wait_for(lambda: time.time() > ends + 0.1, timeout=15, interval=0.05, desc="first backoff of both over")
+    wait_for(lambda: time.time() > ends + 0.1, timeout=15, interval=0.05, desc="first backoff of both over")
     node = node_factory(1, cpu="1", labels=target)[0]
     assert wait_bound(core_v1, namespace, "high") == node
     # The node's arrival moved both pods to activeQ (not one of them to backoffQ): the case was tested.
@@ -470,7 +361,7 @@ def test_priority_order(
     )
     assert sample(m, "scheduler_queue_incoming_pods_total", queue="backoff", event="NodeADD") == 0
     # "low" was tried again with "high" on the node (not just left waiting) and did not fit.
-    harness.wait_for(
+    wait_for(
         lambda: "Insufficient cpu" in scheduled_message(core_v1, namespace, "low"),
         timeout=30,
         desc="low rejected for Insufficient cpu on the new node",
@@ -480,12 +371,12 @@ def test_priority_order(
 
 def test_other_schedulers_pods_untouched(scheduler, api_client, core_v1, node_factory, namespace, group, metrics_token):
     node = node_factory(1, cpu="2", labels=group)[0]
-    harness.create_pod(core_v1, namespace, "theirs", cpu="1500m", scheduler_name="someone-else", node_selector=group)
-    harness.create_pod(core_v1, namespace, "default", cpu="100m", scheduler_name=None, node_selector=group)
+    create_pod(core_v1, namespace, "theirs", cpu="1500m", scheduler_name="someone-else", node_selector=group)
+    create_pod(core_v1, namespace, "default", cpu="100m", scheduler_name=None, node_selector=group)
     # A pod of ours created after them: one pod watch delivers in resourceVersion order, so once
     # the scheduler has bound this one it has seen the other two, and would have queued them
     # before it (same priority, earlier).
-    harness.create_pod(core_v1, namespace, "probe", cpu=None, node_selector=group)
+    create_pod(core_v1, namespace, "probe", cpu=None, node_selector=group)
     assert wait_bound(core_v1, namespace, "probe") == node
     m = wait_metrics(
         scheduler,
@@ -513,8 +404,8 @@ def test_other_schedulers_pods_untouched(scheduler, api_client, core_v1, node_fa
     assert ours == []
     assert not any(e.get("pod") in (f"{namespace}/theirs", f"{namespace}/default") for e in scheduler.log_events())
     # Bound by "someone else": its requests count against the node for our pods.
-    harness.bind_pod(core_v1, namespace, "theirs", node)
-    harness.create_pod(core_v1, namespace, "mine", cpu="1", node_selector=group)
+    bind_pod(core_v1, namespace, "theirs", node)
+    create_pod(core_v1, namespace, "mine", cpu="1", node_selector=group)
     ev, _ = wait_failed_scheduling(api_client, core_v1, namespace, "mine")
     assert "Insufficient cpu" in ev.note
 
@@ -523,7 +414,7 @@ def test_pod_deleted_while_being_scheduled(
     scheduler, api_client, core_v1, node_factory, namespace, group, metrics_token
 ):
     node_factory(2, labels=group)
-    names = harness.create_pods(core_v1, 20, namespace, prefix="d", node_selector=group)
+    names = create_pods(core_v1, 20, namespace, prefix="d", node_selector=group)
     deleted, kept = names[::2], names[1::2]
     for n in deleted:
         core_v1.delete_namespaced_pod(n, namespace, grace_period_seconds=0)
@@ -537,7 +428,7 @@ def test_pod_deleted_while_being_scheduled(
         lambda m: pending_total(m) == 0 and sample(m, "scheduler_cache_size", type="assumed_pods") == 0,
         "an empty queue and no binding in flight",
     )
-    harness.wait_for(
+    wait_for(
         lambda: {e.regarding.name for e in events_for(api_client, namespace, reason="Scheduled")} >= set(kept),
         timeout=30,
         desc="Scheduled events of the kept pods",
@@ -570,11 +461,11 @@ def test_node_deleted(scheduler, api_client, core_v1, node_factory, namespace, g
     keep, gone = node_factory(1, labels=group)[0], node_factory(1, labels={**group, "only": "me"})[0]
     before = sample(cache_has_api_nodes(), "scheduler_cache_size", type="nodes")  # "gone" is in the cache
     core_v1.delete_node(gone)
-    harness.wait_for_deleted(lambda: core_v1.read_node(gone), timeout=30, desc=f"node {gone}")
+    wait_for_deleted(lambda: core_v1.read_node(gone), timeout=30, desc=f"node {gone}")
     after = sample(cache_has_api_nodes(), "scheduler_cache_size", type="nodes")  # ... and out of it
     assert after == before - 1
-    harness.create_pod(core_v1, namespace, "pinned", node_selector={**group, "only": "me"})
-    harness.create_pod(core_v1, namespace, "free", node_selector=group)
+    create_pod(core_v1, namespace, "pinned", node_selector={**group, "only": "me"})
+    create_pod(core_v1, namespace, "free", node_selector=group)
     assert wait_bound(core_v1, namespace, "free") == keep
     ev, _ = wait_failed_scheduling(api_client, core_v1, namespace, "pinned")
     # Weighed against the nodes that exist, the deleted one not among them.
@@ -598,11 +489,11 @@ def lease_holder(api_client: client.ApiClient) -> str:
 
 def test_health_and_metrics(scheduler, api_client, core_v1, node_factory, namespace, group):
     node_factory(1, labels=group)
-    harness.create_pod(core_v1, namespace, "m", node_selector=group)
+    create_pod(core_v1, namespace, "m", node_selector=group)
     wait_bound(core_v1, namespace, "m")
     assert scheduler.get("/healthz") == (200, "ok")
     assert scheduler.get("/readyz") == (200, "ok")
-    status, text = scheduler.get("/metrics", token=harness.metrics_reader_token(api_client, namespace))
+    status, text = scheduler.get("/metrics", token=metrics_reader_token(api_client, namespace))
     assert status == 200
     assert 'scheduler_schedule_attempts_total{profile="pyscheduler",result="scheduled"}' in text
     for name in (
@@ -635,12 +526,12 @@ def test_killed_and_restarted_mid_stream(
     node_factory(3, cpu="32", labels=group)
     # ~2.5 pods/s (a Binding and an Event each): the kill lands mid-stream.
     first = start_scheduler(slow_config(scheduler_config_path, tmp_path, 5), name="first")
-    names = harness.create_pods(core_v1, 40, namespace, prefix="k", node_selector=group)
+    names = create_pods(core_v1, 40, namespace, prefix="k", node_selector=group)
 
     def some_bound() -> bool:
         return sum(1 for p in core_v1.list_namespaced_pod(namespace).items if p.spec.node_name) >= 8
 
-    harness.wait_for(some_bound, timeout=30, desc="some pods bound")
+    wait_for(some_bound, timeout=30, desc="some pods bound")
     first.stop(signal.SIGKILL)
     bound_at_kill = sum(1 for p in core_v1.list_namespaced_pod(namespace).items if p.spec.node_name)
     assert bound_at_kill < len(names), "the stream finished before the kill; nothing was tested"
@@ -660,20 +551,20 @@ def test_two_replicas_failover(start_scheduler, api_client, core_v1, node_factor
     node_factory(2, labels=group)
     a = start_scheduler(name="a")
     # (a previous case may have left a dead holder: then a waits out its 15 s lease)
-    leader_a = harness.wait_for(lambda: lease_identity(a), timeout=40, desc="a leader")
+    leader_a = wait_for(lambda: lease_identity(a), timeout=40, desc="a leader")
     assert lease_holder(api_client) == leader_a
     b = start_scheduler(name="b", ready=True)  # ready = cache synced; it waits for the lease
-    harness.create_pod(core_v1, namespace, "before", node_selector=group)
+    create_pod(core_v1, namespace, "before", node_selector=group)
     wait_bound(core_v1, namespace, "before")
     assert lease_holder(api_client) == leader_a
     assert not any(e.get("event") == "pod_scheduled" for e in b.log_events())
     # Graceful stop releases the lease: the standby takes over within a few retry periods.
     assert a.stop(signal.SIGTERM) == 0
-    harness.wait_for(lambda: lease_holder(api_client) not in ("", leader_a), timeout=20, desc="b leader")
-    harness.create_pod(core_v1, namespace, "after", node_selector=group)
+    wait_for(lambda: lease_holder(api_client) not in ("", leader_a), timeout=20, desc="b leader")
+    create_pod(core_v1, namespace, "after", node_selector=group)
     wait_bound(core_v1, namespace, "after")
     # b logs pod_scheduled after the Binding returns: the API may show the node first.
-    harness.wait_for(
+    wait_for(
         lambda: any(e.get("event") == "pod_scheduled" and e.get("pod") == f"{namespace}/after" for e in b.log_events()),
         timeout=10,
         desc="b to log the binding",
@@ -683,30 +574,17 @@ def test_two_replicas_failover(start_scheduler, api_client, core_v1, node_factor
 
 
 def test_bad_config_exits_clearly_and_writes_nothing(scheduler_kubeconfig, api_client, core_v1, namespace, tmp_path):
-    harness.create_pod(core_v1, namespace, "waiting")
+    create_pod(core_v1, namespace, "waiting")
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
         "profiles:\n- schedulerName: pyscheduler\n  plugins:\n    filter:\n      enabled:\n      - name: NoSuchPlugin\n"
     )
     holder_before = lease_holder(api_client)
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env["PYTHONPATH"] = str(REPO)
     r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scheduler",
-            "run",
-            "--config",
-            str(bad),
-            "--kubeconfig",
-            scheduler_kubeconfig,
-            "--port",
-            str(free_port()),
-        ],
+        run_argv(bad, "--kubeconfig", scheduler_kubeconfig, "--port", str(free_port())),
         cwd=REPO,
-        env=env,
+        env=scheduler_env(),
         capture_output=True,
         text=True,
         timeout=30,
@@ -723,7 +601,7 @@ def test_bad_config_exits_clearly_and_writes_nothing(scheduler_kubeconfig, api_c
 def test_lost_lease_stops_and_exits(start_scheduler, api_client, core_v1, node_factory, namespace, group):
     node_factory(1, labels=group)
     proc = start_scheduler(name="victim")
-    harness.wait_for(lambda: lease_identity(proc), timeout=40, desc="leader")
+    wait_for(lambda: lease_identity(proc), timeout=40, desc="leader")
     coord = client.CoordinationV1Api(api_client)
     lease = coord.read_namespaced_lease(LEASE_NAME, LEASE_NS)
     lease.spec.holder_identity = "intruder"
@@ -775,21 +653,21 @@ def test_paused_leader_schedules_nothing(
     short.write_text(yaml.safe_dump(cfg))
     node = node_factory(1, labels=group)[0]
     proc = start_scheduler(str(short), name="paused")
-    me = harness.wait_for(lambda: lease_identity(proc), timeout=40, desc="leader")
-    harness.create_pod(core_v1, namespace, "orphan", node_selector={**group, "wake": "yes"})
+    me = wait_for(lambda: lease_identity(proc), timeout=40, desc="leader")
+    create_pod(core_v1, namespace, "orphan", node_selector={**group, "wake": "yes"})
     # Positive evidence that the leader holds the pod in its queue, waiting for a node event.
-    harness.wait_for(lambda: scheduler_failure(proc, namespace, "orphan"), timeout=30, desc="orphan queued")
+    wait_for(lambda: scheduler_failure(proc, namespace, "orphan"), timeout=30, desc="orphan queued")
     coord = client.CoordinationV1Api(api_client)
     proc.proc.send_signal(signal.SIGSTOP)
     try:
-        harness.wait_for(lambda: process_stopped(proc.proc.pid), timeout=10, interval=0.05, desc="leader frozen")
+        wait_for(lambda: process_stopped(proc.proc.pid), timeout=10, interval=0.05, desc="leader frozen")
         frozen = time.monotonic()
         # The node now fits the orphan: the event waits in the frozen leader's watch.
         core_v1.patch_node(node, {"metadata": {"labels": {"wake": "yes"}}})
         # No renewal can start while the leader is frozen, so a lease duration from here its lease
         # has expired for every candidate (and its fence, a renew deadline after its last renewal,
         # has closed). A frozen process shows nothing; only the clock can tell when that is.
-        harness.wait_for(
+        wait_for(
             lambda: time.monotonic() > frozen + lease_duration + 0.5,
             timeout=lease_duration + 5,
             interval=0.1,
@@ -835,15 +713,15 @@ def test_apiserver_restart_watches_recover(
     long_lease.write_text(yaml.safe_dump(cfg))
     scheduler = start_scheduler(str(long_lease))
     node_factory(1, labels=group)
-    core_v1.create_namespaced_pod(namespace, harness.make_pod("before", namespace, node_selector=group))
+    core_v1.create_namespaced_pod(namespace, make_pod("before", namespace, node_selector=group))
     wait_bound(core_v1, namespace, "before")
 
-    harness.restart_apiserver(control_plane.run_dir, control_plane.kubeconfig)
+    restart_apiserver(control_plane.run_dir, control_plane.kubeconfig)
 
     # A node and a pod that only exist after the restart: both watches must have resumed.
     fresh = node_factory(1, labels={**group, "after": "restart"})[0]
     core_v1.create_namespaced_pod(
-        namespace, harness.make_pod("after", namespace, node_selector={**group, "after": "restart"})
+        namespace, make_pod("after", namespace, node_selector={**group, "after": "restart"})
     )
     assert wait_bound(core_v1, namespace, "after", timeout=60) == fresh
     assert scheduler.proc.poll() is None, scheduler.logs()

@@ -13,18 +13,20 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
 import sys
 
-import harness
 import pytest
 import yaml
-from controlplane.freeport import free_port
 from cryptography import x509
 from kubernetes import client
+
+from e2e.controlplane.freeport import free_port
+from e2e.support.auth import create_sa_token, ensure_service_account, metrics_reader_token
+from e2e.support.objects import unique_name
+from scheduler.testing.process import SchedulerProcess, https_get
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -41,56 +43,28 @@ def serving(scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path_fact
     cfg["leaderElection"] = {"leaderElect": False}
     cfg_path = work / "config.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env["PYTHONPATH"] = str(REPO)
-    log = (work / "sched.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "scheduler", "run",
-            "--config", str(cfg_path),
-            "--kubeconfig", scheduler_kubeconfig,
-            "--bind-address", "127.0.0.1",
-            "--secure-port", str(port),
-            "--authentication-kubeconfig", scheduler_kubeconfig,
-            "--authorization-kubeconfig", scheduler_kubeconfig,
-        ],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-
-    def ready() -> bool:
-        assert proc.poll() is None, (work / "sched.log").read_text()[-4000:]
-        try:
-            return harness.https_get(port, "/readyz")[0] == 200
-        except OSError:
-            return False
-
+    proc = SchedulerProcess(str(cfg_path), scheduler_kubeconfig, work, "serving", port=free_port())
     try:
-        harness.wait_for(ready, timeout=60, desc="scheduler /readyz over HTTPS")
-        yield port
+        proc.wait_ready(timeout=60)
+        yield proc.port
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        proc.stop(timeout=30)
 
 
 @pytest.fixture(scope="module")
 def tokens(api_client: client.ApiClient) -> dict[str, str]:
-    ns = harness.unique_name("serving")
+    ns = unique_name("serving")
     core = client.CoreV1Api(api_client)
-    harness.ensure_service_account(core, ns, "no-metrics")
+    ensure_service_account(core, ns, "no-metrics")
     return {
-        "reader": harness.metrics_reader_token(api_client, ns),
-        "no-metrics": harness.create_sa_token(core, ns, "no-metrics"),
+        "reader": metrics_reader_token(api_client, ns),
+        "no-metrics": create_sa_token(core, ns, "no-metrics"),
     }
 
 
 @pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
 def test_health_paths_open_over_https_without_token(serving: int, path: str) -> None:
-    assert harness.https_get(serving, path) == (200, "ok")
+    assert https_get(serving, path) == (200, "ok")
 
 
 def test_serving_certificate_is_self_signed_for_localhost(serving: int) -> None:
@@ -126,7 +100,7 @@ def _status(body: str) -> dict:
 
 
 def test_metrics_without_token_is_forbidden_for_anonymous(serving: int) -> None:
-    code, body = harness.https_get(serving, "/metrics")
+    code, body = https_get(serving, "/metrics")
     assert code == 403, body
     st = _status(body)
     assert st["reason"] == "Forbidden"
@@ -135,14 +109,14 @@ def test_metrics_without_token_is_forbidden_for_anonymous(serving: int) -> None:
 
 @pytest.mark.parametrize("path", ["/metrics", "/healthz"])
 def test_token_the_api_server_rejects_is_401(serving: int, path: str) -> None:
-    code, body = harness.https_get(serving, path, token="not-a-token")
+    code, body = https_get(serving, path, token="not-a-token")
     assert code == 401, body
     st = _status(body)
     assert (st["reason"], st["message"], st["code"]) == ("Unauthorized", "Unauthorized", 401)
 
 
 def test_metrics_token_without_permission_is_403(serving: int, tokens: dict[str, str]) -> None:
-    code, body = harness.https_get(serving, "/metrics", token=tokens["no-metrics"])
+    code, body = https_get(serving, "/metrics", token=tokens["no-metrics"])
     assert code == 403, body
     msg = _status(body)["message"]
     assert msg.startswith('forbidden: User "system:serviceaccount:')
@@ -150,11 +124,11 @@ def test_metrics_token_without_permission_is_403(serving: int, tokens: dict[str,
 
 
 def test_metrics_with_permission_is_200(serving: int, tokens: dict[str, str]) -> None:
-    code, body = harness.https_get(serving, "/metrics", token=tokens["reader"])
+    code, body = https_get(serving, "/metrics", token=tokens["reader"])
     assert code == 200, body
     assert "scheduler_pending_pods" in body
     # The reader may read health paths as well, with its token.
-    assert harness.https_get(serving, "/healthz", token=tokens["reader"]) == (200, "ok")
+    assert https_get(serving, "/healthz", token=tokens["reader"]) == (200, "ok")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,12 +19,16 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import harness
 import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-from test_scheduler import SchedulerProcess, wait_bound
+
+from e2e.controlplane.freeport import free_port
+from e2e.support.objects import make_pod, unique_name
+from e2e.support.plane import new_api_client
+from e2e.support.waits import pod_condition, wait_bound, wait_for
+from scheduler.testing.process import SchedulerProcess
 
 GROUP = "e2e-volumes"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -40,7 +44,8 @@ pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 @pytest.fixture(scope="module")
 def scheduler(scheduler_config_path: str, scheduler_kubeconfig: str,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path_factory.mktemp("sched"), "volumes")
+    log_dir = tmp_path_factory.mktemp("sched")
+    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, log_dir, "volumes", port=free_port())
     try:
         p.wait_ready()
         yield p
@@ -80,7 +85,7 @@ def group_nodes(node_factory: Callable[..., list[str]], namespace: str, count: i
 
 
 def claim_pod(name: str, namespace: str, claim: str) -> dict[str, Any]:
-    return harness.make_pod(
+    return make_pod(
         name, namespace, node_selector={GROUP: namespace},
         volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
     )
@@ -130,7 +135,7 @@ def wait_claim_bound(core: client.CoreV1Api, namespace: str, name: str,
         c = core.read_namespaced_persistent_volume_claim(name, namespace)
         return c.status.phase == "Bound" and c.spec.volume_name and c
 
-    return harness.wait_for(bound, timeout=timeout, desc=f"claim {namespace}/{name} Bound")
+    return wait_for(bound, timeout=timeout, desc=f"claim {namespace}/{name} Bound")
 
 
 def bound_claim(core: client.CoreV1Api, create: Callable[..., Any], namespace: str, pvc: str, pv: str,
@@ -139,7 +144,7 @@ def bound_claim(core: client.CoreV1Api, create: Callable[..., Any], namespace: s
     have seen the PV (it leaves Pending) before the claim appears: a claim naming a volume its
     cache lacks is marked Lost."""
     create("PersistentVolume", local_pv(pv, node, claim=(namespace, pvc), labels=labels))
-    harness.wait_for(lambda: core.read_persistent_volume(pv).status.phase in ("Available", "Bound"),
+    wait_for(lambda: core.read_persistent_volume(pv).status.phase in ("Available", "Bound"),
                      timeout=30, desc=f"PV {pv} seen by the PV controller")
     body = claim(pvc, namespace)
     body["spec"]["volumeName"] = pv
@@ -159,10 +164,10 @@ def wait_failed(core: client.CoreV1Api, namespace: str, pod: str,
         evs = core.list_namespaced_event(
             namespace, field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod},reason=FailedScheduling"
         ).items
-        cond = harness.pod_condition(core.read_namespaced_pod(pod, namespace), "PodScheduled")
+        cond = pod_condition(core.read_namespaced_pod(pod, namespace), "PodScheduled")
         return evs and cond is not None and cond.status == "False" and (evs[-1], cond)
 
-    return harness.wait_for(both, timeout=timeout, desc=f"FailedScheduling for {namespace}/{pod}")
+    return wait_for(both, timeout=timeout, desc=f"FailedScheduling for {namespace}/{pod}")
 
 
 def failed_message(core: client.CoreV1Api, namespace: str, pod: str, timeout: float = 30.0) -> str:
@@ -179,7 +184,7 @@ def pv_binder_fenced(api_client: client.ApiClient, core_v1: client.CoreV1Api, ku
     ValidatingAdmissionPolicy and its binding, in force once a dry-run update of a probe claim
     made as the controller is denied."""
     adm = client.AdmissionregistrationV1Api(api_client)
-    name = harness.unique_name("fence-pv-binder")
+    name = unique_name("fence-pv-binder")
     adm.create_validating_admission_policy({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": name},
@@ -203,7 +208,7 @@ def pv_binder_fenced(api_client: client.ApiClient, core_v1: client.CoreV1Api, ku
         # A class that does not exist: the controller leaves the probe alone.
         core_v1.create_namespaced_persistent_volume_claim(
             namespace, claim("fence-probe", namespace, storage_class=f"{name}-none"))
-        as_binder = harness.new_api_client(kubeconfig)
+        as_binder = new_api_client(kubeconfig)
         as_binder.set_default_header("Impersonate-User", PV_BINDER)
         try:
             probe = client.CoreV1Api(as_binder)
@@ -218,7 +223,7 @@ def pv_binder_fenced(api_client: client.ApiClient, core_v1: client.CoreV1Api, ku
                     return exc.status in (403, 422) and "fenced" in str(exc.body)
                 return False
 
-            harness.wait_for(denied, timeout=30, desc="PV binder fence in force")
+            wait_for(denied, timeout=30, desc="PV binder fence in force")
         finally:
             as_binder.close()
         yield
@@ -235,7 +240,7 @@ def pv_binder_fenced(api_client: client.ApiClient, core_v1: client.CoreV1Api, ku
 def test_bound_local_volume_pins_the_pod(scheduler, core_v1, node_factory, namespace, cluster_objects):
     # VolumeBinding Filter on a bound claim: only the node the local PV's nodeAffinity names.
     nodes = group_nodes(node_factory, namespace)
-    pv = harness.unique_name("pv-local")
+    pv = unique_name("pv-local")
     bound_claim(core_v1, cluster_objects, namespace, "data", pv, node=nodes[1])
     core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "data"))
     assert wait_bound(core_v1, namespace, "p") == nodes[1]
@@ -250,7 +255,7 @@ def test_missing_claim_then_bound(scheduler, api_client, core_v1, node_factory, 
     assert re.match(r'^0/\d+ nodes are available: persistentvolumeclaim "later" not found\.', msg), msg
     assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
 
-    pv = harness.unique_name("pv-later")
+    pv = unique_name("pv-later")
     bound_claim(core_v1, cluster_objects, namespace, "later", pv, node=nodes[2])
     assert wait_bound(core_v1, namespace, "p", timeout=60) == nodes[2]
 
@@ -258,7 +263,7 @@ def test_missing_claim_then_bound(scheduler, api_client, core_v1, node_factory, 
 def test_volume_zone_mismatch(scheduler, api_client, core_v1, node_factory, namespace, cluster_objects):
     # VolumeZone Filter: the bound PV's zone label matches none of the candidate nodes' zones.
     nodes = group_nodes(node_factory, namespace, count=2)
-    pv = harness.unique_name("pv-zone")
+    pv = unique_name("pv-zone")
     bound_claim(core_v1, cluster_objects, namespace, "zoned", pv, labels={ZONE_LABEL: "zone-elsewhere"})
     core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "zoned"))
     msg = failed_message(core_v1, namespace, "p")
@@ -273,12 +278,12 @@ def test_prebind_writes_claim_ref_and_waits_for_binding(
     # serve, PreBind updates the PV's claimRef (the ServiceAccount's "update persistentvolumes"),
     # then waits until the claim is bound (here the test, not the fenced PV controller) before Bind.
     nodes = group_nodes(node_factory, namespace)
-    sc = harness.unique_name("wffc")
+    sc = unique_name("wffc")
     cluster_objects("StorageClass", {
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer",
     })
-    pv = harness.unique_name("pv-wffc")
+    pv = unique_name("pv-wffc")
     cluster_objects("PersistentVolume", local_pv(pv, nodes[0], storage_class=sc))
     # A new PV is Pending until the PV controller makes it Available; only Available PVs are
     # matched (FindMatchingVolume).
@@ -291,7 +296,7 @@ def test_prebind_writes_claim_ref_and_waits_for_binding(
         ref = v.spec.claim_ref
         return ref is not None and ref.uid == pvc.metadata.uid and v
 
-    written = harness.wait_for(claimed, timeout=30, desc=f"PV {pv} claimRef written by PreBind")
+    written = wait_for(claimed, timeout=30, desc=f"PV {pv} claimRef written by PreBind")
     assert (written.spec.claim_ref.namespace, written.spec.claim_ref.name) == (namespace, "wait")
     assert (written.metadata.annotations or {}).get(BOUND_BY_CONTROLLER) == "yes"
     # PreBind waits for the binding: the pod stays unbound meanwhile.
@@ -320,7 +325,7 @@ def short_bind_timeout(scheduler_config_path: str, scheduler_kubeconfig: str,
     }]
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    p = SchedulerProcess(str(path), scheduler_kubeconfig, tmp_path, "bind-timeout")
+    p = SchedulerProcess(str(path), scheduler_kubeconfig, tmp_path, "bind-timeout", port=free_port())
     try:
         p.wait_ready()
         yield p
@@ -335,12 +340,12 @@ def test_prebind_timeout_requeues_then_binds(
     # deadline exceeded", as BindPodVolumes' poll reports it), Unreserve, the pod is requeued;
     # once the claim is bound its update brings the pod back and it is placed.
     nodes = group_nodes(node_factory, namespace, count=2)
-    sc = harness.unique_name("wffc")
+    sc = unique_name("wffc")
     cluster_objects("StorageClass", {
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer",
     })
-    pv = harness.unique_name("pv-slow")
+    pv = unique_name("pv-slow")
     cluster_objects("PersistentVolume", local_pv(pv, nodes[1], storage_class=sc))
     core_v1.patch_persistent_volume_status(pv, {"status": {"phase": "Available"}})
     core_v1.create_namespaced_persistent_volume_claim(namespace, claim("slow", namespace, storage_class=sc))
@@ -360,7 +365,7 @@ def test_prebind_timeout_requeues_then_binds(
         ).items
         return next((e for e in evs if e.message == timed_out), None)
 
-    ev = harness.wait_for(timeout_event, timeout=30, desc="the PreBind timeout's FailedScheduling event")
+    ev = wait_for(timeout_event, timeout=30, desc="the PreBind timeout's FailedScheduling event")
     assert ev.reporting_component == TIMEOUT_SCHEDULER
     _, cond = wait_failed(core_v1, namespace, "p")
     assert cond.reason == "SchedulerError"

@@ -13,12 +13,13 @@ import pathlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import harness
 import pytest
-from differential import kubescheduler
 from kubernetes import client
-from test_scheduler import wait_bound
-from test_volumes import (
+
+from e2e.differential import kubescheduler
+from e2e.support.objects import unique_name
+from e2e.support.waits import wait_bound
+from e2e.test_volumes import (
     ZONE_LABEL,
     bound_claim,
     claim_pod,
@@ -26,19 +27,19 @@ from test_volumes import (
     group_nodes,
     local_pv,
 )
-from test_volumes import (
+from e2e.test_volumes import (
     cluster_objects as cluster_objects,  # fixture
 )
-from test_volumes import scheduler as scheduler  # the module's pyscheduler process (fixture)
-from test_volumes import (
+from e2e.test_volumes import scheduler as scheduler  # the module's pyscheduler process (fixture)
+from e2e.test_volumes import (
     storage_api as storage_api,  # fixture of cluster_objects
 )
-from test_volumes_controllers import (
+from e2e.test_volumes_controllers import (
     bound_csi_claims,
     plain_claim,
     storage_class,
 )
-from test_volumes_controllers import (
+from e2e.test_volumes_controllers import (
     storage_objects as storage_objects,  # fixture
 )
 
@@ -96,7 +97,7 @@ def test_missing_claim(core_v1, node_factory, namespace):
 @pytest.mark.usefixtures("reference", "scheduler")
 def test_unbound_immediate_claim(core_v1, node_factory, namespace, storage_objects):
     group_nodes(node_factory, namespace, count=2)
-    sc = harness.unique_name("imm")
+    sc = unique_name("imm")
     storage_objects(storage_class(sc, mode="Immediate"))
     core_v1.create_namespaced_persistent_volume_claim(namespace, plain_claim("imm", namespace, sc))
     msg = both_refuse(core_v1, namespace, claim_pod_for(namespace, "imm"))
@@ -106,7 +107,7 @@ def test_unbound_immediate_claim(core_v1, node_factory, namespace, storage_objec
 @pytest.mark.usefixtures("reference", "scheduler")
 def test_volume_zone_conflict(core_v1, node_factory, namespace, cluster_objects):
     group_nodes(node_factory, namespace, count=2)
-    bound_claim(core_v1, cluster_objects, namespace, "zoned", harness.unique_name("pv-zone"),
+    bound_claim(core_v1, cluster_objects, namespace, "zoned", unique_name("pv-zone"),
                 labels={ZONE_LABEL: "zone-elsewhere"})
     msg = both_refuse(core_v1, namespace, claim_pod_for(namespace, "zoned"))
     assert "had no available volume zone" in msg
@@ -116,7 +117,7 @@ def test_volume_zone_conflict(core_v1, node_factory, namespace, cluster_objects)
 def test_bound_volume_node_affinity_conflict(core_v1, node_factory, namespace, cluster_objects):
     group_nodes(node_factory, namespace, count=2)
     (elsewhere,) = node_factory(1)
-    bound_claim(core_v1, cluster_objects, namespace, "pinned", harness.unique_name("pv-pin"), node=elsewhere)
+    bound_claim(core_v1, cluster_objects, namespace, "pinned", unique_name("pv-pin"), node=elsewhere)
     msg = both_refuse(core_v1, namespace, claim_pod_for(namespace, "pinned"))
     assert "didn't match PersistentVolume's node affinity" in msg
 
@@ -125,10 +126,10 @@ def test_bound_volume_node_affinity_conflict(core_v1, node_factory, namespace, c
 def test_wait_for_first_consumer_without_volume(core_v1, node_factory, namespace, storage_objects):
     # No PV matches and the class cannot provision: "didn't find available persistent volumes".
     nodes = group_nodes(node_factory, namespace, count=2)
-    sc = harness.unique_name("wffc")
+    sc = unique_name("wffc")
     storage_objects(storage_class(sc))
     # A PV of the class too small for the claim, on a group node: considered and refused.
-    small = local_pv(harness.unique_name("pv-small"), nodes[0], storage_class=sc)
+    small = local_pv(unique_name("pv-small"), nodes[0], storage_class=sc)
     small["spec"]["capacity"]["storage"] = "100Mi"
     storage_objects(small)
     core_v1.create_namespaced_persistent_volume_claim(namespace, plain_claim("wants", namespace, sc))
@@ -139,7 +140,7 @@ def test_wait_for_first_consumer_without_volume(core_v1, node_factory, namespace
 @pytest.mark.usefixtures("reference", "scheduler")
 def test_csi_attach_limit(core_v1, node_factory, namespace, storage_objects):
     (full,) = group_nodes(node_factory, namespace, count=1)
-    driver = f"{harness.unique_name('csi')}.e2e.pyscheduler.io"
+    driver = f"{unique_name('csi')}.e2e.pyscheduler.io"
     storage_objects({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": full},
                      "spec": {"drivers": [{"name": driver, "nodeID": full, "allocatable": {"count": 1}}]}})
     bound_csi_claims(core_v1, storage_objects, namespace, driver, ["first", "second"])
@@ -152,7 +153,7 @@ def test_csi_attach_limit(core_v1, node_factory, namespace, storage_objects):
 @pytest.mark.usefixtures("reference", "scheduler")
 def test_read_write_once_pod_in_use(core_v1, node_factory, namespace, storage_objects):
     nodes = group_nodes(node_factory, namespace, count=2)
-    driver = f"{harness.unique_name('rwop')}.e2e.pyscheduler.io"
+    driver = f"{unique_name('rwop')}.e2e.pyscheduler.io"
     bound_csi_claims(core_v1, storage_objects, namespace, driver, ["solo"], modes=("ReadWriteOncePod",))
     core_v1.create_namespaced_pod(namespace, claim_pod("a", namespace, "solo"))
     assert wait_bound(core_v1, namespace, "a") in nodes

@@ -18,13 +18,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import harness
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-from test_scheduler import wait_bound
-from test_volumes import GROUP, claim_pod, failed_message, group_nodes, local_pv, wait_claim_bound
-from test_volumes import scheduler as scheduler  # the module's pyscheduler process (fixture)
+
+from e2e.support.objects import unique_name
+from e2e.support.waits import wait_bound
+from e2e.test_volumes import GROUP, claim_pod, failed_message, group_nodes, local_pv, wait_claim_bound
+from e2e.test_volumes import scheduler as scheduler  # the module's pyscheduler process (fixture)
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -104,7 +105,7 @@ def pv_node(core: client.CoreV1Api, pv: str) -> str:
 def bound_csi_claims(core: client.CoreV1Api, create: Callable[..., Any], namespace: str, driver: str,
                      names: list[str], modes: tuple[str, ...] = ("ReadWriteOnce",)) -> None:
     for n in names:
-        create(csi_pv(harness.unique_name(f"pv-{n}"), driver, (namespace, n), modes))
+        create(csi_pv(unique_name(f"pv-{n}"), driver, (namespace, n), modes))
         core.create_namespaced_persistent_volume_claim(namespace, plain_claim(n, namespace, "", modes))
     for n in names:
         wait_claim_bound(core, namespace, n)
@@ -120,9 +121,9 @@ def test_statefulset_claims_bind_to_local_pvs(scheduler, core_v1, api_client, no
     # VolumeBinding's Filter keeps only the nodes with a free matching PV, PreBind writes the
     # PV's claimRef, the PV controller binds the claim, and each replica runs where its PV is.
     nodes = group_nodes(node_factory, namespace)
-    sc = harness.unique_name("local")
+    sc = unique_name("local")
     storage_objects(storage_class(sc))
-    pvs = {harness.unique_name("pv-sts"): nodes[0], harness.unique_name("pv-sts"): nodes[2]}
+    pvs = {unique_name("pv-sts"): nodes[0], unique_name("pv-sts"): nodes[2]}
     for pv, node in pvs.items():
         storage_objects(local_pv(pv, node, storage_class=sc))
     labels = {"app": "sts-vol"}
@@ -201,7 +202,7 @@ class TestProvisioner:
             node = (c.metadata.annotations or {}).get(SELECTED_NODE)
             if c.spec.storage_class_name != self.sc or not node or c.spec.volume_name or c.metadata.name in self.made:
                 continue
-            pv = harness.unique_name("pvc-prov")
+            pv = unique_name("pvc-prov")
             self.core.create_persistent_volume({
                 "apiVersion": "v1", "kind": "PersistentVolume",
                 "metadata": {"name": pv, "annotations": {"pv.kubernetes.io/provisioned-by": self.name}},
@@ -224,7 +225,7 @@ def test_wait_for_first_consumer_dynamic_provisioning(scheduler, core_v1, node_f
     # selected-node annotation and waits; the provisioner creates a PV for that node, the PV
     # controller binds it, and the pod is bound to the node it was provisioned for.
     nodes = group_nodes(node_factory, namespace)
-    sc = harness.unique_name("dyn")
+    sc = unique_name("dyn")
     provisioner = f"{sc}.e2e.pyscheduler.io"
     storage_objects(storage_class(sc, provisioner=provisioner))
     core_v1.create_namespaced_persistent_volume_claim(namespace, plain_claim("dyn", namespace, sc))
@@ -252,7 +253,7 @@ def test_unbound_immediate_claim_then_bound(scheduler, api_client, core_v1, node
     # UnschedulableAndUnresolvable; once the PV controller binds it to a newly created local
     # PV, the claim's update brings the pod back and it lands on the PV's node.
     nodes = group_nodes(node_factory, namespace)
-    sc = harness.unique_name("imm")
+    sc = unique_name("imm")
     storage_objects(storage_class(sc, mode="Immediate"))
     core_v1.create_namespaced_persistent_volume_claim(namespace, plain_claim("imm", namespace, sc))
     core_v1.create_namespaced_pod(namespace, claim_pod("p", namespace, "imm"))
@@ -261,7 +262,7 @@ def test_unbound_immediate_claim_then_bound(scheduler, api_client, core_v1, node
     assert core_v1.read_namespaced_persistent_volume_claim("imm", namespace).status.phase == "Pending"
     assert core_v1.read_namespaced_pod("p", namespace).spec.node_name is None
 
-    pv = harness.unique_name("pv-imm")
+    pv = unique_name("pv-imm")
     storage_objects(local_pv(pv, nodes[1], storage_class=sc))
     c = wait_claim_bound(core_v1, namespace, "imm")
     assert c.spec.volume_name == pv
@@ -280,7 +281,7 @@ def test_csi_attach_limit_refuses_node(scheduler, api_client, core_v1, node_fact
     # group and has no limit.
     (full,) = group_nodes(node_factory, namespace, count=1)
     (spare,) = node_factory(1)
-    driver = f"{harness.unique_name('csi')}.e2e.pyscheduler.io"
+    driver = f"{unique_name('csi')}.e2e.pyscheduler.io"
     storage_objects({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": full},
                      "spec": {"drivers": [{"name": driver, "nodeID": full, "allocatable": {"count": 1}}]}})
     bound_csi_claims(core_v1, storage_objects, namespace, driver, ["first", "second"])
@@ -306,7 +307,7 @@ def test_read_write_once_pod_conflict(scheduler, api_client, core_v1, node_facto
     # A ReadWriteOncePod claim already used by a scheduled pod: a second pod using it is
     # refused on every node (VolumeRestrictions Filter); once the first pod is gone it is placed.
     nodes = group_nodes(node_factory, namespace, count=2)
-    driver = f"{harness.unique_name('rwop')}.e2e.pyscheduler.io"
+    driver = f"{unique_name('rwop')}.e2e.pyscheduler.io"
     bound_csi_claims(core_v1, storage_objects, namespace, driver, ["solo"], modes=("ReadWriteOncePod",))
     core_v1.create_namespaced_pod(namespace, claim_pod("a", namespace, "solo"))
     assert wait_bound(core_v1, namespace, "a") in nodes

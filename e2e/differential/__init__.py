@@ -9,5 +9,6 @@
 * :mod:`differential.compare` turns one decision of each side into mismatches.
 * :mod:`differential.runner` drives a seed against a live API server.
 
-``python -m differential --seeds 1-30`` (with ``e2e`` on ``sys.path``; ``make differential``).
+``python -m differential --seeds 1-30`` from the repository root with ``e2e`` on ``sys.path``
+(``make differential``), or ``python -m e2e.differential --seeds 1-30``.
 """

@@ -18,11 +18,11 @@ import time
 import uuid
 from collections import Counter
 
-import harness
+from e2e.support.plane import CONTROLPLANE_DIR, ensure_control_plane
 
-from differential import kubescheduler
-from differential.compare import Tally
-from differential.runner import run_seed
+from . import kubescheduler
+from .compare import Tally
+from .runner import run_seed
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="pyscheduler-differential-"))
     binary = kubescheduler.binary_path()
     if not binary.exists():
-        subprocess.run([str(harness.CONTROLPLANE_DIR / "build.sh"), "kube-scheduler"], check=True)
-    cp = harness.ensure_control_plane()
+        subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), "kube-scheduler"], check=True)
+    cp = ensure_control_plane()
     if not cp.kwok:
         print("the cluster's nodes are not kwok-managed; refusing to create fake nodes there", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from differential.kslog import Attempt
+from .kslog import Attempt
 
 CHECKS = ("outcome", "feasible", "scores", "totals", "chosen", "message", "preemption")
 

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from differential.generator import MARK, Scenario
+from .generator import MARK, Scenario
 
 Obj = dict[str, Any]
 MODELS = ("a100", "h100")

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import harness
+from e2e.support.objects import make_node
 
 Obj = dict[str, Any]
 
@@ -205,7 +205,7 @@ class _Gen:
                 by_key = {(t["key"], t["effect"]): dict(t) for t in r.sample(TAINTS, r.randint(1, 2))}
                 taints = list(by_key.values())
             pods = r.choice((110, 110, 110, 4, 6))
-            node = harness.make_node(
+            node = make_node(
                 name,
                 cpu=r.choice(("2", "4", "8", "3500m")),
                 memory=r.choice(("4Gi", "8Gi", "16Gi", "6000Mi")),

@@ -18,9 +18,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-import harness
 import yaml
 
+from e2e.support.plane import CONTROLPLANE_DIR
+from e2e.support.waits import wait_for
 from scheduler.plugins import registry as plugin_registry
 
 # Upstream default-profile plugins in v1.36.3 (NodeDeclaredFeatures is in it: its gate is beta
@@ -30,13 +31,13 @@ UPSTREAM_EXTRA = ("NodeDeclaredFeatures",)
 
 def binary_path() -> pathlib.Path:
     """Where build.sh puts kube-scheduler (located through lib.sh, as up.sh does)."""
-    script = f'source "{harness.CONTROLPLANE_DIR}/lib.sh"; printf %s "$KUBE_SCHEDULER_BIN"'
+    script = f'source "{CONTROLPLANE_DIR}/lib.sh"; printf %s "$KUBE_SCHEDULER_BIN"'
     out = subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.PIPE, text=True).stdout
     return pathlib.Path(out)
 
 
 def kube_version() -> str:
-    script = f'source "{harness.CONTROLPLANE_DIR}/lib.sh"; printf %s "$KUBE_VERSION"'
+    script = f'source "{CONTROLPLANE_DIR}/lib.sh"; printf %s "$KUBE_VERSION"'
     return subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
@@ -131,7 +132,7 @@ class KubeScheduler:
             except (urllib.error.URLError, OSError):
                 return False
 
-        harness.wait_for(ready, timeout=timeout, interval=0.1, desc="kube-scheduler /readyz")
+        wait_for(ready, timeout=timeout, interval=0.1, desc="kube-scheduler /readyz")
 
     def cache_sizes(self) -> dict[str, int]:
         """scheduler_cache_size by type (nodes, pods, assumed_pods); the binary refreshes it
@@ -172,7 +173,7 @@ def wait_log(path: pathlib.Path, needle: str, timeout: float = 30.0) -> str:
         text = path.read_text(errors="replace")
         return text if needle in text else ""
 
-    return harness.wait_for(has, timeout=timeout, interval=0.05, desc=f"kube-scheduler log line {needle!r}")
+    return wait_for(has, timeout=timeout, interval=0.05, desc=f"kube-scheduler log line {needle!r}")
 
 
 def varied_profile(seed: int) -> dict[str, Any]:

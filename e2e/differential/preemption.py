@@ -14,10 +14,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-import harness
 from kubernetes import client
 
-from differential import generator
+from e2e.support.waits import WaitTimeout, wait_for, wait_for_deleted
+
+from . import generator
 
 Obj = dict[str, Any]
 
@@ -92,7 +93,7 @@ def wait_budgets_counted(api: client.ApiClient, setup: PrioritySetup) -> None:
     policy = client.PolicyV1Api(api)
     for b in setup.pdbs:
         ns, name = b["metadata"]["namespace"], b["metadata"]["name"]
-        harness.wait_for(
+        wait_for(
             lambda ns=ns, name=name: (st := policy.read_namespaced_pod_disruption_budget(name, ns).status)
             and st.observed_generation,
             timeout=60,
@@ -132,14 +133,14 @@ def observe(api: client.ApiClient, preemptor_uid: str, expected: int) -> tuple[s
             if (e.message or "").startswith(needle)
         }
 
-    harness.wait_for(found, timeout=30, desc=f"Preempted events for pod {preemptor_uid}")
+    wait_for(found, timeout=30, desc=f"Preempted events for pod {preemptor_uid}")
     # Fewer victims than simulate chose: the comparison reports it.
-    with contextlib.suppress(harness.WaitTimeout):
-        harness.wait_for(lambda: len(found()) >= expected, timeout=15, desc="all Preempted events")
+    with contextlib.suppress(WaitTimeout):
+        wait_for(lambda: len(found()) >= expected, timeout=15, desc="all Preempted events")
     got = found()
     for key in got:
         ns, name = key.split("/", 1)
-        harness.wait_for_deleted(
+        wait_for_deleted(
             lambda ns=ns, name=name: core.read_namespaced_pod(name, ns), timeout=60, desc=f"victim {key}"
         )
     nodes = sorted(set(got.values()))

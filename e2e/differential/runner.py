@@ -47,14 +47,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import harness
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from differential import dra_gen, generator, kubescheduler, preemption
-from differential.compare import Decision, Tally, compare
-from differential.kslog import LogReader
+from e2e.support.objects import make_node
+from e2e.support.waits import node_is_usable, wait_for, wait_for_deleted, wait_for_pod_scheduled
+
+from . import dra_gen, generator, kubescheduler, preemption
+from .compare import Decision, Tally, compare
+from .kslog import LogReader
 
 SCHEDULER_NAME = "differential"
 # The ConfigMap in each namespace that every generated pod names as its controller.
@@ -195,7 +197,7 @@ def _prepare_namespaces(api: client.ApiClient, sc: generator.Scenario) -> dict[s
         _create(api, obj)
     refs: dict[str, dict[str, Any]] = {}
     for ns in sc.namespace_names:
-        harness.wait_for(
+        wait_for(
             lambda ns=ns: core.read_namespaced_service_account("default", ns),
             timeout=60,
             desc=f"ServiceAccount {ns}/default",
@@ -227,7 +229,7 @@ def _owned(pod: dict[str, Any], refs: dict[str, dict[str, Any]]) -> dict[str, An
 def _node_settled(node: client.V1Node) -> bool:
     """Ready, no not-ready/unreachable taint, and the unschedulable taint present iff the node is
     cordoned: the form the node keeps for the rest of the seed."""
-    if not harness.node_is_usable(node):
+    if not node_is_usable(node):
         return False
     has_unsched = any(t.key == UNSCHEDULABLE_TAINT for t in node.spec.taints or [])
     return bool(node.spec.unschedulable) == has_unsched
@@ -237,7 +239,7 @@ def _wait_nodes_settled(api: client.ApiClient, sc: generator.Scenario, ks: kubes
     """Every node of the seed in its final form, in the API server and in the binary's cache."""
     core = client.CoreV1Api(api)
     for name in sc.node_names:
-        harness.wait_for(
+        wait_for(
             lambda name=name: _node_settled(core.read_node(name)),
             timeout=60,
             desc=f"node {name} Ready, untainted by the node lifecycle controller",
@@ -245,10 +247,10 @@ def _wait_nodes_settled(api: client.ApiClient, sc: generator.Scenario, ks: kubes
     # Barrier: node watch events reach the binary in resourceVersion order, so once it logs the
     # delete of a node created after every settling update, it has applied all of them.
     barrier = f"{sc.prefix}-zbarrier"
-    _create(api, harness.make_node(barrier, labels={generator.MARK: "true"}))
+    _create(api, make_node(barrier, labels={generator.MARK: "true"}))
     core.delete_node(barrier)
     needle = f'"Delete event for node" node="{barrier}"'
-    harness.wait_for(
+    wait_for(
         lambda: needle in ks.log_path.read_text(errors="replace"),
         timeout=30,
         interval=0.05,
@@ -297,7 +299,7 @@ def _failed_scheduling_message(core: client.CoreV1Api, namespace: str, name: str
 def _delete_pod_now(core: client.CoreV1Api, namespace: str, name: str) -> None:
     with contextlib.suppress(ApiException):
         core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-    harness.wait_for_deleted(
+    wait_for_deleted(
         lambda: core.read_namespaced_pod(name, namespace), timeout=30, desc=f"pod {namespace}/{name}"
     )
 
@@ -317,7 +319,7 @@ def sweep_leftovers(api: client.ApiClient) -> None:
         with contextlib.suppress(ApiException):
             core.delete_node(node["metadata"]["name"])
     _delete_dra(api)
-    harness.wait_for(
+    wait_for(
         lambda: (
             not any(p["metadata"]["namespace"] in namespaces for p in _raw(core.list_pod_for_all_namespaces)["items"])
         ),
@@ -361,7 +363,7 @@ def cleanup(api: client.ApiClient, sc: generator.Scenario) -> None:
         with contextlib.suppress(ApiException):
             core.delete_namespace(ns)
     for ns in sc.namespace_names:
-        harness.wait_for(
+        wait_for(
             lambda ns=ns: not _raw(core.list_namespaced_pod, ns)["items"], timeout=60, desc=f"pods of {ns} gone"
         )
 
@@ -380,7 +382,7 @@ def _wait_cache_synced(api: client.ApiClient, ks: kubescheduler.KubeScheduler) -
         sizes = ks.cache_sizes()
         return sizes.get("nodes") == nodes and sizes.get("pods") == pods
 
-    harness.wait_for(synced, timeout=30, interval=0.2, desc="kube-scheduler cache to hold every node and bound pod")
+    wait_for(synced, timeout=30, interval=0.2, desc="kube-scheduler cache to hold every node and bound pod")
 
 
 def run_seed(
@@ -457,7 +459,7 @@ def run_seed(
             stored.pop("status", None)
             cluster_file = workdir / f"cluster-{i:02d}-{name}.yaml"
             cluster_file.write_text(yaml.safe_dump_all([*docs, stored], sort_keys=False))
-            attempt = harness.wait_for(
+            attempt = wait_for(
                 lambda key=key: reader.first_done(key),
                 timeout=60,
                 interval=0.05,
@@ -468,12 +470,12 @@ def run_seed(
             nominated: str | None = None
             victims: list[str] | None = None
             if attempt.node:
-                got = harness.wait_for_pod_scheduled(core, ns, name, timeout=30)
+                got = wait_for_pod_scheduled(core, ns, name, timeout=30)
                 api_node = got.spec.node_name
                 if api_node != attempt.node:
                     raise RuntimeError(f"{key}: log says {attempt.node}, API says {api_node}")
             else:
-                event = harness.wait_for(
+                event = wait_for(
                     lambda ns=ns, name=name: _failed_scheduling_message(core, ns, name),
                     timeout=30,
                     desc=f"FailedScheduling of {key}",

@@ -1,1 +1,2 @@
-"""State kept between scheduling cycles that plugins never see: the cache of assumed pods, the scheduling queue, the nominator (upstream backend/)."""
+"""State kept between scheduling cycles that plugins never see: the cache of assumed pods, the
+scheduling queue, the nominator (upstream backend/)."""

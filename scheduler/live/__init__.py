@@ -1,1 +1,2 @@
-"""The async edge: everything that awaits, runs threads or talks to the API server (process wiring, the loop, event handlers, watch, API writers, serving)."""
+"""The async edge: everything that awaits, runs threads or talks to the API server (process wiring,
+the loop, event handlers, watch, API writers, serving)."""

@@ -9,7 +9,7 @@ from scheduler.backend.cache import Cache
 from scheduler.core.cycle import assumed_copy
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.pod import PodInfo
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import make_node, pod_info
 
 
 def cpu_requested(c: Cache, node: str) -> int:
@@ -17,12 +17,8 @@ def cpu_requested(c: Cache, node: str) -> int:
     return ni.requested.milli_cpu if ni is not None else 0
 
 
-def pod(name: str, node: str = "", cpu: str = "1", **kw) -> PodInfo:
-    return PodInfo(make_pod(name, cpu=cpu, node_name=node, **kw))
-
-
 def assume(c: Cache, name: str, node: str, cpu: str = "1") -> PodInfo:
-    p = assumed_copy(pod(name, cpu=cpu), node)
+    p = assumed_copy(pod_info(name, cpu=cpu), node)
     c.assume_pod(p, node)
     return p
 
@@ -58,7 +54,7 @@ def test_add_confirms_assumed(bound_node, want_n1, want_n2):
     c.add_node(make_node("n1"))
     c.add_node(make_node("n2"))
     assume(c, "a", "n1")
-    c.add_pod(pod("a", bound_node))
+    c.add_pod(pod_info("a", cpu="1", node_name=bound_node))
     assert not c.is_assumed("uid-default-a")
     assert (cpu_requested(c, "n1"), cpu_requested(c, "n2")) == (want_n1, want_n2)
 
@@ -74,7 +70,7 @@ def test_assumed_pod_holds_until_confirmed_or_forgotten(finished):
     if finished:
         c.finish_binding("uid-default-a")
     assert c.is_assumed("uid-default-a") and cpu_requested(c, "n1") == 1000
-    c.add_pod(pod("a", "n1"))  # the watch confirms
+    c.add_pod(pod_info("a", cpu="1", node_name="n1"))  # the watch confirms
     assert not c.is_assumed("uid-default-a") and cpu_requested(c, "n1") == 1000
 
 
@@ -85,7 +81,7 @@ def test_forget_all_assumed_keeps_confirmed():
     assume(c, "a", "n1")
     assume(c, "b", "n1")
     c.finish_binding("uid-default-b")
-    c.add_pod(pod("c", "n1"))
+    c.add_pod(pod_info("c", cpu="1", node_name="n1"))
     assert c.forget_all_assumed() == 2
     assert cpu_requested(c, "n1") == 1000 and c.pod_count() == 1
 
@@ -103,7 +99,7 @@ def test_forget_releases():
 def test_forget_does_not_remove_confirmed():
     c = Cache()
     c.add_node(make_node("n1"))
-    c.add_pod(pod("a", "n1"))
+    c.add_pod(pod_info("a", cpu="1", node_name="n1"))
     c.forget_pod("uid-default-a")
     assert cpu_requested(c, "n1") == 1000
 
@@ -122,8 +118,8 @@ def test_forget_does_not_remove_confirmed():
 def test_finished_and_terminating(phase, deleting, counted):
     c = Cache()
     c.add_node(make_node("n1"))
-    c.add_pod(pod("a", "n1"))
-    c.update_pod(pod("a", "n1", phase=phase, deleting=deleting))
+    c.add_pod(pod_info("a", cpu="1", node_name="n1"))
+    c.update_pod(pod_info("a", cpu="1", node_name="n1", phase=phase, deleting=deleting))
     assert cpu_requested(c, "n1") == (1000 if counted else 0)
 
 
@@ -131,7 +127,7 @@ def test_remove_pod():
     # TestRemovePod
     c = Cache()
     c.add_node(make_node("n1"))
-    c.add_pod(pod("a", "n1"))
+    c.add_pod(pod_info("a", cpu="1", node_name="n1"))
     c.remove_pod("uid-default-a")
     assert cpu_requested(c, "n1") == 0
 
@@ -140,7 +136,7 @@ def test_pod_before_node_and_node_removed_with_pods():
     # TestNodeOperators / TestRemoveNode: pods may reference a node the cache does not know yet;
     # a removed node with pods stays as an imaginary NodeInfo until its pods go.
     c = Cache()
-    c.add_pod(pod("a", "n1"))
+    c.add_pod(pod_info("a", cpu="1", node_name="n1"))
     assert cpu_requested(c, "n1") == 1000
     assert c.node_count() == 0
     c.add_node(make_node("n1"))
@@ -164,7 +160,7 @@ def test_snapshot_copies_only_changed_nodes():
     snap = Snapshot()
     c.update_snapshot(snap)
     n1, n2 = snap.node_map["n1"], snap.node_map["n2"]
-    c.add_pod(pod("a", "n2"))
+    c.add_pod(pod_info("a", cpu="1", node_name="n2"))
     c.update_snapshot(snap)
     assert snap.node_map["n1"] is n1
     assert snap.node_map["n2"] is not n2
@@ -182,7 +178,7 @@ def test_cache_size_metric_counts_nodes_pods_and_assumed():
     m.watch_cache(c.sizes)
     c.add_node(make_node("n1"))
     c.add_node(make_node("n2"))
-    c.add_pod(pod("bound", "n1"))
+    c.add_pod(pod_info("bound", cpu="1", node_name="n1"))
     assume(c, "a", "n2")
     c.remove_node("n2")
     body = m.exposition()[0].decode()

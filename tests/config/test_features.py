@@ -52,7 +52,7 @@ from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, set_resource_gates
 from scheduler.model.podrequests import DEFAULT_RESOURCE_GATES
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._volume_helpers import store_of
+from scheduler.testing.storage import store_of
 
 # ---------------------------------------------------------------------------------------------
 # Parsing and refusing
@@ -759,7 +759,7 @@ def test_taint_toleration_comparison_operators_gate() -> None:
     # PodTopologySpread's nodeTaintsPolicy Honor: the tainted n1 (no pods) is a domain only when
     # tolerated, so only with the gate does n2 (two pods) break maxSkew 1.
     from scheduler.plugins.podtopologyspread import PodTopologySpread
-    from tests.plugins._topology_helpers import build_handle
+    from scheduler.testing.framework import build_handle
 
     web = {"app": "web"}
     spread = [

@@ -13,7 +13,7 @@ import pytest
 from scheduler.config import parse_config
 from scheduler.simulate.simulator import Simulator, attempt_record, build_cluster
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._volume_helpers import pv, pvc, storage_class
+from scheduler.testing.storage import pv, pvc, storage_class
 
 ZONES = ["z1", "z2", "z3"]
 DRIVER = "ebs.csi.aws.com"

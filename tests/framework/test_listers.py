@@ -9,7 +9,7 @@ import pytest
 
 from scheduler.framework.listers import StorageStore
 from scheduler.model.storage import NotFoundError
-from tests.plugins._volume_helpers import pvc
+from scheduler.testing.storage import pvc
 
 
 def test_store_apply_delete_and_not_found_messages() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
 from scheduler.testing.builders import make_node, make_pod
-from tests.live.test_loop import Harness
+from scheduler.testing.harness import Harness
 
 
 async def test_other_schedulers_pods_untouched_but_counted():

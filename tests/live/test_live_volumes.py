@@ -7,8 +7,7 @@ TestBindPodVolumes)."""
 from __future__ import annotations
 
 import copy
-import pathlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -20,18 +19,12 @@ from scheduler.live.watch.informer import DELETED, MODIFIED
 from scheduler.live.watch.watcher import Watcher
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.testing.builders import make_node, make_pod
-from tests.live.kube.test_clients import write_kubeconfig
-from tests.live.test_loop import Harness
-from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class
+from scheduler.testing.builders import with_resource_version as rv
+from scheduler.testing.harness import Harness
+from scheduler.testing.storage import claim_vol, pv, pvc, storage_class
 
 STORAGE = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode", "CSIDriver",
            "CSIStorageCapacity", "VolumeAttachment")
-
-
-def rv(raw: dict[str, Any], version: int) -> dict[str, Any]:
-    out = copy.deepcopy(raw)
-    out["metadata"]["resourceVersion"] = str(version)
-    return out
 
 
 def live() -> tuple[Harness, Watcher]:
@@ -213,7 +206,7 @@ async def test_prebind_times_out_unreserves_and_requeues() -> None:
     assert seen.claim_ref is not None and seen.claim_ref[:2] == ("default", "c1")
 
 
-def test_app_wires_the_watched_store_and_the_volume_api(tmp_path: pathlib.Path) -> None:
+def test_app_wires_the_watched_store_and_the_volume_api(kubeconfig: Callable[[dict[str, Any]], str]) -> None:
     # The store the watcher's handler feeds is the one every volume plugin reads, and PreBind
     # gets the app's API client (a live PreBind without one fails every pod with claims).
     from scheduler.config import load_config
@@ -222,7 +215,7 @@ def test_app_wires_the_watched_store_and_the_volume_api(tmp_path: pathlib.Path) 
     from scheduler.live.metrics import Metrics
     from scheduler.plugins.registry import default_registry
 
-    creds = CredentialSource(write_kubeconfig(tmp_path, {"token": "unused"}))
+    creds = CredentialSource(kubeconfig({"token": "unused"}))
     app = App(load_config(None), default_registry(), Metrics(), creds, None)
     try:
         store = app.scheduler.listers.storage

@@ -7,62 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
 
-from scheduler.backend.cache import Cache
-from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, SchedulingQueue
-from scheduler.config import load_config
-from scheduler.core.algorithm import Algorithm
-from scheduler.core.profiles import build_frameworks
-from scheduler.framework.listers import Listers
-from scheduler.framework.snapshot import Snapshot
-from scheduler.live.kube.binder import Binder
+from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.live.kube.transport import ApiError, Fenced, TokenBucket
-from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
 from scheduler.testing.builders import make_node, make_pod
-from tests.backend.test_queue import FakeClock
-from tests.live.kube.test_binder import FakeAPI, FakeFence
-
-
-class Harness:
-    def __init__(self, api: FakeAPI | None = None, fence: FakeFence | None = None,
-                 limiter: TokenBucket | None = None) -> None:
-        self.api = api or FakeAPI()
-        self.clock = FakeClock()
-        self.metrics = Metrics()
-        self.binder = Binder(self.api, limiter or TokenBucket(0, 1), fence=fence)
-        snap, listers = Snapshot(), Listers()
-        fws = build_frameworks(load_config(None), snap, listers, client=self.binder,
-                               observers=self.metrics.extension_point_observer)
-        self.cache = Cache()
-        self.queue = SchedulingQueue(fws, self.clock)
-        self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
-                               self.binder, self.metrics, clock=self.clock)
-
-    async def step(self) -> bool:
-        """One scheduling cycle plus its binding and API side effects."""
-        q = self.queue.pop_nowait()
-        if q is None:
-            return False
-        self.sched.schedule_one(q)
-        await self.settle()
-        return True
-
-    async def settle(self) -> None:
-        for _ in range(3):
-            tasks = set(self.sched.binding_tasks)
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            await self.sched.recorder.flush()
-            await asyncio.sleep(0)
-
-    def bound(self) -> dict[str, str]:
-        return {name: body["target"]["name"] for _, name, body in self.api.bindings}
-
-    def events(self, reason: str) -> list[dict]:
-        return [e for _, e in self.api.events if e["reason"] == reason]
+from scheduler.testing.fakes import FakeCoreAPI, FakeFence
+from scheduler.testing.harness import Harness
 
 
 def attempts(m: Metrics, result: str) -> float:
@@ -121,7 +73,7 @@ async def test_unschedulable_reports_then_places_when_node_added():
 
 async def test_bind_error_unreserves_forgets_and_backs_off():
     # TestSchedulerScheduleOne "bind failed": forget the assumed pod, requeue with backoff.
-    api = FakeAPI(ApiError(500, "etcd timeout"))
+    api = FakeCoreAPI(ApiError(500, "etcd timeout"))
     h = Harness(api)
     h.sched.on_node(None, make_node("n1", cpu="4"))
     h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
@@ -143,7 +95,7 @@ async def test_bind_error_unreserves_forgets_and_backs_off():
 
 @pytest.mark.parametrize("status", [409, 404])
 async def test_bind_conflict_or_gone_is_not_requeued(status):
-    api = FakeAPI(ApiError(status, "already assigned"))
+    api = FakeCoreAPI(ApiError(status, "already assigned"))
     h = Harness(api)
     h.sched.on_node(None, make_node("n1"))
     h.sched.on_pod("ADDED", make_pod("a"))
@@ -159,7 +111,7 @@ async def test_bind_conflict_or_gone_is_not_requeued(status):
 async def test_pod_deleted_while_binding_is_not_requeued():
     # TestSchedulerNoPhantomPodAfterDelete
     # The binding then fails with a generic error: the deleted pod must still not come back.
-    h = Harness(FakeAPI(ApiError(500, "boom")))
+    h = Harness(FakeCoreAPI(ApiError(500, "boom")))
     h.sched.on_node(None, make_node("n1"))
     h.sched.on_pod("ADDED", make_pod("a"))
     q = h.queue.pop_nowait()
@@ -193,7 +145,7 @@ async def test_binding_pod_is_done_before_its_bind_call():
 async def test_failed_binding_frees_room_for_waiting_pods():
     # handleBindingCycleError: forgetting the assumed pod is an AssignedPodDelete for the
     # others; the failed pod itself goes to backoff (no in-flight events after Done).
-    h = Harness(FakeAPI(ApiError(500, "boom")))
+    h = Harness(FakeCoreAPI(ApiError(500, "boom")))
     h.sched.on_node(None, make_node("n1", cpu="1"))
     h.sched.on_pod("ADDED", make_pod("a", cpu="1", priority=10))
     h.sched.on_pod("ADDED", make_pod("b", cpu="1"))
@@ -273,7 +225,7 @@ async def test_assumed_pod_never_expires_while_the_watch_lags():
 async def test_binding_stored_but_reply_lost_keeps_the_slot():
     # Seen with the API server killed mid-burst: the Binding was stored, the reply lost.
     # Forgetting the assumption would let the next pod take the same slot (overcommit).
-    api = FakeAPI()
+    api = FakeCoreAPI()
     api.lose_response = True
     h = Harness(api)
     h.sched.on_node(None, make_node("n1", cpu="1"))

@@ -28,6 +28,7 @@ from scheduler.model.podrequests import (
 from scheduler.model.quantity import int_value, milli_value
 from scheduler.plugins.noderesources.fit import spec_requests
 from scheduler.plugins.noderesources.resource_allocation import scorer_pod_requests
+from scheduler.testing.builders import MakePod
 
 Raw = dict[str, Any]
 
@@ -74,28 +75,23 @@ def pod(
     pod_status_req: dict[str, str] | None = None,
     node: str = "",
 ) -> Raw:
-    spec: Raw = {"containers": containers or []}
-    if inits:
-        spec["initContainers"] = inits
+    w = MakePod().uid("p").containers(containers or []).containers(inits or [], init=True)
     if overhead:
-        spec["overhead"] = overhead
+        w.overhead(overhead)
     if pod_req is not None or pod_lim is not None:
-        spec["resources"] = {
-            **({"requests": pod_req} if pod_req is not None else {}),
-            **({"limits": pod_lim} if pod_lim is not None else {}),
-        }
+        w.res({**({"requests": pod_req} if pod_req is not None else {}),
+               **({"limits": pod_lim} if pod_lim is not None else {})})
     if node:
-        spec["nodeName"] = node
-    status: Raw = {}
+        w.node(node)
     if statuses:
-        status["containerStatuses"] = statuses
+        w.status(containerStatuses=statuses)
     if init_statuses:
-        status["initContainerStatuses"] = init_statuses
+        w.status(initContainerStatuses=init_statuses)
     if conditions:
-        status["conditions"] = conditions
+        w.status(conditions=conditions)
     if pod_status_req is not None:
-        status["resources"] = {"requests": pod_status_req}
-    return {"metadata": {"name": "p", "namespace": "default", "uid": "p"}, "spec": spec, "status": status}
+        w.status(resources={"requests": pod_status_req})
+    return w.obj()
 
 
 INFEASIBLE = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]

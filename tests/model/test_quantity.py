@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.framework.snapshot import Snapshot
 from scheduler.live.watch.watcher import Watcher
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -32,7 +31,8 @@ from scheduler.model.quantity import (
 )
 from scheduler.model.resource import Resource
 from scheduler.model.schema import ObjectError
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakePod, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 # (manifest text, string the API server serves (None: refused), Value(), MilliValue())
 PARSE_CASES = [
@@ -177,10 +177,6 @@ def test_one_exa_cpu_pod_requests_zero_cpu() -> None:
     assert p.non0_cpu == 0  # cpu is set, so no 100m default: MilliValue of the set value
 
 
-def _containers(*cpus: str) -> list[dict[str, Any]]:
-    return [{"name": f"c{i}", "resources": {"requests": {"cpu": c}}} for i, c in enumerate(cpus)]
-
-
 @pytest.mark.parametrize(
     ("cpus", "milli"),
     [
@@ -193,7 +189,10 @@ def test_pod_requests_sum_like_upstream(cpus: tuple[str, ...], milli: int) -> No
     # scheduler.model.podrequests sums per-container int64 values; these cases give upstream's answer
     # (ADD_CASES above has the quantity sums: they differ for sub-milli parts and for sums that
     # overflow only once added, which podrequests does not model).
-    p = PodInfo(make_pod("p", containers=_containers(*cpus)))
+    w = MakePod().containers([])
+    for cpu in cpus:
+        w.req({"cpu": cpu})
+    p = w.info()
     assert p.requests.milli_cpu == milli
 
 
@@ -203,8 +202,7 @@ def test_node_sums_wrap_like_int64() -> None:
         ni.add_pod(PodInfo(make_pod(f"p{i}", memory="7Ei")))
     # 7Ei = 8070450532247928832 bytes each; Go's int64 += wraps.
     assert ni.requested.memory == 2 * 8070450532247928832 - 2**64
-    snap = Snapshot()
-    snap.set_nodes([ni])
+    snap = new_snapshot([ni])
     assert snap.columns.req_mem[0] == ni.requested.memory
     assert snap.columns.poisoned == 0
 
@@ -213,8 +211,7 @@ def test_snapshot_contains_a_node_that_does_not_fit_the_columns() -> None:
     good = NodeInfo(make_node("good", cpu="4"))
     bad = NodeInfo(make_node("bad", cpu="4"))
     bad.allocatable = Resource(milli_cpu=2**70)  # cannot come from objects.py; simulates a bug
-    snap = Snapshot()
-    snap.set_nodes([good, bad])
+    snap = new_snapshot([good, bad])
     cols = snap.columns
     assert cols.poisoned == 1
     assert (cols.alloc_cpu[0], cols.unschedulable[0]) == (4000, False)
@@ -267,7 +264,7 @@ def test_bad_node_update_keeps_the_old_node() -> None:
 
 async def test_cycle_that_raises_costs_only_its_pod(monkeypatch: pytest.MonkeyPatch) -> None:
     from scheduler.live import loop as sched_mod
-    from tests.live.test_loop import Harness
+    from scheduler.testing.harness import Harness
 
     real = sched_mod.scheduling_cycle
 
@@ -330,16 +327,14 @@ def test_scores_equal_the_binary_with_one_exa_objects() -> None:
     from scheduler.config import load_config
     from scheduler.simulate.simulator import Cluster, Simulator, attempt_record
 
-    def node(name: str, cpu: str, mem: str) -> dict[str, Any]:
-        return make_node(name, cpu=cpu, memory=mem)
-
     pods = [make_pod("huge", cpu="1E", memory="1Gi", node_name="cmp-n1")]
     for i, (name, cpu, mem) in enumerate(
         [("p-cpu", "1", "128Mi"), ("p-none", None, None), ("p-1e", "1E", "128Mi"), ("p-mem", None, "1Gi")]
     ):
         pods.append(make_pod(name, cpu=cpu, memory=mem, creation=f"2026-01-01T00:00:0{i}Z"))
-    cluster = Cluster(nodes=[node("cmp-n1", "4", "32Gi"), node("cmp-n2", "4", "16Gi"), node("cmp-big", "1E", "64Gi")],
-                      pods=pods)
+    nodes = [make_node("cmp-n1", cpu="4", memory="32Gi"), make_node("cmp-n2", cpu="4", memory="16Gi"),
+             make_node("cmp-big", cpu="1E", memory="64Gi")]
+    cluster = Cluster(nodes=nodes, pods=pods)
     sim = Simulator(cluster, load_config(None), seed=0)  # seed 0 breaks p-cpu's tie as the binary did
     placed = {}
     for out in sim.attempts():

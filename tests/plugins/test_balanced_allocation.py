@@ -17,7 +17,6 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.balanced_allocation import (
     BalancedAllocation,
@@ -25,25 +24,14 @@ from scheduler.plugins.noderesources.balanced_allocation import (
     balanced_resource_score,
     balanced_resource_score_batch,
 )
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakePod, make_node, make_pod, make_resource_node
+from scheduler.testing.framework import new_snapshot
 
 GPU = "nvidia.com/gpu"
 
 
-def make_test_node(name: str, milli_cpu: int, memory: int, ext: dict[str, int] | None = None) -> dict:
-    """test_util.go makeNode."""
-    return make_node(
-        name,
-        cpu=f"{milli_cpu}m",
-        memory=str(memory),
-        pods=100,
-        extra={k: str(v) for k, v in (ext or {}).items()},
-    )
-
-
 def spec_pod(containers: list[dict[str, str]], node: str = "") -> dict:
-    cs = [{"name": f"c{i}", "image": "pause", "resources": {"requests": r}} for i, r in enumerate(containers)]
-    return make_pod("p", containers=cs, node_name=node)
+    return MakePod().containers([]).req(*containers).node(node).obj()
 
 
 CPU_ONLY = [{"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"}]
@@ -56,15 +44,9 @@ WITH_GPU = {
 
 
 def build(nodes: list[dict], existing: list[dict]) -> Snapshot:
-    infos = [NodeInfo(n) for n in nodes]
-    by_name = {ni.name: ni for ni in infos}
-    for i, p in enumerate(existing):
-        p = dict(p)
-        p["metadata"] = dict(p["metadata"], name=f"e{i}", uid=f"uid-e{i}")
-        by_name[p["spec"]["nodeName"]].add_pod(PodInfo(p))
-    snap = Snapshot()
-    snap.set_nodes(infos)
-    return snap
+    """The nodes holding the existing pods, each given its own name."""
+    named = [dict(p, metadata=dict(p["metadata"], name=f"e{i}", uid=f"uid-e{i}")) for i, p in enumerate(existing)]
+    return new_snapshot(nodes, named)
 
 
 def run(args: dict[str, Any] | None, pod: dict, snap: Snapshot, pre_score: bool = True) -> list[int]:
@@ -83,7 +65,7 @@ CASES = [
     (
         "nothing scheduled, resources requested, differently sized nodes",
         spec_pod(CPU_AND_MEMORY),
-        [make_test_node("node1", 4000, 10000), make_test_node("node2", 6000, 10000)],
+        [make_resource_node("node1", 4000, 10000), make_resource_node("node2", 6000, 10000)],
         [],
         DEFAULT,
         True,
@@ -92,7 +74,7 @@ CASES = [
     (
         "resources requested, pods scheduled with resources",
         spec_pod(CPU_AND_MEMORY),
-        [make_test_node("node1", 10000, 20000), make_test_node("node2", 10000, 20000)],
+        [make_resource_node("node1", 10000, 20000), make_resource_node("node2", 10000, 20000)],
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         True,
@@ -101,7 +83,7 @@ CASES = [
     (
         "resources requested, pods scheduled with resources, differently sized nodes",
         spec_pod(CPU_AND_MEMORY),
-        [make_test_node("node1", 10000, 20000), make_test_node("node2", 10000, 50000)],
+        [make_resource_node("node1", 10000, 20000), make_resource_node("node2", 10000, 50000)],
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         True,
@@ -110,7 +92,7 @@ CASES = [
     (
         "resources requested, pods scheduled with resources, nodes to reach min/max score",
         spec_pod([{"memory": "2000"}, {"memory": "3000"}]),
-        [make_test_node("node1", 3000, 5000), make_test_node("node2", 3000, 5000)],
+        [make_resource_node("node1", 3000, 5000), make_resource_node("node2", 3000, 5000)],
         [spec_pod(CPU_ONLY, "node1")],
         DEFAULT,
         True,
@@ -119,7 +101,7 @@ CASES = [
     (
         "requested resources at node capacity",
         spec_pod(CPU_ONLY),
-        [make_test_node("node1", 6000, 10000), make_test_node("node2", 6000, 10000)],
+        [make_resource_node("node1", 6000, 10000), make_resource_node("node2", 6000, 10000)],
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         True,
@@ -128,7 +110,7 @@ CASES = [
     (
         "scalar resource is included in the score computation if pod requests the scalar resource",
         spec_pod([{"cpu": "0", "memory": "0", GPU: "1"}]),
-        [make_test_node("node1", 3500, 40000, {GPU: 8}), make_test_node("node2", 3500, 40000, {GPU: 8})],
+        [make_resource_node("node1", 3500, 40000, {GPU: 8}), make_resource_node("node2", 3500, 40000, {GPU: 8})],
         [spec_pod(CPU_MEM_GPU, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         WITH_GPU,
         True,
@@ -137,7 +119,7 @@ CASES = [
     (
         "scalar resource is not included in the score computation if pod doesn't request the scalar resource",
         spec_pod(CPU_AND_MEMORY),
-        [make_test_node("node1", 3500, 40000, {GPU: 8}), make_test_node("node2", 3500, 40000)],
+        [make_resource_node("node1", 3500, 40000, {GPU: 8}), make_resource_node("node2", 3500, 40000)],
         [],
         WITH_GPU,
         True,
@@ -146,7 +128,7 @@ CASES = [
     (
         "resources requested, pods scheduled with resources if PreScore not called",
         spec_pod(CPU_AND_MEMORY),
-        [make_test_node("node1", 10000, 20000), make_test_node("node2", 10000, 20000)],
+        [make_resource_node("node1", 10000, 20000), make_resource_node("node2", 10000, 20000)],
         [spec_pod(CPU_ONLY, "node1"), spec_pod(CPU_AND_MEMORY, "node2")],
         DEFAULT,
         False,
@@ -167,7 +149,7 @@ def test_balanced_allocation(
 
 def test_best_effort_pod_skips_prescore() -> None:
     """balanced_allocation_test.go 'nothing scheduled, nothing requested, skip in PreScore'."""
-    snap = build([make_test_node("node1", 4000, 10000), make_test_node("node2", 4000, 10000)], [])
+    snap = build([make_resource_node("node1", 4000, 10000), make_resource_node("node2", 4000, 10000)], [])
     plugin = BalancedAllocation()
     p = PodInfo(make_pod("p", containers=[]))
     st = plugin.pre_score(CycleState(), p, snap.node_infos)
@@ -243,8 +225,8 @@ def _rand_requests(rng: random.Random) -> dict[str, str]:
 
 
 def _rand_pod(rng: random.Random, name: str, node: str = "") -> dict:
-    cs = [{"name": f"c{j}", "resources": {"requests": _rand_requests(rng)}} for j in range(rng.randint(0, 3))]
-    return make_pod(name, containers=cs, node_name=node)
+    reqs = [_rand_requests(rng) for _ in range(rng.randint(0, 3))]
+    return MakePod().name(name).containers([]).req(*reqs).node(node).obj()
 
 
 RESOURCE_SETS = [

@@ -34,7 +34,7 @@ from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.defaultpreemption import DefaultPreemption, parse_args
 from scheduler.plugins.registry import default_registry
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, MakePod
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}
@@ -53,9 +53,7 @@ def t(n: int) -> str:
 
 def node(name: str, res: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """st.MakeNode().Capacity(res): pods 32 unless given, every other resource absent (0)."""
-    r = {"pods": "32", **(res or {})}
-    n = make_node(name, cpu=r.pop("cpu", "0"), memory=r.pop("memory", "0"), pods=r.pop("pods"), labels=labels)
-    return n
+    return MakeNode().name(name).capacity({"pods": "32", **(res or {})}).labels(labels or {}).obj()
 
 
 def pod(
@@ -65,12 +63,13 @@ def pod(
     req: dict[str, str] | None = None,
     start: int | None = None,
     labels: dict[str, str] | None = None,
-    **kw: Any,
 ) -> dict[str, Any]:
-    p = make_pod(name, node_name=node_name, priority=prio, requests=req, labels=labels, uid=name, **kw)
+    w = MakePod().name(name).uid(name).node(node_name).labels(labels or {}).req(req or {})
+    if prio is not None:
+        w.priority(prio)
     if start is not None:
-        p["status"] = {"startTime": t(start)}
-    return p
+        w.start_time(t(start))
+    return w.obj()
 
 
 def pdb(name: str, match: dict[str, str], allowed: int, disrupted: Sequence[str] = ()) -> dict[str, Any]:

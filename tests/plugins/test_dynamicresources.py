@@ -26,6 +26,7 @@ from scheduler.plugins.dynamicresources.allocator import AllocationError, Alloca
 from scheduler.plugins.dynamicresources.cel import CompiledExpression
 from scheduler.plugins.dynamicresources.celcache import CelCache
 from scheduler.plugins.dynamicresources.celerror import CelError
+from scheduler.testing.builders import MakeNode, MakePod
 
 # ---------------------------------------------------------------------------------------------
 # CEL (compile_test.go)
@@ -846,15 +847,11 @@ DRIVER = "some-driver"
 
 
 def pod(template: bool = False, status: bool = False) -> PodInfo:
-    pc: dict[str, Any] = {"name": "my-resource"}
-    pc["resourceClaimTemplateName" if template else "resourceClaimName"] = CLAIM_NAME
-    raw: dict[str, Any] = {
-        "metadata": {"name": POD_NAME, "namespace": "default", "uid": POD_UID},
-        "spec": {"containers": [{"name": "c", "image": "x"}], "resourceClaims": [pc]},
-    }
+    pc = {"name": "my-resource", ("resourceClaimTemplateName" if template else "resourceClaimName"): CLAIM_NAME}
+    w = MakePod().name(POD_NAME).uid(POD_UID).resource_claim(pc)
     if status:
-        raw["status"] = {"resourceClaimStatuses": [{"name": "my-resource", "resourceClaimName": CLAIM_NAME}]}
-    return PodInfo(raw)
+        w.status(resourceClaimStatuses=[{"name": "my-resource", "resourceClaimName": CLAIM_NAME}])
+    return w.info()
 
 
 def pclaim(
@@ -917,12 +914,7 @@ def store_with(*claims: dict[str, Any], cls: bool = True, slices: tuple[dict[str
 
 
 def node(name: str = "worker") -> NodeInfo:
-    return NodeInfo(
-        {
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
-        }
-    )
+    return MakeNode().name(name).capacity({"cpu": "4", "memory": "8Gi", "pods": "110"}).info()
 
 
 def worker_alloc(node_name: str = "worker", device: str = "instance-1") -> dict[str, Any]:
@@ -1301,7 +1293,7 @@ class _FakeClaimAPI:
 async def test_gated_pod_released_by_claim_add_and_bound_with_allocation() -> None:
     from scheduler.backend.queue import ACTIVE, GATED
     from scheduler.testing.builders import make_node
-    from tests.live.test_loop import Harness
+    from scheduler.testing.harness import Harness
 
     h = Harness()
     pl = h.sched.frameworks["default-scheduler"].plugins["DynamicResources"]

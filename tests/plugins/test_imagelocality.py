@@ -11,7 +11,6 @@ count taken when a node is cloned into the snapshot).
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import numpy as np
 import pytest
@@ -21,10 +20,10 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
-from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.imagelocality import ImageLocality, normalized_image_name
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakePod, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 MB = 1024 * 1024
 
@@ -56,20 +55,18 @@ NO_IMAGES: Images = []
 
 
 def pod(images: list[str], init_images: list[str] | None = None, volume_images: list[str] | None = None) -> PodInfo:
-    cs = [{"name": f"c{i}", "image": img} for i, img in enumerate(images)]
-    ics = [{"name": f"i{i}", "image": img} for i, img in enumerate(init_images or [])]
-    extra: dict[str, Any] = {}
-    if volume_images:
-        extra["volumes"] = [{"name": f"v{i}", "image": {"reference": r}} for i, r in enumerate(volume_images)]
-    return PodInfo(make_pod("p", containers=cs, init_containers=ics, **extra))
+    w = MakePod().containers([])
+    for img in images:
+        w.container(image=img)
+    for img in init_images or []:
+        w.container(image=img, init=True)
+    w.volume(*[{"name": f"v{i}", "image": {"reference": r}} for i, r in enumerate(volume_images or [])])
+    return w.info()
 
 
 def snapshot(*node_images: Images) -> Snapshot:
     """cache.NewSnapshot(nil, nodes): no cache involved."""
-    infos = [NodeInfo(make_node(f"node{i + 1}", images=imgs)) for i, imgs in enumerate(node_images)]
-    snap = Snapshot()
-    snap.set_nodes(infos)
-    return snap
+    return new_snapshot(make_node(f"node{i + 1}", images=imgs) for i, imgs in enumerate(node_images))
 
 
 def scores(p: PodInfo, snap: Snapshot, plugin: ImageLocality | None = None) -> list[int]:

@@ -18,14 +18,9 @@ from scheduler.model.affinity import AffinityTerm
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.interpodaffinity import InterPodAffinity
-from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._topology_helpers import (
-    add_pod_to_snapshot,
-    build_handle,
-    namespace,
-    rand_cluster,
-    rand_incoming,
-)
+from scheduler.testing.builders import make_namespace, make_node, make_pod
+from scheduler.testing.framework import add_pod_to_snapshot, build_handle
+from scheduler.testing.topology import rand_cluster, rand_incoming
 
 AFF = "node(s) didn't match pod affinity rules"
 ANTI = "node(s) didn't match pod anti-affinity rules"
@@ -247,7 +242,7 @@ SINGLE_NODE_CASES = [
 
 @pytest.mark.parametrize(("pod", "pods", "want"), SINGLE_NODE_CASES)
 def test_required_affinity_single_node(pod: dict[str, Any], pods: list[dict[str, Any]], want: Status | None) -> None:
-    nss = [namespace("subteam/team-a", {"team": "team-a"}), namespace("default")]
+    nss = [make_namespace("subteam/team-a", {"team": "team-a"}), make_namespace("default")]
     got = run_filter(pod, [N1], pods, nss)
     assert got["node1"] == want
 
@@ -615,10 +610,10 @@ RG_CHINA_AZ1 = {"region": "China", "az": "az1"}
 S1 = {"security": "S1"}
 S2 = {"security": "S2"}
 TEAM_NAMESPACES = [
-    namespace("subteam1.team1", {"team": "team1"}),
-    namespace("subteam2.team1", {"team": "team1"}),
-    namespace("subteam1.team2", {"team": "team2"}),
-    namespace("subteam2.team2", {"team": "team2"}),
+    make_namespace("subteam1.team1", {"team": "team1"}),
+    make_namespace("subteam2.team1", {"team": "team1"}),
+    make_namespace("subteam1.team2", {"team": "team2"}),
+    make_namespace("subteam2.team2", {"team": "team2"}),
 ]
 NS_TERM = {"namespaces": ["subteam2.team2"], "namespaceSelector": sel_in("team", "team1")}
 
@@ -1140,7 +1135,7 @@ def test_required_affinity_multiple_nodes_upstream(
     want: list[Status | None],
 ) -> None:
     """filtering_test.go TestRequiredAffinityMultipleNodes."""
-    h = build_handle([bare_node(n, lbl) for n, lbl in nodes], pods, [namespace("NS1")])
+    h = build_handle([bare_node(n, lbl) for n, lbl in nodes], pods, [make_namespace("NS1")])
     pl = InterPodAffinity.new(None, h)
     st = CycleState()
     pi = PodInfo(pod)

@@ -13,7 +13,6 @@ import pytest
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import QueueingHint
 from scheduler.framework.interface import PreFilterResult
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -24,7 +23,8 @@ from scheduler.plugins.nodeaffinity import (
     NodeAffinity,
     NodeAffinityArgs,
 )
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -62,10 +62,6 @@ def pod(
     return PodInfo(
         make_pod("p", affinity={"nodeAffinity": na} if na else None, node_selector=node_selector, **kw)
     )
-
-
-def node(name: str = "n", labels: dict[str, str] | None = None) -> NodeInfo:
-    return NodeInfo(make_node(name, labels=labels))
 
 
 UU_POD = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD)
@@ -553,15 +549,14 @@ def test_score(
 ) -> None:
     pl = NodeAffinity.new(args, None)  # type: ignore[arg-type]
     p = pod(preferred=preferred)
-    nodes = [node(f"node{i}", lbl) for i, lbl in enumerate(labels)]
+    nodes = [MakeNode().name(f"node{i}").labels(lbl).info() for i, lbl in enumerate(labels)]
     state = CycleState()
     if run_pre_score:
         assert pl.pre_score(state, p, nodes) is None
     scores = np.array([pl.score(state, p, n) for n in nodes], dtype=np.int64)
     pl.normalize_score(state, p, scores)
     assert scores.tolist() == want
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     batch = pl.score_batch(state, p, snap, np.arange(len(nodes)))
     pl.normalize_score(state, p, batch)
     assert batch.tolist() == want
@@ -569,13 +564,13 @@ def test_score(
 
 def test_pre_score_skip_when_nothing_preferred() -> None:
     # "Skip is returned in PreScore when NodeAffinity is nil"
-    assert NodeAffinity().pre_score(CycleState(), pod(), [node()]) == SKIP
+    assert NodeAffinity().pre_score(CycleState(), pod(), [MakeNode().info()]) == SKIP
 
 
 def test_pre_score_error_on_broken_affinity() -> None:
     # "PreScore returns error when an incoming Pod has a broken affinity"
     p = pod(preferred=[{"weight": 2, "preference": term([expr("invalid key", "In", "bar")])}])
-    st = NodeAffinity().pre_score(CycleState(), p, [node()])
+    st = NodeAffinity().pre_score(CycleState(), p, [MakeNode().info()])
     assert st is not None and st.code == Code.ERROR
     assert st.message == (
         '[0].matchExpressions[0].key: Invalid value: "invalid key": name part must consist of alphanumeric '
@@ -703,11 +698,11 @@ def _random_pod(rng: random.Random) -> PodInfo:
 def test_batch_matches_per_node(seed: int) -> None:
     rng = random.Random(seed)
     nodes = [
-        node(f"n{i}", {k: rng.choice(["1", "2", "3"]) for k in ("a", "b", "c") if rng.random() < 0.7})
+        MakeNode().name(f"n{i}").labels({k: rng.choice(["1", "2", "3"]) for k in ("a", "b", "c") if rng.random() < 0.7})
+        .info()
         for i in range(40)
     ]
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     added = {
         "addedAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -784,5 +779,5 @@ def test_node_change_hint(args: dict | None, old: dict | None, new: dict, want: 
     pl = NodeAffinity.new(args, None)  # type: ignore[arg-type]
     (ev,) = pl.events_to_register()
     assert ev.hint is not None
-    old_ni = node("n", old) if old is not None else None
-    assert ev.hint(_POD_FOO_BAR, old_ni, node("n", new)) == want
+    old_ni = MakeNode().labels(old).info() if old is not None else None
+    assert ev.hint(_POD_FOO_BAR, old_ni, MakeNode().labels(new).info()) == want

@@ -27,9 +27,6 @@ from scheduler.config import default_plugins, load_config
 from scheduler.core.profiles import check_profiles
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, node_update_action
-from scheduler.framework.interface import Handle
-from scheduler.framework.listers import Listers
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -52,7 +49,8 @@ from scheduler.plugins.nodedeclaredfeatures.featureset import (
     Version,
 )
 from scheduler.simulate.simulator import run
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, make_node, make_pod, pod_info
+from scheduler.testing.framework import build_handle, new_snapshot
 
 V = Version.parse
 
@@ -63,14 +61,13 @@ def mock_feature(name: str, infer: bool, max_version: str = "") -> Feature:
 
 
 def node(name: str = "node-1", declared: list[str] | None = None) -> NodeInfo:
-    raw = make_node(name)
-    if declared is not None:
-        raw["status"]["declaredFeatures"] = declared
-    return NodeInfo(raw)
+    """Upstream's fixture node; ``declared`` None leaves status.declaredFeatures unset."""
+    w = MakeNode().name(name)
+    return (w.declared_features(declared) if declared is not None else w).info()
 
 
 def pod(name: str = "test-pod", uid: str | None = None, **kw: Any) -> PodInfo:
-    return PodInfo(make_pod(name, uid=uid, **kw))
+    return pod_info(name, uid=uid, **kw)
 
 
 RESTART_ALL_RULE = {
@@ -189,8 +186,7 @@ def test_filter_ignores_unknown_and_reads_only_sorted_lists() -> None:
 def test_filter_batch_agrees_with_per_node_form() -> None:
     lists: list[list[str] | None] = [None, [], [FA], [FB], [FA, FB], [FA, FC], [FA, FB, FC], [FC, FA], ["X", FA, FC]]
     nodes = [node(f"n{i}", d) for i, d in enumerate(lists)]
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     pl = NodeDeclaredFeatures(ABC, V("1.35.0"))
     for reqs in ([FA], [FB], [FA, FC], [FA, FB, FC]):
         state = CycleState()
@@ -515,7 +511,7 @@ def test_user_namespaces_host_network_inference(host_network: bool | None, host_
 
 
 def test_default_plugin_end_to_end() -> None:
-    pl = NodeDeclaredFeatures.new(None, Handle(Snapshot(), Listers()))
+    pl = NodeDeclaredFeatures.new(None, build_handle([]))
     assert pl.version == V(TARGET_VERSION)
     state = CycleState()
     userns = pod(hostNetwork=True, hostUsers=False)
@@ -567,7 +563,7 @@ async def test_requeued_only_when_declared_features_change() -> None:
     # by this plugin stays unschedulable on unrelated node updates and is retried as soon as
     # status.declaredFeatures changes (UpdateNodeDeclaredFeature).
     from scheduler.backend.queue import ACTIVE, UNSCHEDULABLE
-    from tests.live.test_loop import Harness
+    from scheduler.testing.harness import Harness
 
     h = Harness()
     n1 = make_node("n1")

@@ -9,12 +9,12 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodename import ERR_REASON, NodeName
 from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 
 @pytest.mark.parametrize(
@@ -41,8 +41,7 @@ def test_filter(pod_node: str, node: str, want_reject: bool) -> None:
 @pytest.mark.parametrize("target", ["", "n3", "n17", "missing"])
 def test_batch_matches_per_node(target: str) -> None:
     nodes = [NodeInfo(make_node(f"n{i}")) for i in range(20)]
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     idx = np.array(random.Random(1).sample(range(20), 15))
     pod = PodInfo(make_pod("p", node_name=target))
     pl = NodeName()

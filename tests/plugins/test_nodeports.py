@@ -9,28 +9,25 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import QueueingHint
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodeports import ERR_REASON, NodePorts, fits_ports
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, MakePod, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 
 def pod_with(*specs: str, name: str = "p", node: str = "") -> dict:
     """Pods like upstream's newPod("m1", "UDP/127.0.0.1/8080", ...): protocol/hostIP/hostPort."""
-    ports: list[int | tuple[int, str, str]] = []
+    w = MakePod().name(name).node(node)
     for s in specs:
         proto, ip, port = s.split("/")
-        ports.append((int(port), proto, ip))
-    return make_pod(name, host_ports=ports or None, node_name=node)
+        w.host_port(int(port), proto, ip)
+    return w.obj()
 
 
 def node_with(*pods: dict) -> NodeInfo:
-    ni = NodeInfo(make_node("m1"))
-    for p in pods:
-        ni.add_pod(PodInfo(p))
-    return ni
+    return MakeNode().name("m1").info(*pods)
 
 
 CASES = [
@@ -136,8 +133,7 @@ def test_batch_matches_per_node(seed: int) -> None:
                 )
             )
         nodes.append(ni)
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     pl = NodePorts()
     for _ in range(10):
         pod = PodInfo(pod_with(*[rand_port() for _ in range(rng.randint(1, 3))]))

@@ -19,7 +19,8 @@ from scheduler.framework.status import Code, Status, StatusError
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakePod, make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -39,10 +40,15 @@ def res(cpu: int = 0, mem: int = 0, eph: int = 0, **scalars: int) -> dict[str, A
     return r
 
 
-def pod(*containers: dict[str, Any], inits: tuple[dict[str, Any], ...] = (), **kw: Any) -> PodInfo:
-    cs = [{"name": f"c{i}", "image": "pause", "resources": {"requests": r}} for i, r in enumerate(containers)]
-    ics = [{"name": f"i{i}", "image": "pause", "resources": {"requests": r}} for i, r in enumerate(inits)]
-    return PodInfo(make_pod(containers=cs, init_containers=ics, **kw))
+def pod(*containers: dict[str, Any], inits: tuple[dict[str, Any], ...] = (), name: str = "p",
+        overhead: dict[str, Any] | None = None, pod_resources: dict[str, Any] | None = None) -> PodInfo:
+    """st.MakePod().Req(c)...InitReq(i)...: a container per request map."""
+    w = MakePod().name(name).containers([]).req(*containers).init_req(*inits)
+    if overhead:
+        w.overhead(overhead)
+    if pod_resources:
+        w.res(pod_resources)
+    return w.info()
 
 
 def scalar(name: str, v: int) -> dict[str, Any]:
@@ -69,8 +75,7 @@ def run(plugin: Fit, p: PodInfo, node: NodeInfo) -> Status | None:
     assert plugin.pre_filter(state, p, [node]) is None
     got = plugin.filter(state, p, node)
     # The batch form must agree on pass/fail.
-    snap = Snapshot()
-    snap.set_nodes([node])
+    snap = new_snapshot([node])
     mask = plugin.filter_batch(state, p, snap, np.array([0]))
     assert bool(mask[0]) == (got is None)
     return got
@@ -697,12 +702,10 @@ def _random_requests(rng: random.Random, scale: int) -> dict[str, Any]:
 
 
 def _random_pod(rng: random.Random, name: str, scale: int) -> PodInfo:
-    n = rng.randint(0, 2)
-    cs = [{"name": f"c{j}", "resources": {"requests": _random_requests(rng, scale)}} for j in range(n)]
-    inits = []
+    w = MakePod().name(name).containers([]).req(*[_random_requests(rng, scale) for _ in range(rng.randint(0, 2))])
     if rng.random() < 0.2:
-        inits = [{"name": "i0", "resources": {"requests": _random_requests(rng, scale)}}]
-    return PodInfo(make_pod(name, containers=cs, init_containers=inits))
+        w.init_req(_random_requests(rng, scale))
+    return w.info()
 
 
 def random_snapshot(rng: random.Random, n_nodes: int) -> Snapshot:
@@ -712,9 +715,7 @@ def random_snapshot(rng: random.Random, n_nodes: int) -> Snapshot:
         for k in range(rng.randint(0, 4)):
             ni.add_pod(_random_pod(rng, f"p{i}-{k}", 1200))
         nodes.append(ni)
-    snap = Snapshot()
-    snap.set_nodes(nodes)
-    return snap
+    return new_snapshot(nodes)
 
 
 @pytest.mark.parametrize("seed", range(8))

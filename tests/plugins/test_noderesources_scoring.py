@@ -17,11 +17,11 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
-from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import ShapePoint, broken_linear
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, MakePod, make_node, make_resource_node
+from scheduler.testing.framework import new_snapshot
 
 EXT = "abc.com/xyz"  # upstream test_util.go extendedRes
 
@@ -30,29 +30,22 @@ def st_pod(
     *reqs: dict[str, str], node: str = "", sidecar: dict[str, str] | None = None, name: str = "p"
 ) -> dict:
     """st.MakePod().Req(...)...: one container per Req call; no Req means no containers."""
-    cs = [{"name": f"c{i}", "image": "pause", "resources": {"requests": dict(r)}} for i, r in enumerate(reqs)]
-    inits = []
+    w = MakePod().name(name).containers([]).req(*reqs).node(node)
     if sidecar is not None:
-        inits = [{"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": dict(sidecar)}}]
-    return make_pod(name, containers=cs, init_containers=inits, node_name=node)
+        w.container(sidecar, init=True, name="sidecar", restartPolicy="Always")
+    return w.obj()
 
 
 def st_node(name: str, cap: dict[str, str]) -> dict:
-    """st.MakeNode().Capacity(...): allocatable = capacity (pods 0 unless given)."""
-    extra = {k: v for k, v in cap.items() if k not in ("cpu", "memory")}
-    return make_node(name, cpu=cap.get("cpu", "0"), memory=cap.get("memory", "0"), pods=0, extra=extra)
+    """st.MakeNode().Capacity(...): allocatable = capacity (a resource not given is 0)."""
+    return MakeNode().name(name).capacity(cap).obj()
 
 
 def build(nodes: list[dict], existing: list[dict]) -> Snapshot:
-    infos = [NodeInfo(n) for n in nodes]
-    by_name = {ni.name: ni for ni in infos}
-    for i, p in enumerate(existing):
-        p = dict(p)
-        p["metadata"] = dict(p["metadata"], name=f"existing-{i}", uid=f"uid-existing-{i}")
-        by_name[p["spec"]["nodeName"]].add_pod(PodInfo(p))
-    snap = Snapshot()
-    snap.set_nodes(infos)
-    return snap
+    """The nodes holding the existing pods, each given its own name."""
+    named = [dict(p, metadata=dict(p["metadata"], name=f"existing-{i}", uid=f"uid-existing-{i}"))
+             for i, p in enumerate(existing)]
+    return new_snapshot(nodes, named)
 
 
 def scores(plugin: Fit, pod: dict, snap: Snapshot, pre_score: bool = True) -> list[int]:
@@ -386,17 +379,10 @@ def test_broken_linear_negative_slope_truncates_toward_zero() -> None:
     assert broken_linear([ShapePoint(0, 10), ShapePoint(40, 0)], 15) == 7
 
 
-def make_test_node(name: str, milli_cpu: int, memory: int, ext: dict[str, int]) -> dict:
-    """test_util.go makeNode: cpu in milli, memory in bytes, 100 pods, extended resources."""
-    return make_node(
-        name, cpu=f"{milli_cpu}m", memory=str(memory), pods=100, extra={k: str(v) for k, v in ext.items()}
-    )
-
-
 FOO = "intel.com/foo"
 BINPACK_NODES = [
-    make_test_node("node1", 4000, 10000 * 1024 * 1024, {FOO: 8}),
-    make_test_node("node2", 4000, 10000 * 1024 * 1024, {FOO: 4}),
+    make_resource_node("node1", 4000, 10000 * 1024 * 1024, {FOO: 8}),
+    make_resource_node("node2", 4000, 10000 * 1024 * 1024, {FOO: 4}),
 ]
 
 
@@ -500,18 +486,11 @@ def _rand_requests(rng: random.Random) -> dict[str, str]:
 
 
 def _rand_pod(rng: random.Random, name: str, node: str = "") -> dict:
-    n = rng.randint(0, 3)
-    cs = [{"name": f"c{j}", "resources": {"requests": _rand_requests(rng)}} for j in range(n)]
-    inits = []
+    w = MakePod().name(name).containers([]).req(*[_rand_requests(rng) for _ in range(rng.randint(0, 3))])
     if rng.random() < 0.2:
-        inits = [
-            {
-                "name": "i",
-                "resources": {"requests": _rand_requests(rng)},
-                **({"restartPolicy": "Always"} if rng.random() < 0.5 else {}),
-            }
-        ]
-    return make_pod(name, containers=cs, init_containers=inits, node_name=node)
+        reqs = _rand_requests(rng)
+        w.container(reqs, init=True, name="i", **({"restartPolicy": "Always"} if rng.random() < 0.5 else {}))
+    return w.node(node).obj()
 
 
 def random_cluster(rng: random.Random, n: int) -> Snapshot:
@@ -580,8 +559,8 @@ def test_score_batch_equals_score(seed: int, strategy: str, shape: list[tuple[in
 
 BAR_X = "intel.com/bar"
 MULTI_NODES = [
-    make_test_node("node1", 4000, 10000 * 1024 * 1024, {FOO: 8, BAR_X: 4}),
-    make_test_node("node2", 4000, 10000 * 1024 * 1024, {FOO: 4, BAR_X: 8}),
+    make_resource_node("node1", 4000, 10000 * 1024 * 1024, {FOO: 8, BAR_X: 4}),
+    make_resource_node("node2", 4000, 10000 * 1024 * 1024, {FOO: 4, BAR_X: 8}),
 ]
 
 

@@ -9,12 +9,12 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import QueueingHint
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 TOLERATE = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
 
@@ -61,8 +61,7 @@ def test_filter(unschedulable: bool, tolerations: list | None, want_reject: bool
 def test_batch_matches_per_node(seed: int) -> None:
     rng = random.Random(seed)
     nodes = [NodeInfo(make_node(f"n{i}", unschedulable=rng.random() < 0.3)) for i in range(60)]
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     pl = NodeUnschedulable()
     idx = np.array(rng.sample(range(60), 40))
     for tol in (None, TOLERATE):

@@ -20,8 +20,9 @@ from scheduler.model.taints import find_untolerated_taint
 from scheduler.plugins.podtopologyspread import MAX_INT32, CriticalPaths, PodTopologySpread
 from scheduler.plugins.podtopologyspread.common import pod_constraints
 from scheduler.plugins.topologyindex import node_matches_required_affinity
-from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._topology_helpers import add_pod_to_snapshot, build_handle, rand_cluster, rand_incoming
+from scheduler.testing.builders import MakeNode, MakePod, make_node, make_pod
+from scheduler.testing.framework import add_pod_to_snapshot, build_handle
+from scheduler.testing.topology import rand_cluster, rand_incoming
 
 ZONE = "zone"
 NODE = "node"
@@ -328,11 +329,8 @@ BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
 
 
 def hnode(name: str, **labels: str) -> dict[str, Any]:
-    """st.MakeNode().Name(name).Label(...): only the given labels (make_node adds a hostname)."""
-    n = make_node(name, labels=labels)
-    if HN not in labels:
-        del n["metadata"]["labels"][HN]
-    return n
+    """st.MakeNode().Name(name).Label(...): only the given labels."""
+    return MakeNode().name(name).no_hostname_label().labels(labels).obj()
 
 
 def hzn(name: str, zone: str) -> dict[str, Any]:
@@ -1120,9 +1118,8 @@ def _n(**labels: str) -> NodeInfo:
 
 
 def _tn(key: str, **labels: str) -> NodeInfo:
-    n = hnode("node-a", **labels)
-    n["spec"] = {"taints": [{"key": key, "value": "bbb", "effect": "NoSchedule"}]}
-    return NodeInfo(n)
+    w = MakeNode().name("node-a").no_hostname_label().labels(labels)
+    return w.taints([{"key": key, "value": "bbb", "effect": "NoSchedule"}]).info()
 
 
 ZONE_POD = make_pod("p", spread=[sp(1, ZONE)])
@@ -1167,10 +1164,8 @@ def test_is_schedulable_after_node_change(
 
 def _p(uid: str, labels: dict[str, str] | None = None, node: str = "", nominated: str = "", ns: str = "default",
        tolerations: list[dict[str, str]] | None = None) -> PodInfo:
-    raw = make_pod(uid, ns, uid=uid, labels=labels, node_name=node, tolerations=tolerations)
-    if nominated:
-        raw["status"] = {"nominatedNodeName": nominated}
-    return PodInfo(raw)
+    w = MakePod().name(uid).namespace(ns).uid(uid).labels(labels or {}).node(node).toleration(*(tolerations or []))
+    return (w.nominated_node_name(nominated) if nominated else w).info()
 
 
 FOO_POD = make_pod("p", uid="p", labels={"foo": ""}, spread=[sp(1, ZONE)])

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.snapshot import Snapshot
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.model.podrequests import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit, FitArgs
-from scheduler.testing.builders import make_node
+from scheduler.testing.builders import MakePod, make_node
+from scheduler.testing.framework import new_snapshot
 
 ONE_MI = 1048576
 
@@ -31,21 +31,12 @@ def pod(
     overhead: dict[str, str] | None = None,
     pod_level: dict[str, str] | None = None,
 ) -> PodInfo:
-    def c(i: int, r: dict[str, str], prefix: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": f"{prefix}{i}", "image": "pause"}
-        if r:
-            out["resources"] = {"requests": r}
-        return out
-
-    spec: dict[str, Any] = {
-        "containers": [c(i, r, "c") for i, r in enumerate(containers or [])],
-        "initContainers": [c(i, r, "i") for i, r in enumerate(inits or [])],
-    }
+    w = MakePod().containers([]).req(*(containers or [])).init_req(*(inits or []))
     if overhead:
-        spec["overhead"] = overhead
+        w.overhead(overhead)
     if pod_level:
-        spec["resources"] = {"requests": pod_level}
-    return PodInfo({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})
+        w.res({"requests": pod_level})
+    return w.info()
 
 
 D_CPU, D_MEM = DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST
@@ -112,8 +103,7 @@ def test_balanced_allocation_uses_pod_level_resources() -> None:
 def test_fit_score_with_pod_level_resources(strategy: str) -> None:
     """The score equals that of the same pod without spec.resources (and batch == per node)."""
     node = NodeInfo(make_node("n1", cpu="4", memory="10000", pods=10))
-    snap = Snapshot()
-    snap.set_nodes([node])
+    snap = new_snapshot([node])
     ss: dict[str, Any] = {"type": strategy}
     if strategy == "RequestedToCapacityRatio":
         ss["requestedToCapacityRatio"] = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}

@@ -20,7 +20,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.model.taints import Taint, Toleration
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._topology_helpers import build_handle
+from scheduler.testing.framework import build_handle
 
 H = QueueingHint
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}

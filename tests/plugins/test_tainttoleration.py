@@ -10,12 +10,12 @@ import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import QueueingHint
-from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, StatusError
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration
 from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.framework import new_snapshot
 
 
 def taint(key: str, value: str, effect: str) -> dict[str, str]:
@@ -212,8 +212,7 @@ def test_score(tolerations: list | None, node_taints: list, want: list[int]) -> 
     scores = np.array([pl.score(state, pod, n) for n in nodes], dtype=np.int64)
     assert pl.normalize_score(state, pod, scores) is None
     assert scores.tolist() == want
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     batch = pl.score_batch(state, pod, snap, np.arange(len(nodes)))
     pl.normalize_score(state, pod, batch)
     assert batch.tolist() == want
@@ -250,8 +249,7 @@ def _random_tolerations(rng: random.Random) -> list[dict[str, Any]]:
 def test_batch_matches_per_node(seed: int) -> None:
     rng = random.Random(seed)
     nodes = [NodeInfo(make_node(f"n{i}", taints=_random_taints(rng) or None)) for i in range(80)]
-    snap = Snapshot()
-    snap.set_nodes(nodes)
+    snap = new_snapshot(nodes)
     pl = TaintToleration()
     for _ in range(10):
         pod = PodInfo(make_pod("p", tolerations=_random_tolerations(rng) or None))

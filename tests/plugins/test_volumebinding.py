@@ -25,8 +25,8 @@ from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_PV_NOT_EXIST,
 )
 from scheduler.plugins.volumebinding.errors import BinderError
-from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._volume_helpers import pv, pvc, storage_class, store_of
+from scheduler.testing.builders import MakeNode, MakePod, make_pod
+from scheduler.testing.storage import pv, pvc, storage_class, store_of
 
 HOST = "kubernetes.io/hostname"
 # Upstream's waitSC / waitHDDSC have no provisioner: nothing can be provisioned with them.
@@ -40,13 +40,14 @@ NODE_LABEL = "node-label"
 
 
 def node(name: str, **labels: str) -> NodeInfo:
-    raw = make_node(name)
-    raw["metadata"]["labels"] = {HOST: name, **labels}
-    return NodeInfo(raw)
+    return MakeNode().name(name).labels(labels).info()
 
 
 def pod(*claims: str, name: str = "pod-a", ns: str = "default") -> PodInfo:
-    return PodInfo(make_pod(name, ns, volumes=[{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]))
+    w = MakePod().name(name).namespace(ns)
+    for c in claims:
+        w.pvc(c)
+    return w.info()
 
 
 def bound(name: str, cls: str, volume: str, **kw: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from scheduler.plugins.volumebinding.binder import (
     VolumeBinder,
 )
 from scheduler.plugins.volumebinding.errors import BinderError
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, MakePod, make_node, make_pod
 
 NODE_KEY = "nodeKey"
 WAIT, IMMEDIATE, WAIT_PROV, TOPO_MISMATCH = "waitClass", "immediateClass", "waitClassWithProvisioner", "topoMismatchClass"
@@ -91,11 +91,11 @@ def setup(pvcs: list[dict], pvs: list[dict], driver: dict | None = None) -> tupl
         st.apply("PersistentVolume", v)
     if driver is not None:
         st.apply("CSIDriver", driver)
-    vols = [{"name": c["metadata"]["name"], "persistentVolumeClaim": {"claimName": c["metadata"]["name"]}} for c in pvcs]
-    pod = PodInfo(make_pod("test-pod", "testns", node_name="node1", volumes=vols))
-    raw = make_node("node1")
-    raw["metadata"]["labels"] = {NODE_KEY: "node1"}
-    return VolumeBinder(st), pod, NodeInfo(raw)
+    w = MakePod().name("test-pod").namespace("testns").node("node1")
+    for c in pvcs:
+        w.pvc(c["metadata"]["name"])
+    node = MakeNode().name("node1").no_hostname_label().label(NODE_KEY, "node1")
+    return VolumeBinder(st), w.info(), node.info()
 
 
 def find(binder: VolumeBinder, pod: PodInfo, node: NodeInfo) -> tuple[list[tuple[str, str]], list[str], list[str]] | str:

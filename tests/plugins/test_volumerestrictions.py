@@ -16,7 +16,7 @@ from scheduler.plugins.volumerestrictions import (
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,
 )
-from tests.plugins._volume_helpers import claim_vol, node_with, pvc, store_of, vol_pod
+from scheduler.testing.storage import claim_vol, node_with, pvc, store_of, vol_pod
 
 GCE = {"gcePersistentDisk": {"pdName": "foo"}}
 GCE2 = {"gcePersistentDisk": {"pdName": "bar"}}

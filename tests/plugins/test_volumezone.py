@@ -8,22 +8,15 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import QueueingHint
 from scheduler.framework.listers import StorageStore
 from scheduler.framework.status import SKIP, Code, Status
-from scheduler.model.node import NodeInfo
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
-from scheduler.testing.builders import make_node
-from tests.plugins._volume_helpers import claim_vol, pv, pvc, storage_class, store_of, vol_pod
+from scheduler.testing.builders import MakeNode
+from scheduler.testing.storage import claim_vol, pv, pvc, storage_class, store_of, vol_pod
 
 BZ = "failure-domain.beta.kubernetes.io/zone"
 BR = "failure-domain.beta.kubernetes.io/region"
 Z = "topology.kubernetes.io/zone"
 R = "topology.kubernetes.io/region"
 CONFLICT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_CONFLICT)
-
-
-def node(labels: dict[str, str] | None) -> NodeInfo:
-    raw = make_node("host1")
-    raw["metadata"]["labels"] = dict(labels or {})
-    return NodeInfo(raw)
 
 
 def _pvcs(*pairs: tuple[str, str]) -> list[dict]:
@@ -188,7 +181,7 @@ def test_volume_zone(
     pl = VolumeZone(store)
     pod = vol_pod("pod_1", claim_vol(claim)) if claim else vol_pod("pod_1")
     state = CycleState()
-    n = node(labels)
+    n = MakeNode().name("host1").no_hostname_label().labels(labels or {}).info()
     assert pl.pre_filter(state, pod, [n]) == want_pre
     assert pl.filter(state, pod, n) == want
 

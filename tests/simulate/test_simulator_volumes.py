@@ -11,7 +11,7 @@ import yaml
 
 from scheduler.simulate.simulator import run
 from scheduler.testing.builders import make_node, make_pod
-from tests.plugins._volume_helpers import pv, pvc, storage_class
+from scheduler.testing.storage import pv, pvc, storage_class
 
 
 def _lines(tmp_path: Path, docs: list[dict]) -> list[dict]:

@@ -163,7 +163,11 @@ class KubeCoreAPI:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body).encode()
-        self.api.update_params_for_auth(headers, None, ["BearerToken"])
+        # The token as the client would add it (its refresh hook runs here), read through
+        # auth_settings(): update_params_for_auth's signature differs between client releases.
+        auth = self.api.configuration.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers[auth["key"]] = auth["value"]
         try:
             kw: dict[str, Any] = {
                 "body": data,

@@ -1,1 +1,2 @@
-"""Secure serving of health and metrics as kube-scheduler does: options and flags, delegated authentication and authorization, TLS."""
+"""Secure serving of health and metrics as kube-scheduler does: options and flags, delegated
+authentication and authorization, TLS."""

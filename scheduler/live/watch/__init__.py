@@ -1,1 +1,2 @@
-"""Watching the API server: the reflector (the only kopf user), byte-level list/watch decoding, the informer store."""
+"""Watching the API server: the reflector (the only kopf user), byte-level list/watch decoding, the
+informer store."""

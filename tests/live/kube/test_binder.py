@@ -12,49 +12,7 @@ from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import ApiError, Fenced, TokenBucket
 from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
-
-
-class FakeAPI:
-    def __init__(self, bind_error: ApiError | Exception | None = None) -> None:
-        self.bind_error = bind_error
-        self.bindings: list[tuple[str, str, dict]] = []
-        self.events: list[tuple[str, dict]] = []
-        self.event_patches: list[tuple[str, str, dict]] = []
-        self.status_patches: list[tuple[str, str, dict]] = []
-        self.timeouts: list[float | None] = []
-        self.uids: dict[tuple[str, str], str] = {}
-        self.lose_response = False  # the Binding is stored but the reply never arrives
-        self.get_errors: list[ApiError] = []  # raised by get_pod, one per call, first
-        self.gets = 0
-        self.deleted: list[tuple[str, str]] = []
-
-    def create_binding(self, namespace, name, body, timeout=None):
-        self.uids[(namespace, name)] = body["metadata"]["uid"]
-        if self.bind_error is not None:
-            raise self.bind_error
-        self.timeouts.append(timeout)
-        self.bindings.append((namespace, name, body))
-        if self.lose_response:
-            raise ApiError(0, "ProtocolError: Connection aborted")
-
-    def get_pod(self, namespace, name):
-        self.gets += 1
-        if self.get_errors:
-            raise self.get_errors.pop(0)
-        node = next((b["target"]["name"] for ns, n, b in self.bindings if (ns, n) == (namespace, name)), "")
-        return {"metadata": {"uid": self.uids.get((namespace, name), "")}, "spec": {"nodeName": node}}
-
-    def create_event(self, namespace, body):
-        self.events.append((namespace, body))
-
-    def patch_event(self, namespace, name, body):
-        self.event_patches.append((namespace, name, body))
-
-    def patch_pod_status(self, namespace, name, body):
-        self.status_patches.append((namespace, name, body))
-
-    def delete_pod(self, namespace, name):
-        self.deleted.append((namespace, name))
+from scheduler.testing.fakes import FakeCoreAPI, FakeFence
 
 
 def unlimited() -> TokenBucket:
@@ -65,7 +23,7 @@ POD = PodInfo(make_pod("web", "prod", uid="u-1"))
 
 
 async def test_bind_posts_binding_with_uid_precondition():
-    api = FakeAPI()
+    api = FakeCoreAPI()
     b = Binder(api, unlimited())
     await b.bind(POD, "n1")
     assert api.bindings == [
@@ -92,7 +50,7 @@ async def test_bind_posts_binding_with_uid_precondition():
     ],
 )
 async def test_bind_errors(status, exc_type):
-    api = FakeAPI(ApiError(status, "boom"))
+    api = FakeCoreAPI(ApiError(status, "boom"))
     b = Binder(api, unlimited())
     with pytest.raises(exc_type) as ei:
         await b.bind(POD, "n1")
@@ -111,7 +69,7 @@ async def test_bindings_and_events_have_separate_buckets():
 
         return sleep
 
-    api, events = FakeAPI(), FakeAPI()
+    api, events = FakeCoreAPI(), FakeCoreAPI()
     b = Binder(
         api,
         TokenBucket(qps=1, burst=1, clock=lambda: t[0], sleep=sleeper("bind")),
@@ -131,7 +89,7 @@ async def test_ambiguous_bind_error_resolved_by_reading_the_pod(monkeypatch):
     # The API server stored the Binding and died before answering: the pod is bound, so the
     # bind succeeded. Reads that fail meanwhile are retried (the assumption keeps the slot).
     monkeypatch.setattr("scheduler.live.kube.binder.RESOLVE_BACKOFF", (0.0, 0.0))
-    api = FakeAPI()
+    api = FakeCoreAPI()
     api.lose_response = True
     api.get_errors = [ApiError(0, "connection refused"), ApiError(503, "starting")]
     b = Binder(api, unlimited())
@@ -148,7 +106,7 @@ async def test_ambiguous_bind_error_resolved_by_reading_the_pod(monkeypatch):
     ],
 )
 async def test_ambiguous_bind_error_outcomes(bound_to, uid, want):
-    class API(FakeAPI):
+    class API(FakeCoreAPI):
         def get_pod(self, namespace, name):
             self.gets += 1
             return {"metadata": {"uid": uid}, "spec": {"nodeName": bound_to}}
@@ -170,25 +128,11 @@ async def test_ambiguous_bind_error_outcomes(bound_to, uid, want):
 )
 async def test_refused_binding_is_a_plain_failure(error):
     # Refused before storage: no pod read (the assumption is forgotten and the pod retried).
-    api = FakeAPI(error)
+    api = FakeCoreAPI(error)
     b = Binder(api, unlimited())
     with pytest.raises(ApiError) as info:
         await b.bind(POD, "n1")
     assert type(info.value) is ApiError and api.gets == 0
-
-
-class FakeFence:
-    def __init__(self, open_for: float, lease_left: float = 100.0) -> None:
-        self.open = open_for
-        self.left = lease_left
-        self.calls = 0
-
-    def open_for(self) -> float:
-        self.calls += 1
-        return self.open
-
-    def lease_left(self) -> float:
-        return self.left
 
 
 @pytest.mark.parametrize(
@@ -201,7 +145,7 @@ class FakeFence:
     ],
 )
 async def test_binding_only_while_fence_open(open_for, lease_left, sent, timeout):
-    api = FakeAPI()
+    api = FakeCoreAPI()
     b = Binder(api, unlimited(), fence=FakeFence(open_for, lease_left))
     if sent:
         await b.bind(POD, "n1")
@@ -219,7 +163,7 @@ async def test_fence_checked_again_in_the_sending_thread():
     async def sleep(d: float) -> None:
         fence.open = 0.0  # the lease went stale during the wait
 
-    api = FakeAPI()
+    api = FakeCoreAPI()
     b = Binder(api, TokenBucket(qps=1, burst=1, sleep=sleep), fence=fence)
     await b.bind(POD, "n1")
     with pytest.raises(Fenced):
@@ -233,7 +177,7 @@ def test_run_in_executor_is_used():
 
     seen: list[str] = []
 
-    class ThreadAPI(FakeAPI):
+    class ThreadAPI(FakeCoreAPI):
         def create_binding(self, namespace, name, body, timeout=None):
             seen.append(threading.current_thread().name)
 

@@ -14,31 +14,9 @@ from typing import Any
 
 import pytest
 import structlog
-import yaml
 
 from scheduler.live.kube.clients import TOKEN_REREAD_PERIOD, CredentialSource, describe_error, wait_for_api
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def write_kubeconfig(tmp: pathlib.Path, user: dict) -> str:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": user}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "x",
-    }
-    path = tmp / "kubeconfig"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
+from scheduler.testing.fakes import write_kubeconfig
 
 
 @contextlib.contextmanager
@@ -48,30 +26,17 @@ def plain_http_api(tmp_path: pathlib.Path, handler: type, token: str) -> Iterato
     server = http.server.HTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        path = tmp_path / "kubeconfig"
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "x",
-                    "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
-                    "users": [{"name": "u", "user": {"token": token}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                }
-            )
-        )
-        yield CredentialSource(str(path)).api_client("scheduler", pool_size=1)
+        path = write_kubeconfig(tmp_path, {"token": token}, server=f"http://127.0.0.1:{server.server_port}")
+        yield CredentialSource(path).api_client("scheduler", pool_size=1)
     finally:
         server.shutdown()
 
 
-def test_token_file_is_reread_when_rotated(tmp_path):
+def test_token_file_is_reread_when_rotated(tmp_path, clock, kubeconfig):
     # A projected ServiceAccount token is rotated by the kubelet: the file changes underneath.
     token = tmp_path / "token"
     token.write_text("first\n")
-    clock = Clock()
-    src = CredentialSource(write_kubeconfig(tmp_path, {"tokenFile": "token"}), clock=clock)
+    src = CredentialSource(kubeconfig({"tokenFile": "token"}), clock=clock)
     assert src.header() == "Bearer first"
     token.write_text("second\n")
     clock.t += TOKEN_REREAD_PERIOD - 1
@@ -81,11 +46,10 @@ def test_token_file_is_reread_when_rotated(tmp_path):
     assert src.credentials().token == "second" and src.credentials().scheme == "Bearer"
 
 
-def test_write_clients_and_watcher_share_the_refreshing_source(tmp_path):
+def test_write_clients_and_watcher_share_the_refreshing_source(tmp_path, clock, kubeconfig):
     token = tmp_path / "token"
     token.write_text("one")
-    clock = Clock()
-    src = CredentialSource(write_kubeconfig(tmp_path, {"tokenFile": str(token)}), clock=clock)
+    src = CredentialSource(kubeconfig({"tokenFile": str(token)}), clock=clock)
     binds = src.api_client("scheduler", pool_size=4)
     events = src.api_client("events", pool_size=2)
     assert binds.configuration is not events.configuration  # own pools
@@ -98,8 +62,8 @@ def test_write_clients_and_watcher_share_the_refreshing_source(tmp_path):
     assert src.credentials().token == "two"
 
 
-def test_static_token_is_kept(tmp_path):
-    src = CredentialSource(write_kubeconfig(tmp_path, {"token": "abc"}), clock=Clock())
+def test_static_token_is_kept(clock, kubeconfig):
+    src = CredentialSource(kubeconfig({"token": "abc"}), clock=clock)
     assert src.header() == "Bearer abc"
     assert src.host == "https://127.0.0.1:6443"
 

@@ -4,69 +4,10 @@ kube-scheduler's defaults (15 s / 10 s / 2 s)."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from scheduler.live.kube.elector import HEALTHZ_TOLERANCE, LeaderElector, LeadershipLost
-from scheduler.live.kube.transport import ApiError
-
-
-class FakeLeaseAPI:
-    def __init__(self, clock: VClock | None = None, latency: float = 0.0) -> None:
-        self.lease: dict | None = None
-        self.rv = 0
-        self.fail = False  # simulate an unreachable API server
-        self.writes = 0
-        self.gets = 0
-        self.clock = clock
-        self.latency = latency  # virtual seconds each call takes
-
-    def _tick(self) -> None:
-        if self.clock is not None:
-            self.clock.t += self.latency
-
-    def get(self, namespace, name, timeout=None):
-        self._tick()
-        self.gets += 1
-        if self.fail:
-            raise ApiError(0, "connection refused")
-        return copy.deepcopy(self.lease)
-
-    def create(self, namespace, body, timeout=None):
-        self._tick()
-        if self.fail:
-            raise ApiError(0, "connection refused")
-        if self.lease is not None:
-            raise ApiError(409, "exists")
-        self.rv += 1
-        self.lease = copy.deepcopy(body)
-        self.lease["metadata"]["resourceVersion"] = str(self.rv)
-        self.writes += 1
-        return copy.deepcopy(self.lease)
-
-    def replace(self, namespace, name, body, timeout=None):
-        self._tick()
-        if self.fail:
-            raise ApiError(0, "connection refused")
-        if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
-            raise ApiError(409, "conflict")
-        self.rv += 1
-        self.lease = copy.deepcopy(body)
-        self.lease["metadata"]["resourceVersion"] = str(self.rv)
-        self.writes += 1
-        return copy.deepcopy(self.lease)
-
-
-class VClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def sleep(self, d: float) -> None:
-        self.t += d
+from scheduler.testing.fakes import FakeClock, FakeLeaseAPI
 
 
 def elector(api, clock, ident, **kw):
@@ -75,7 +16,7 @@ def elector(api, clock, ident, **kw):
 
 
 def test_acquire_free_lease_creates_it():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert a.try_acquire_or_renew()
     spec = api.lease["spec"]
@@ -94,7 +35,7 @@ def test_acquire_free_lease_creates_it():
     ],
 )
 def test_held_lease_respected_until_expired(elapsed, acquired):
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a, b = elector(api, clock, "a"), elector(api, clock, "b")
     assert a.try_acquire_or_renew()
     assert not b.try_acquire_or_renew()  # b observes the record now
@@ -106,7 +47,7 @@ def test_held_lease_respected_until_expired(elapsed, acquired):
 
 
 def test_renew_keeps_acquire_time_and_transitions():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     a.try_acquire_or_renew()
     first = dict(api.lease["spec"])
@@ -119,7 +60,7 @@ def test_renew_keeps_acquire_time_and_transitions():
 
 
 def test_renewals_by_holder_keep_others_out():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a, b = elector(api, clock, "a"), elector(api, clock, "b")
     assert a.acquire_blocking()
     for _ in range(20):  # 40 s of renewals every 2 s
@@ -129,7 +70,7 @@ def test_renewals_by_holder_keep_others_out():
 
 
 def test_lost_after_renew_deadline():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert a.acquire_blocking()
     assert a.is_leader
@@ -142,7 +83,7 @@ def test_lost_after_renew_deadline():
 
 
 def test_lost_when_someone_else_took_it():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert a.acquire_blocking()
     api.lease["spec"]["holderIdentity"] = "intruder"
@@ -155,7 +96,7 @@ def test_lost_when_someone_else_took_it():
 
 def test_release_clears_holder_for_fast_failover():
     # TestReleaseLease: holder emptied, duration 1 s, so a standby takes over at once.
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a, b = elector(api, clock, "a"), elector(api, clock, "b")
     assert a.acquire_blocking()
     assert not b.try_acquire_or_renew()
@@ -166,7 +107,7 @@ def test_release_clears_holder_for_fast_failover():
 
 
 def test_release_when_not_leader_is_noop():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert not a.release_blocking()
     assert api.writes == 0
@@ -184,7 +125,7 @@ def test_invalid_timings():
 
 
 def test_fence_open_only_within_renew_deadline_of_last_renewal():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert a.open_for() == 0  # not leader yet
     assert a.acquire_blocking()
@@ -200,7 +141,7 @@ def test_paused_past_the_lease_never_renews_again():
     # The issue's SIGSTOP case: client-go's renew loop restarts its 10 s deadline after waking
     # and keeps leading; here the fence is already closed on wake, so the loop loses at once
     # and does not even try to renew (another replica may hold the lease by now).
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert a.acquire_blocking()
     writes = api.writes
@@ -213,7 +154,7 @@ def test_paused_past_the_lease_never_renews_again():
 def test_renewal_counts_from_when_it_was_sent():
     # A renewal that takes 3 s to come back is dated from the moment it left: the fence closes
     # 10 s after the send, not after the reply.
-    clock = VClock()
+    clock = FakeClock(0.0)
     api = FakeLeaseAPI(clock, latency=3.0)
     a = elector(api, clock, "a")
     assert a.acquire_blocking()  # GET (3 s) then create, sent at t=3, back at t=6
@@ -222,7 +163,7 @@ def test_renewal_counts_from_when_it_was_sent():
 
 
 def test_late_renewal_does_not_reopen_a_closed_fence():
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert a.acquire_blocking()
     clock.t += 10.5
@@ -235,7 +176,7 @@ def test_late_renewal_does_not_reopen_a_closed_fence():
 
 def test_renew_fast_path_is_one_request():
     # client-go's leader updates its last observed record optimistically: no GET per renewal.
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     assert a.acquire_blocking()
     gets = api.gets
@@ -248,7 +189,7 @@ def test_renew_fast_path_is_one_request():
 def test_own_rate_limit_is_used():
     from scheduler.live.kube.transport import TokenBucket
 
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     slept: list[float] = []
 
     def sleep(d: float) -> None:
@@ -273,7 +214,7 @@ def test_own_rate_limit_is_used():
 )
 def test_healthz_check(since_renewal, leader, healthy):
     assert HEALTHZ_TOLERANCE == 20.0
-    api, clock = FakeLeaseAPI(), VClock()
+    api, clock = FakeLeaseAPI(), FakeClock(0.0)
     a = elector(api, clock, "a")
     if leader:
         assert a.acquire_blocking()

@@ -35,8 +35,8 @@ from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.simulate.simulator import run
 from scheduler.testing.builders import make_node, make_pod
-from tests.live.kube.test_binder import FakeAPI
-from tests.live.test_loop import Harness
+from scheduler.testing.fakes import FakeCoreAPI
+from scheduler.testing.harness import Harness
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
@@ -197,7 +197,7 @@ async def test_preemptor_is_gated_while_its_preemption_runs() -> None:
     assert h.queue.where("uid-default-pre") != GATED
 
 
-class _VictimAlreadyGone(FakeAPI):
+class _VictimAlreadyGone(FakeCoreAPI):
     """The API side when a concurrent preemptor has already deleted the victim."""
 
     def patch_pod_status(self, namespace: str, name: str, body: dict) -> None:

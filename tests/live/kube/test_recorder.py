@@ -7,7 +7,9 @@ from scheduler.live.kube.recorder import Recorder, truncate_message
 from scheduler.live.kube.transport import ApiError, Lane, TokenBucket
 from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
-from tests.live.kube.test_binder import POD, FakeAPI
+from scheduler.testing.fakes import FakeCoreAPI
+
+POD = PodInfo(make_pod("web", "prod", uid="u-1"))
 
 
 def lane() -> Lane:
@@ -15,7 +17,7 @@ def lane() -> Lane:
 
 
 async def test_event_body_and_series():
-    api = FakeAPI()
+    api = FakeCoreAPI()
     t = [1_700_000_000.0]
     r = Recorder(api, lane(), hostname="host-1", clock=lambda: t[0])
     await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
@@ -40,7 +42,7 @@ async def test_event_body_and_series():
 
 
 async def test_event_failure_is_not_fatal():
-    class Failing(FakeAPI):
+    class Failing(FakeCoreAPI):
         def create_event(self, namespace, body):
             raise ApiError(403, "forbidden")
 
@@ -49,7 +51,7 @@ async def test_event_failure_is_not_fatal():
 
 
 async def test_unschedulable_condition_patch_and_skip():
-    api = FakeAPI()
+    api = FakeCoreAPI()
     r = Recorder(api, lane(), clock=lambda: 0.0)
     assert await r.write_unschedulable(POD, "Unschedulable", "0/1 nodes are available")
     ns, name, body = api.status_patches[0]
@@ -70,7 +72,7 @@ async def test_unschedulable_condition_patch_and_skip():
 
 async def test_queued_note_is_cut_to_the_api_limit():
     # Upstream truncateMessage: a FailedScheduling note over 1024 characters ends in " ...".
-    api = FakeAPI()
+    api = FakeCoreAPI()
     r = Recorder(api, lane())
     r.event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "y" * 2000)
     await r.flush()
@@ -85,7 +87,7 @@ def test_truncate_message():
 
 
 async def test_forget_pod_drops_its_condition_and_its_series():
-    api = FakeAPI()
+    api = FakeCoreAPI()
     r = Recorder(api, lane(), clock=lambda: 1_700_000_000.0)
     await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
     r.unschedulable(POD, "Unschedulable", "m")

@@ -37,11 +37,13 @@ def test_transport_errors_say_whether_the_request_left() -> None:
         def urlopen(self, *args, **kwargs):
             raise self.exc
 
+    class Configuration:
+        def auth_settings(self):
+            return {}
+
     class Client:
         user_agent = "test"
-
-        def update_params_for_auth(self, headers, queries, settings):
-            pass
+        configuration = Configuration()
 
     api = KubeCoreAPI.__new__(KubeCoreAPI)
     api.api, api._host = Client(), "https://x"

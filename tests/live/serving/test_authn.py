@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from scheduler.live.serving.authn import ANONYMOUS_USER, ReviewError, TokenAuthenticator, UserInfo, bearer_token
-from tests.live.serving.fakes import NOT_AUTHENTICATED, Clock, FakeReview, authenticated, no_sleep
+from scheduler.testing.fakes import FakeClock
+from scheduler.testing.serving import NOT_AUTHENTICATED, FakeReview, authenticated, no_sleep
 
 # ---------------------------------------------------------------------------------------------
 # Bearer token extraction (bearertoken_test.go)
@@ -99,17 +100,16 @@ async def test_failed_token_is_401_and_caching(answer: dict | ReviewError, error
     assert len(review.calls) == (1 if cached else 2)
 
 
-async def test_token_cache_ttl() -> None:
-    clock = Clock()
+async def test_token_cache_ttl(clock: FakeClock) -> None:
     review = FakeReview(authenticated("a"))
     authn = TokenAuthenticator(review, cache_ttl=10, clock=clock, sleep=no_sleep)
     await authn.authenticate("Bearer t1")
-    clock.now += 9.9
+    clock.step(9.9)
     await authn.authenticate("Bearer t1")
     assert len(review.calls) == 1
     await authn.authenticate("Bearer t2")  # another token, another review
     assert len(review.calls) == 2
-    clock.now += 0.2  # t1's entry expired
+    clock.step(0.2)  # t1's entry expired
     await authn.authenticate("Bearer t1")
     assert len(review.calls) == 3
 

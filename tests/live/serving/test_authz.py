@@ -12,7 +12,8 @@ import pytest
 from scheduler.live.serving.authn import ANONYMOUS_USER, ReviewError, UserInfo
 from scheduler.live.serving.authz import DelegatingAuthorizer, PathAuthorizer
 from scheduler.live.serving.options import ServingError
-from tests.live.serving.fakes import ALLOWED, DENIED, SA, Clock, FakeReview, no_sleep
+from scheduler.testing.fakes import FakeClock
+from scheduler.testing.serving import ALLOWED, DENIED, SA, FakeReview, no_sleep
 
 # ---------------------------------------------------------------------------------------------
 # Authorization
@@ -63,13 +64,12 @@ async def test_subject_access_review_body() -> None:
     ]
 
 
-async def test_authorization_cache_ttls() -> None:
+async def test_authorization_cache_ttls(clock: FakeClock) -> None:
     # webhook_test.go TestWebhookCache: allowed and denied answers have their own TTLs.
-    clock = Clock()
     review = FakeReview(ALLOWED)
     authz = DelegatingAuthorizer(review, authorized_ttl=10, unauthorized_ttl=2, clock=clock, sleep=no_sleep)
     assert (await authz.authorize(SA, "/metrics", "get")).allowed
-    clock.now += 5
+    clock.step(5)
     assert (await authz.authorize(SA, "/metrics", "get")).allowed
     assert len(review.calls) == 1
     await authz.authorize(SA, "/metrics", "head")  # another verb is another question
@@ -78,10 +78,10 @@ async def test_authorization_cache_ttls() -> None:
     review.answers = [DENIED]
     other = UserInfo("other", "", ("system:authenticated",))
     assert not (await authz.authorize(other, "/metrics", "get")).allowed
-    clock.now += 1.9
+    clock.step(1.9)
     assert not (await authz.authorize(other, "/metrics", "get")).allowed
     assert len(review.calls) == 3
-    clock.now += 0.2
+    clock.step(0.2)
     await authz.authorize(other, "/metrics", "get")
     assert len(review.calls) == 4
 

@@ -19,7 +19,7 @@ from scheduler.live.serving.authz import DelegatingAuthorizer
 from scheduler.live.serving.options import ServingOptions
 from scheduler.live.serving.server import SecureServer, forbidden_message
 from scheduler.live.serving.tls import ssl_context
-from tests.live.serving.fakes import NOT_AUTHENTICATED, SA, FakeReview, authenticated, no_sleep
+from scheduler.testing.serving import NOT_AUTHENTICATED, SA, FakeReview, authenticated, no_sleep
 
 # ---------------------------------------------------------------------------------------------
 # HTTP answers

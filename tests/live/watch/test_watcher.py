@@ -25,13 +25,8 @@ from scheduler.live.kube.clients import Credentials
 from scheduler.live.watch.informer import ADDED, DELETED, MODIFIED, Store, store_for
 from scheduler.live.watch.watcher import Watcher, WatchSettings
 from scheduler.testing.builders import make_node, make_pod
-from tests.live.test_loop import Harness
-
-
-def rv(raw: dict[str, Any], version: int) -> dict[str, Any]:
-    out = copy.deepcopy(raw)
-    out["metadata"]["resourceVersion"] = str(version)
-    return out
+from scheduler.testing.builders import with_resource_version as rv
+from scheduler.testing.harness import Harness
 
 
 def bound(name: str, node: str, version: int, cpu: str = "1", **kw: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Builders for the volume plugin tests (PVCs, PVs, classes, pods with volumes)."""
+"""Builders for storage objects (PVCs, PVs, StorageClasses, pods with volumes) and a StorageStore
+holding them, for the volume plugins and the loop and simulator tests that bind volumes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from scheduler.framework.listers import StorageStore
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
-from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.builders import MakeNode, MakePod
 
 
 def pvc(
@@ -109,11 +110,8 @@ def claim_vol(claim: str, name: str | None = None) -> dict[str, Any]:
 
 
 def vol_pod(name: str = "p", *vols: dict[str, Any], ns: str = "default", node: str = "") -> PodInfo:
-    return PodInfo(make_pod(name, ns, node_name=node, volumes=list(vols)))
+    return MakePod().name(name).namespace(ns).node(node).volume(*vols).info()
 
 
 def node_with(name: str = "node-1", *pods: PodInfo, labels: dict[str, str] | None = None) -> NodeInfo:
-    ni = NodeInfo(make_node(name, labels=labels))
-    for p in pods:
-        ni.add_pod(p)
-    return ni
+    return MakeNode().name(name).labels(labels or {}).info(*pods)

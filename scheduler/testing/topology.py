@@ -1,60 +1,12 @@
-"""Shared helpers for the InterPodAffinity / PodTopologySpread tests: a snapshot + handle
-built from raw dicts, and random clusters for the batch-vs-reference checks."""
+"""Random clusters with affinity and spread, for the InterPodAffinity and PodTopologySpread tests
+(batch scoring checked against the one-node reference)."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-import numpy as np
-
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle
-from scheduler.framework.listers import Listers
-from scheduler.framework.snapshot import Snapshot
-from scheduler.model.cluster import NamespaceInfo, SelectorOwner
-from scheduler.model.node import NodeInfo
-from scheduler.model.pod import PodInfo
-from scheduler.testing.builders import make_node, make_pod
-
-
-def build_handle(
-    nodes: list[dict[str, Any]],
-    pods: list[dict[str, Any]] = (),  # type: ignore[assignment]
-    namespaces: list[dict[str, Any]] = (),  # type: ignore[assignment]
-    owners: list[dict[str, Any]] = (),  # type: ignore[assignment]
-) -> Handle:
-    infos = [NodeInfo(n) for n in nodes]
-    by_name = {ni.name: ni for ni in infos}
-    for p in pods:
-        pi = PodInfo(p)
-        if pi.node_name in by_name:
-            by_name[pi.node_name].add_pod(pi)
-    snap = Snapshot()
-    snap.set_nodes(infos)
-    listers = Listers()
-    for ns in namespaces:
-        info = NamespaceInfo.parse(ns)
-        listers.namespaces[info.name] = info
-    for o in owners:
-        so = SelectorOwner.parse(o)
-        listers.owners.setdefault(so.kind, {})[f"{so.namespace}/{so.name}"] = so
-    return Handle(snap, listers)
-
-
-def namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
-
-
-def add_pod_to_snapshot(handle: Handle, raw: dict[str, Any]) -> None:
-    """What cache.update_snapshot does after a bind: swap in a clone of the node with the pod."""
-    pi = PodInfo(raw)
-    snap = handle.snapshot
-    ni = snap.node_map[pi.node_name].clone()
-    ni.add_pod(pi)
-    snap.replace_node(ni, False)
-    snap.generation += 1
-
+from scheduler.testing.builders import make_namespace, make_node, make_pod
 
 # ---------------------------------------------------------------------------------------------
 # Random clusters
@@ -173,7 +125,7 @@ def rand_cluster(
                 deleting=rng.random() < 0.05,
             )
         )
-    nss = [namespace("ns0", {"team": "a"}), namespace("ns1", {"team": "b"})]
+    nss = [make_namespace("ns0", {"team": "a"}), make_namespace("ns1", {"team": "b"})]
     return nodes, pods, nss
 
 
@@ -191,11 +143,3 @@ def rand_incoming(rng: random.Random, k: int) -> dict[str, Any]:
         tolerations=tol,
         **extra,
     )
-
-
-def fresh_state() -> CycleState:
-    return CycleState()
-
-
-def positions(handle: Handle) -> np.ndarray:
-    return np.arange(len(handle.snapshot.node_infos), dtype=np.int64)

@@ -1,18 +1,11 @@
-"""Fakes for the serving tests: a settable clock, scripted review calls, review answers."""
+"""The secure server's delegated reviews, scripted: a fake review call and the TokenReview /
+SubjectAccessReview answers the serving tests give it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from scheduler.live.serving.authn import ReviewError, UserInfo
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FakeReview:
@@ -31,10 +24,14 @@ class FakeReview:
 
 
 async def no_sleep(_: float) -> None:
+    """The retry back-off's sleep, skipped."""
     return None
 
 
-def authenticated(name: str, groups: list[str] | None = None, uid: str = "", extra: dict | None = None) -> dict:
+def authenticated(
+    name: str, groups: list[str] | None = None, uid: str = "", extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A TokenReview answer: authenticated as ``name``."""
     user: dict[str, Any] = {"username": name, "groups": groups or []}
     if uid:
         user["uid"] = uid

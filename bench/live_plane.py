@@ -1,0 +1,92 @@
+"""The live benchmark's control plane: built and started through e2e/support, one RBAC identity
+for every contestant, and kwok paused while a contestant runs."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+from bench.live_http import Kube
+from e2e.support.apply import iter_yaml_documents
+from e2e.support.plane import (
+    CONTROLPLANE_DIR,
+    MANIFESTS_DIR,
+    ControlPlane,
+    local_binaries_present,
+    start_local_control_plane,
+)
+
+
+def say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclasses.dataclass
+class Plane:
+    cp: ControlPlane
+    run: pathlib.Path
+    admin: Kube
+    sched_kubeconfig: str
+    kube_scheduler_bin: str
+
+    def pid(self, name: str) -> int:
+        return int((self.run / "pids" / f"{name}.pid").read_text().strip())
+
+
+def component_paths() -> dict[str, str]:
+    script = f'source "{CONTROLPLANE_DIR}/lib.sh"; echo "$KUBE_SCHEDULER_BIN"'
+    out = subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.PIPE, text=True).stdout
+    return {"kube-scheduler": out.strip()}
+
+
+def start_plane() -> Plane:
+    paths = component_paths()
+    missing = [c for c in ("kube-scheduler",) if not os.access(paths[c], os.X_OK)]
+    if not local_binaries_present():
+        missing = ["etcd", "kube-apiserver", "kwok", *missing]
+    if missing:
+        say(f"building {' '.join(missing)} (e2e/controlplane/build.sh)")
+        subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), *missing], check=True)
+    say(f"control plane in {os.environ['PYSCHED_RUN']}")
+    cp = start_local_control_plane()
+    assert cp.run_dir is not None
+    admin = Kube(cp.kubeconfig)
+    # One identity for all contestants: system:kube-scheduler has the upstream role; the
+    # pyscheduler ClusterRole (manifests/rbac.yaml) adds what ours also lists.
+    role = next(d for d in iter_yaml_documents(MANIFESTS_DIR / "rbac.yaml") if d["kind"] == "ClusterRole")
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "pyscheduler-bench-live"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}],
+    }
+    base = "/apis/rbac.authorization.k8s.io/v1"
+    admin.request("POST", f"{base}/clusterroles", role, ok=(201, 409))
+    admin.request("POST", f"{base}/clusterrolebindings", binding, ok=(201, 409))
+    return Plane(cp, cp.run_dir, admin, str(cp.run_dir / "pki" / "kube-scheduler.kubeconfig"), paths["kube-scheduler"])
+
+
+class Kwok:
+    """SIGSTOP/SIGCONT of the plane's kwok; always resumed."""
+
+    def __init__(self, plane: Plane, enabled: bool) -> None:
+        self.pid = plane.pid("kwok") if enabled else None
+        self.paused = False
+
+    def pause(self) -> None:
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.paused and self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGCONT)
+            self.paused = False
