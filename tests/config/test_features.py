@@ -48,11 +48,13 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP
+from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, set_resource_gates
 from scheduler.model.podrequests import DEFAULT_RESOURCE_GATES
+from scheduler.plugins.dynamicresources.allocator import AllocatorFeatures
 from scheduler.testing.builders import make_node, make_pod
-from scheduler.testing.storage import store_of
+from scheduler.testing.storage import claim_vol, pv, pvc, storage_class, store_of
 
 # ---------------------------------------------------------------------------------------------
 # Parsing and refusing
@@ -568,22 +570,81 @@ def _handle(gates: list[str]) -> Handle:
     return Handle(Snapshot(), Listers(), features=parse_feature_gates(gates).features())
 
 
-# volume_binding_test.go TestVolumeBinding with EnableStorageCapacityScoring and its shape
-# (0 -> 0, 100 -> 10): the wantScores per node.
-_CAPACITY_SCORES = {
-    "local volumes with close capacity are preferred": [25, 50, 0],
-    "zonal volumes with close capacity are preferred": [25, 25, 50, 50, 0, 0],
-    "storage capacity score": [10, 20, 100],
-    "dynamic provisioning with multiple PVCs of the same StorageClass": [100],
+# volume_binding_test.go TestVolumeBinding with EnableStorageCapacityScoring and its test shape
+# (0 -> 0, 100 -> 10): pods, nodes, objects, the wantScores per node.
+_HOST = "kubernetes.io/hostname"
+_WAIT = "wait-sc"
+_CAP = "wait-sc-with-storage-capacity"
+_CAP_OBJS = [
+    storage_class(_CAP, provisioner="driver-with-storage-capacity"),
+    {"kind": "CSIDriver", "metadata": {"name": "driver-with-storage-capacity"}, "spec": {"storageCapacity": True}},
+]
+
+
+def _capacity(node: str, size: str) -> dict:
+    return {
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": node, "namespace": "default"},
+        "storageClassName": _CAP,
+        "nodeTopology": {"matchLabels": {"node-label": node}},
+        "capacity": size,
+    }
+
+
+def _claims_pod(*claims: str) -> PodInfo:
+    return PodInfo(make_pod("pod-a", volumes=[claim_vol(c) for c in claims]))
+
+
+def _vb_nodes(n: int = 3) -> list[NodeInfo]:
+    return [
+        NodeInfo(make_node(name, labels={_HOST: name, "node-label": name}))
+        for name in ("node-a", "node-b", "node-c")[:n]
+    ]
+
+
+_CAPACITY_CASES = {
+    "local volumes with close capacity are preferred": (
+        _claims_pod("pvc-a"),
+        _vb_nodes(),
+        [
+            storage_class(_WAIT, provisioner=""),
+            pvc("pvc-a", cls=_WAIT, size="50Gi", modes=()),
+            *(pv(f"pv-a-{i}", cls=_WAIT, size="200Gi", modes=(), affinity={_HOST: ["node-a"]}) for i in range(2)),
+            *(pv(f"pv-b-{i}", cls=_WAIT, size="100Gi", modes=(), affinity={_HOST: ["node-b"]}) for i in range(2)),
+        ],
+        [25, 50, 0],
+    ),
+    "storage capacity score": (
+        _claims_pod("pvc-dynamic"),
+        _vb_nodes(),
+        [
+            *_CAP_OBJS,
+            pvc("pvc-dynamic", cls=_CAP, size="10Gi", modes=()),
+            _capacity("node-a", "100Gi"),
+            _capacity("node-b", "50Gi"),
+            _capacity("node-c", "10Gi"),
+        ],
+        [10, 20, 100],
+    ),
+    "dynamic provisioning with multiple PVCs of the same StorageClass": (
+        _claims_pod("pvc-dynamic-0", "pvc-dynamic-1"),
+        _vb_nodes(1),
+        [
+            *_CAP_OBJS,
+            pvc("pvc-dynamic-0", cls=_CAP, size="50Gi", modes=()),
+            pvc("pvc-dynamic-1", cls=_CAP, size="50Gi", modes=()),
+            _capacity("node-a", "100Gi"),
+        ],
+        [100],
+    ),
 }
 
 
-@pytest.mark.parametrize("case", sorted(_CAPACITY_SCORES))
+@pytest.mark.parametrize("case", sorted(_CAPACITY_CASES))
 def test_storage_capacity_scoring_scores_volumes(case: str) -> None:
     from scheduler.plugins.volumebinding import VolumeBinding
-    from tests.plugins.test_volumebinding import CASES
 
-    _, p, nodes, objs, _, _ = next(c for c in CASES if c[0] == case)
+    p, nodes, objs, want = _CAPACITY_CASES[case]
     handle = _handle(["StorageCapacityScoring=true"])
     handle.listers.storage = store_of(*objs)
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
@@ -593,10 +654,9 @@ def test_storage_capacity_scoring_scores_volumes(case: str) -> None:
     for n in nodes:
         pl.filter(state, p, n)
     assert pl.pre_score(state, p, nodes) is None
-    assert [pl.score(state, p, n) for n in nodes] == _CAPACITY_SCORES[case]
+    assert [pl.score(state, p, n) for n in nodes] == want
     # The gate off (v1.36.3's default): no scorer, PreScore skips.
     off = VolumeBinding.new(None, _handle([]))
-    off.store = handle.listers.storage
     assert off.pre_score(state, p, nodes) == SKIP and off.score(state, p, nodes[0]) == 0
 
 
@@ -876,26 +936,28 @@ def test_volume_limit_scaling_gate() -> None:
     preventPodSchedulingIfMissing needs the driver in the node's CSINode (csi_test.go's
     "CSI driver is not installed" cases); without the gate the driver is not looked at."""
     from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
-    from tests.plugins.test_nodevolumelimits import EBS, EBS_ONE, NODE, world
 
-    node = NodeInfo(make_node(NODE))
-    store = world([EBS], "none", 0, 0, [])
-    store.apply("CSIDriver", {"metadata": {"name": EBS}, "spec": {"preventPodSchedulingIfMissing": True}})
-    for gates, want in (([], None), (["VolumeLimitScaling=true"], f"{EBS} CSI driver is not installed on the node")):
+    ebs, node_name = "ebs.csi.aws.com", "node-1"
+    node = NodeInfo(make_node(node_name))
+    store = store_of(pv("vol-0", csi=(ebs, "handle-0")), pvc("claim-0", volume="vol-0"))
+    store.apply("CSIDriver", {"metadata": {"name": ebs}, "spec": {"preventPodSchedulingIfMissing": True}})
+    pod = _claims_pod("claim-0")
+    for gates, want in (([], None), (["VolumeLimitScaling=true"], f"{ebs} CSI driver is not installed on the node")):
         h = _handle(gates)
         h.listers.storage = store
         pl = NodeVolumeLimits.new(None, h)
         st = CycleState()
-        assert pl.pre_filter(st, EBS_ONE, [node]) is None
-        got = pl.filter(st, EBS_ONE, node)
+        assert pl.pre_filter(st, pod, [node]) is None
+        got = pl.filter(st, pod, node)
         assert (got.message if got is not None else None) == want
-        mask = pl.filter_batch(st, EBS_ONE, _snapshot([node]), np.arange(1))
+        mask = pl.filter_batch(st, pod, _snapshot([node]), np.arange(1))
         assert mask is None or mask.tolist() == [want is None]
     # The driver on the node: installed, the pod fits.
-    store.apply("CSINode", {"metadata": {"name": NODE}, "spec": {"drivers": [{"name": EBS, "nodeID": NODE}]}})
+    csi_node = {"metadata": {"name": node_name}, "spec": {"drivers": [{"name": ebs, "nodeID": node_name}]}}
+    store.apply("CSINode", csi_node)
     h = _handle(["VolumeLimitScaling=true"])
     h.listers.storage = store
-    assert NodeVolumeLimits.new(None, h).filter(CycleState(), EBS_ONE, node) is None
+    assert NodeVolumeLimits.new(None, h).filter(CycleState(), pod, node) is None
 
 
 def _snapshot(nodes: list[NodeInfo]) -> Snapshot:
@@ -909,67 +971,69 @@ def _snapshot(nodes: list[NodeInfo]) -> Snapshot:
 # structured allocator's checks, allocator_test.go cases with features off)
 
 
-def _dra_run(claims: list, slices: list, features: object) -> list | None:
+_DRIVER, _POOL, _NODE, _CLASS = "driver-a", "pool-1", "node-1", "class-a"
+
+
+def _dra_slice(*devices: dict, **spec: object) -> ResourceSlice:
+    body = {"driver": _DRIVER, "pool": {"name": _POOL, "generation": 1, "resourceSliceCount": 1}, **spec}
+    if "perDeviceNodeSelection" not in spec:
+        body["nodeName"] = _NODE
+    return ResourceSlice({"metadata": {"name": "slice-1"}, "spec": {**body, "devices": list(devices)}})
+
+
+def _dra_claim(*requests: dict, name: str = "claim-0", namespace: str = "") -> ResourceClaim:
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return ResourceClaim({"metadata": meta, "spec": {"devices": {"requests": list(requests)}}})
+
+
+def _exactly(name: str = "req-0", **extra: object) -> dict:
+    return {"name": name, "exactly": {"deviceClassName": _CLASS, "allocationMode": "ExactCount", "count": 1, **extra}}
+
+
+def _dra_run(claims: list[ResourceClaim], slices: list[ResourceSlice], features: AllocatorFeatures) -> list | None:
     from scheduler.plugins.dynamicresources.allocator import Allocator
     from scheduler.plugins.dynamicresources.celcache import CelCache
-    from tests.plugins.test_dynamicresources import CLASS_A, DRIVER_A, NODE1, klass
 
-    classes = {CLASS_A: klass(CLASS_A, DRIVER_A)}
-    a = Allocator(set(), {}, classes.get, slices, CelCache(), features=features)  # type: ignore[arg-type]
-    return a.allocate(NODE1, {"kubernetes.io/hostname": NODE1}, claims)
+    cls = DeviceClass({"metadata": {"name": _CLASS}, "spec": {}})
+    a = Allocator(set(), {}, {_CLASS: cls}.get, slices, CelCache(), features=features)
+    return a.allocate(_NODE, {"kubernetes.io/hostname": _NODE}, claims)
 
 
 def test_dra_allocator_features() -> None:
-    from scheduler.model.dra import ResourceSlice
-    from scheduler.plugins.dynamicresources.allocator import AllocationError, AllocatorFeatures
-    from tests.plugins.test_dynamicresources import CLASS_A, DRIVER_A, NODE1, POOL1, claim, dev, req, rslice, sub
+    from scheduler.plugins.dynamicresources.allocator import AllocationError
 
     on = AllocatorFeatures()
+    c = _dra_claim(_exactly())
     # DRADeviceTaints off: a NoSchedule device taint no longer keeps the device.
-    tainted = dev("device-1")
-    tainted["taints"] = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
-    s = rslice("slice-1", NODE1, POOL1, DRIVER_A, tainted)
-    c = claim("claim-0", req("req-0", CLASS_A))
-    assert _dra_run([c], [s], on) is None
-    assert _dra_run([c], [s], AllocatorFeatures(device_taints=False)) is not None
+    tainted = {"name": "device-1", "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}
+    assert _dra_run([c], [_dra_slice(tainted)], on) is None
+    assert _dra_run([c], [_dra_slice(tainted)], AllocatorFeatures(device_taints=False)) is not None
     # DRADeviceBindingConditions or DRAResourceClaimDeviceStatus off: devices with binding
     # conditions are not selectable.
-    bound = dev("device-1")
-    bound["bindingConditions"] = ["ready"]
-    bound["bindingFailureConditions"] = ["failed"]
-    s = rslice("slice-1", NODE1, POOL1, DRIVER_A, bound)
-    assert _dra_run([c], [s], on) is not None
-    assert _dra_run([c], [s], AllocatorFeatures(device_binding_and_status=False)) is None
+    bound = {"name": "device-1", "bindingConditions": ["ready"], "bindingFailureConditions": ["failed"]}
+    assert _dra_run([c], [_dra_slice(bound)], on) is not None
+    assert _dra_run([c], [_dra_slice(bound)], AllocatorFeatures(device_binding_and_status=False)) is None
     # DRAPrioritizedList off: subrequests are an error.
-    s = rslice("slice-1", NODE1, POOL1, DRIVER_A, dev("device-1"))
-    fa = claim("claim-0", {"name": "req-0", "firstAvailable": [sub("sub-0", CLASS_A)]})
-    assert _dra_run([fa], [s], on) is not None
+    plain = _dra_slice({"name": "device-1"})
+    sub = {"name": "sub-0", "deviceClassName": _CLASS, "allocationMode": "ExactCount", "count": 1}
+    fa = _dra_claim({"name": "req-0", "firstAvailable": [sub]})
+    assert _dra_run([fa], [plain], on) is not None
     with pytest.raises(AllocationError) as err:
-        _dra_run([fa], [s], AllocatorFeatures(prioritized_list=False))
+        _dra_run([fa], [plain], AllocatorFeatures(prioritized_list=False))
     assert (
         str(err.value)
         == "claim claim-0, request req-0: has subrequests, but the DRAPrioritizedList feature is disabled"
     )
     # DRAConsumableCapacity off: capacity requests are an error.
-    cap = req("req-0", CLASS_A)
-    cap["exactly"]["capacity"] = {"requests": {"memory": "1Gi"}}
+    cap = _dra_claim(_exactly(capacity={"requests": {"memory": "1Gi"}}))
     with pytest.raises(AllocationError) as err:
-        _dra_run([claim("claim-0", cap)], [s], AllocatorFeatures(consumable_capacity=False))
-    assert "request req-0: has capacity requests, but the DRAConsumableCapacity feature is disabled" in str(err.value)
-    # DRAPartitionableDevices off: slices with per-device node selection (or counter sets) are
-    # not seen, and a device consuming counters cannot be allocated.
-    pool = {"name": POOL1, "generation": 1, "resourceSliceCount": 1}
-    per_device = ResourceSlice(
-        {
-            "metadata": {"name": "slice-p"},
-            "spec": {
-                "driver": DRIVER_A,
-                "pool": pool,
-                "perDeviceNodeSelection": True,
-                "devices": [{"name": "device-0", "nodeName": NODE1}],
-            },
-        }
+        _dra_run([cap], [plain], AllocatorFeatures(consumable_capacity=False))
+    assert str(err.value) == (
+        "claim claim-0, request req-0: has capacity requests, but the DRAConsumableCapacity feature is disabled"
     )
+    # DRAPartitionableDevices off: slices with per-device node selection (or counter sets) are
+    # not seen.
+    per_device = _dra_slice({"name": "device-0", "nodeName": _NODE}, perDeviceNodeSelection=True)
     assert _dra_run([c], [per_device], on) is not None
     assert _dra_run([c], [per_device], AllocatorFeatures(partitionable_devices=False)) is None
 
@@ -977,31 +1041,36 @@ def test_dra_allocator_features() -> None:
 def test_dra_plugin_reads_its_gates() -> None:
     """DynamicResources.PreFilter without DRAPrioritizedList: a claim with subrequests is
     unschedulable with upstream's message; the allocator gets AllocatorFeatures(fts)."""
+    from scheduler.framework.listers import DraStore
     from scheduler.framework.status import Code
     from scheduler.plugins.dynamicresources import DynamicResources
-    from tests.plugins.test_dynamicresources import CLASS_NAME, pclaim, pod, store_with, sub
 
-    fa = pclaim()
-    fa["spec"]["devices"]["requests"] = [{"name": "req-1", "firstAvailable": [sub("sub-0", CLASS_NAME)]}]
+    sub = {"name": "sub-0", "deviceClassName": _CLASS, "allocationMode": "ExactCount", "count": 1}
+    claim = {
+        "metadata": {"name": "my-claim", "namespace": "default", "uid": "claim-uid"},
+        "spec": {"devices": {"requests": [{"name": "req-1", "firstAvailable": [sub]}]}},
+    }
+    store = DraStore()
+    store.apply("ResourceClaim", claim)
+    store.apply("DeviceClass", {"metadata": {"name": _CLASS}})
+    p = PodInfo(make_pod("my-pod", resourceClaims=[{"name": "r", "resourceClaimName": "my-claim"}]))
     for gates, want in (
         ([], None),
         (
             ["DRAPrioritizedList=false"],
-            "resource claim default/my-pod-my-resource, request req-1: has subrequests, but the "
+            "resource claim default/my-claim, request req-1: has subrequests, but the "
             "DRAPrioritizedList feature is disabled",
         ),
     ):
-        h = _handle(gates)
-        pl = DynamicResources(store_with(fa), h)
-        st = pl.pre_filter(CycleState(), pod(), [])
+        st = DynamicResources(store, _handle(gates)).pre_filter(CycleState(), p, [])
         if want is None:
             assert st is None
         else:
             assert st is not None and st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.message == want
-    off = DynamicResources(store_with(), _handle(["DRADeviceTaints=false,DRADeviceTaintRules=false"]))
+    off = DynamicResources(store, _handle(["DRADeviceTaints=false,DRADeviceTaintRules=false"]))
     assert off.allocator_features.device_taints is False and off.allocator_features.prioritized_list is True
     both = _handle(["DRADeviceBindingConditions=false"])
-    assert DynamicResources(store_with(), both).allocator_features.device_binding_and_status is False
+    assert DynamicResources(store, both).allocator_features.device_binding_and_status is False
 
 
 @pytest.mark.parametrize(
