@@ -42,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=None, help="seed for the tie-break among equal top scores")
     sim.add_argument("--output", choices=("text", "json", "placements"), default="text")
     sim.add_argument("--stats", action="store_true", help="print scheduling throughput (pods/s) to stderr")
+    _add_feature_gates(sim)
 
     run = sub.add_parser("run", help="run the scheduler against a cluster")
     p.set_defaults(run_parser=run)
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_leader_election_flags(run)
     _add_logs_flags(run)
     _add_version_flag(run)
+    _add_feature_gates(run)
     return p
 
 
@@ -152,6 +154,8 @@ def flag_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> di
             text = format_duration(float(value))
         elif name == "vmodule":
             text = ",".join(f"{pat}={n}" for pat, n in value)
+        elif name == "feature-gates":
+            text = ",".join(value)
         elif name in LIST_FLAGS:
             text = "[" + ",".join(x.strip() for x in str(value).split(",") if x.strip()) + "]"
         else:
@@ -177,6 +181,17 @@ def version_text(mode: str) -> str | None:
                 f'Platform:"{sys.platform}/{machine}"}}')
     raise ValueError(f'invalid argument "{mode}" for "--version" flag: pyscheduler reports its own version; '
                      "accepted: true, false, raw")
+
+
+def _add_feature_gates(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="[kube:]Gate=true|false,...",
+        help="feature gates as kube-scheduler v1.36.3 takes them (repeatable; every gate it knows, "
+        "at its default, locked gates fixed)",
+    )
 
 
 def _duration(text: str) -> float:
@@ -205,10 +220,20 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     if args.command is None:
         parser.error("the following arguments are required: command")
+    from scheduler.config.features import FeatureGateError, parse_feature_gates
+
+    try:
+        # Checked before anything else, as kube-scheduler applies them before reading its config.
+        args.gates = parse_feature_gates(args.feature_gates)
+    except FeatureGateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.command == "simulate":
         from scheduler.simulate.simulator import run as simulate_run
 
-        return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats)
+        for message, gate, value in args.gates.warnings:
+            print(f"warning: {message} featureGate={gate} value={str(value).lower()}", file=sys.stderr)
+        return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats, gates=args.gates)
     if args.command == "run":
         args.flagz = flag_values(args.run_parser, args)
         # kopf and the kubernetes client re-export hundreds of modules we never use; importing

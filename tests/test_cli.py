@@ -116,4 +116,7 @@ def test_flag_values_print_as_go_flags_do():
     assert got["logging-format"] == "text"
     assert got["profiling"] == "true"
     assert got["help"] == "false"
+    assert got["feature-gates"] == ""
     assert "run-parser" not in got and "flagz" not in got
+    a = _run_args("--feature-gates=ComponentFlagz=false")
+    assert cli.flag_values(a.run_parser, a)["feature-gates"] == "ComponentFlagz=false"

@@ -72,6 +72,11 @@ def test_routes_as_newEndpointsHandler_installs_them() -> None:
                         "enableProfiling": False})
     # Profiling off: neither /debug/pprof nor /debug/flags/v.
     assert not any(p.startswith("/debug/") for p in _app_routes(off))
+    # --feature-gates=ComponentFlagz=false,ComponentStatusz=false: neither page.
+    from scheduler.config.features import parse_feature_gates
+
+    gated = load_config(None, parse_feature_gates(["ComponentFlagz=false,ComponentStatusz=false"]))
+    assert {"/flagz", "/statusz"}.isdisjoint(_app_routes(gated))
 
 
 async def test_statusz_lists_the_paths_upstream_lists() -> None:
