@@ -4,15 +4,12 @@ apis/config/v1/default_plugins.go)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.config.types import CONFIG_POINTS, MULTI_POINT, PluginRef, PluginSet
-from scheduler.config.workloadgates import GANG_SCHEDULING, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, gate_enabled
 
-# getDefaultPlugins, feature gates at their v1.36 defaults: NodeDeclaredFeatures is beta/on, so
-# it is appended last; DynamicResourceAllocation is GA/on, so DynamicResources (weight 2) sits
-# just before DefaultPreemption. The alpha-gated ones follow (applyFeatureGates order).
-DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
+# getDefaultPlugins before applyFeatureGates.
+_BASE_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
     ("NodeUnschedulable", 0),
@@ -27,35 +24,44 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
-    ("NodeDeclaredFeatures", 0),
 )
 
 
-# applyGangScheduling and applyTopologyAwareWorkloadScheduling: appended when their gate is on.
-GANG_MULTIPOINT: tuple[tuple[str, int], ...] = (("GangScheduling", 0),)
-TOPOLOGY_AWARE_MULTIPOINT: tuple[tuple[str, int], ...] = (("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1))
+def default_multipoint(gates: FeatureGates = DEFAULT_GATES) -> tuple[tuple[str, int], ...]:
+    """getDefaultPlugins with applyFeatureGates: NodeDeclaredFeatures appended; DynamicResources
+    (weight 2) just before DefaultPreemption, so an idle claim is freed before a pod is evicted;
+    GangScheduling, then TopologyPlacementGenerator and PodGroupPodsCount (weight 1), appended."""
+    out = list(_BASE_MULTIPOINT)
+    if gates.enabled("NodeDeclaredFeatures"):
+        out.append(("NodeDeclaredFeatures", 0))
+    if gates.enabled("DynamicResourceAllocation"):
+        out.insert(out.index(("DefaultPreemption", 0)), ("DynamicResources", 2))
+    if gates.enabled("GangScheduling"):
+        out.append(("GangScheduling", 0))
+    if gates.enabled("TopologyAwareWorkloadScheduling"):
+        out += [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)]
+    return tuple(out)
 
-# Every in-tree plugin is in the default set with every gate on (the registry's test keeps them
-# equal); their args are typed upstream (<Plugin>Args in the v1 group), out-of-tree ones are opaque.
+
+# The default set at v1.36.3's default gates.
+DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = default_multipoint()
+
+
+# Every in-tree plugin is in the default set once the alpha workload gates are on too (the
+# registry's test keeps them equal); their args are typed upstream (<Plugin>Args in the v1
+# group), out-of-tree ones are opaque.
 IN_TREE_PLUGINS: frozenset[str] = frozenset(
-    name for name, _ in (*DEFAULT_MULTIPOINT, *GANG_MULTIPOINT, *TOPOLOGY_AWARE_MULTIPOINT)
+    [name for name, _ in DEFAULT_MULTIPOINT] + ["GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount"]
 )
 
 
-def default_plugins(gates: Any = None) -> list[tuple[str, int]]:
-    """The upstream v1 default multiPoint list for these feature gates (getDefaultPlugins and
-    applyFeatureGates), in order, with weights (0 = no weight given)."""
-    out = list(DEFAULT_MULTIPOINT)
-    if gate_enabled(gates, GANG_SCHEDULING):
-        out.extend(GANG_MULTIPOINT)
-    if gate_enabled(gates, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
-        out.extend(TOPOLOGY_AWARE_MULTIPOINT)
-    return out
+def default_plugins(gates: FeatureGates = DEFAULT_GATES) -> list[tuple[str, int]]:
+    """The upstream v1 default multiPoint list, in order, with weights (0 = no weight given)."""
+    return list(default_multipoint(gates))
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -80,14 +86,15 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
     return PluginSet(tuple(enabled), disabled)
 
 
-def _default_plugin_sets(gates: Any) -> dict[str, PluginSet]:
+def _default_plugin_sets(gates: FeatureGates) -> dict[str, PluginSet]:
     sets = {p: PluginSet() for p in CONFIG_POINTS}
-    sets[MULTI_POINT] = PluginSet(tuple(PluginRef(n, w) for n, w in default_plugins(gates)))
+    sets[MULTI_POINT] = PluginSet(tuple(PluginRef(n, w) for n, w in default_multipoint(gates)))
     return sets
 
 
-def merged_plugins(custom: Mapping[str, PluginSet] | None, gates: Any = None) -> dict[str, PluginSet]:
-    """A profile's plugins with the defaults (for ``gates``) merged in; ``None``: the profile gave none."""
+def merged_plugins(custom: Mapping[str, PluginSet] | None, gates: FeatureGates = DEFAULT_GATES) -> dict[str, PluginSet]:
+    """A profile's plugins with the defaults (under ``gates``) merged in; ``None``: the profile
+    gave none."""
     defaults = _default_plugin_sets(gates)
     if custom is None:
         return defaults

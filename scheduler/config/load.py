@@ -24,6 +24,7 @@ import yaml
 
 from scheduler.config.decode import RawProfile, decode, type_name
 from scheduler.config.defaults import merged_plugins
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.config.types import API_VERSION, DEFAULT_SCHEDULER_NAME, KIND, ConfigError, Profile, SchedulerConfig
 from scheduler.config.validation import validate
 
@@ -35,9 +36,9 @@ RUN_DEFAULT_LEASE_NAMESPACE = "pyscheduler"
 RUN_DEFAULT_LEASE_NAME = "pyscheduler"
 
 
-def parse_config(doc: Mapping[str, Any] | None, gates: Any = None) -> SchedulerConfig:
-    """Decode, default and validate a KubeSchedulerConfiguration document (already parsed YAML);
-    ``gates`` (feature gates, see workloadgates.py) decide the gated default plugins."""
+def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
+    """Decode, default and validate a KubeSchedulerConfiguration document (already parsed YAML)
+    under the resolved feature ``gates``."""
     d = decode(doc)
     if not d.profiles:
         d.profiles = [RawProfile(None, None, None, [])]
@@ -68,10 +69,13 @@ def parse_config(doc: Mapping[str, Any] | None, gates: Any = None) -> SchedulerC
         pod_max_backoff_seconds=float(d.pod_max_backoff_seconds),
         client_connection=d.client_connection,
         leader_election=d.leader_election,
+        enable_profiling=d.enable_profiling,
+        enable_contention_profiling=d.enable_contention_profiling,
+        feature_gates=gates,
     )
 
 
-def load_config(path: str | None, gates: Any = None) -> SchedulerConfig:
+def load_config(path: str | None, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
     """Load a KubeSchedulerConfiguration YAML file; ``None`` gives the upstream defaults."""
     if path is None:
         return parse_config({"apiVersion": API_VERSION, "kind": KIND}, gates)
@@ -100,7 +104,7 @@ def error_line(where: str, exc: Exception) -> str:
     return msg if msg.startswith(where + ":") else f"{where}: {msg}"
 
 
-def load_run_config(path: str | None, gates: Any = None) -> SchedulerConfig:
+def load_run_config(path: str | None, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
     """``load_config`` for ``run``: a file as written, or without one pyscheduler's own names."""
     if path is not None:
         return load_config(path, gates)

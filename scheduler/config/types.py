@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
+
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -32,6 +34,13 @@ EXTENSION_POINT_NAMES: tuple[str, ...] = (
     # Pod-group scheduling (kube-scheduler v1.36.3, used with TopologyAwareWorkloadScheduling).
     "placementGenerate",
     "placementScore",
+)
+PLACEMENT_POINTS: tuple[str, ...] = ("placementGenerate", "placementScore")
+# The v1 Plugins struct's JSON order: the pod's points, multiPoint, then the placement ones.
+V1_PLUGINS_ORDER: tuple[str, ...] = (
+    *(p for p in EXTENSION_POINT_NAMES if p not in PLACEMENT_POINTS),
+    "multiPoint",
+    *PLACEMENT_POINTS,
 )
 CONFIG_POINTS: tuple[str, ...] = (MULTI_POINT, *EXTENSION_POINT_NAMES)
 
@@ -96,3 +105,8 @@ class SchedulerConfig:
     pod_max_in_unschedulable_pods_duration: float = 300
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    # /debug/pprof and /debug/flags/v (v1 defaults: both on).
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    # --feature-gates (not in the file): what defaults and validation used, and what plugins get.
+    feature_gates: FeatureGates = DEFAULT_GATES

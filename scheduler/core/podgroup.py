@@ -335,7 +335,7 @@ class PodGroupCycle:
         if self.on_algorithm_duration is not None:
             self.on_algorithm_duration(self.clock() - start)
         st = result.status
-        if fw.handle.workload.enable_workload_aware_preemption and st is not None and st.code == Code.UNSCHEDULABLE:
+        if fw.handle.features.enable_workload_aware_preemption and st is not None and st.code == Code.UNSCHEDULABLE:
             wap = self.workload_aware_preemption(fw, group_state, group)
             if _success(wap):
                 result.waiting_on_preemption = True
@@ -349,7 +349,7 @@ class PodGroupCycle:
     def algorithm_for(
         self, fw: Framework, group_state: CycleState, group: QueuedPodGroup, mode: PostFilterMode
     ) -> GroupAttempt:
-        if fw.handle.workload.enable_topology_aware_workload_scheduling:
+        if fw.handle.features.enable_topology_aware_workload_scheduling:
             return self.placement_algorithm(fw, group_state, group, mode)
         return self.default_algorithm(fw, group_state, group, mode)
 

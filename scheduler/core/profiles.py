@@ -19,7 +19,6 @@ import structlog
 
 from scheduler.config import ConfigError, PluginRef, PluginSet, Profile, SchedulerConfig
 from scheduler.config.types import MULTI_POINT
-from scheduler.config.workloadgates import workload_features
 from scheduler.framework.informers import GroupVersionResource, is_resource_event
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
@@ -38,6 +37,8 @@ from scheduler.framework.runtime import DurationObserver, Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, MAX_TOTAL_SCORE, go_quote
 from scheduler.framework.waiting_pods import PermitTimer, WaitingPodsMap
+from scheduler.model.pod import set_resource_gates
+from scheduler.model.podrequests import ResourceGates
 from scheduler.plugins.registry import default_registry
 
 log = structlog.get_logger(__name__)
@@ -194,7 +195,7 @@ def new_framework(
 ) -> Framework:
     """One profile's framework: its plugins built once each, with their args, in extension-point
     order; ``lists`` when ``check_profiles`` has computed them already. With the
-    WorkloadAwarePreemption gate (``handle.workload``), DefaultPreemption is the one
+    WorkloadAwarePreemption gate (``handle.features``), DefaultPreemption is the one
     PodGroupPostFilter plugin, as upstream's NewFramework sets it."""
     if lists is None:
         lists = plugin_lists(profile, registry)
@@ -211,7 +212,7 @@ def new_framework(
         lists,
         percentage_of_nodes_to_score=global_percentage if percentage is None else percentage,
         observer=observer,
-        pod_group_post_filter=("DefaultPreemption",) if handle.workload.enable_workload_aware_preemption else (),
+        pod_group_post_filter=("DefaultPreemption",) if handle.features.enable_workload_aware_preemption else (),
     )
 
 
@@ -237,19 +238,22 @@ def build_frameworks(
     activator: PodActivator | None = None,
     client_set: Any = None,
     events: EventSink | None = None,
-    gates: Any = None,
 ) -> dict[str, Framework]:
     """Scheduler name -> framework, for every profile of ``cfg``. The handles share the snapshot,
     the listers (the plugins' informers among them), one map of waiting pods and the API side
     (``client``: the binder; ``volume_api``: PV/PVC writes; ``client_set``: the kubernetes client
     plugins may use; ``events``: the Event sink; all None offline); ``permit_timer`` runs the
     Permit timeouts on the edge's clock; ``activator`` moves pods to activeQ; ``seed`` seeds each
-    handle's random source; ``gates`` are the feature gates (config/workloadgates.py).
+    handle's random source.
     ConfigError for a profile that does not fit the registry,
     FrameworkError for args a plugin refuses."""
     if registry is None:
         registry = default_registry()
     checked = check_profiles(cfg, registry)
+    features = cfg.feature_gates.features()
+    # What PodInfo counts of every pod follows the process's gates (upstream's global gate).
+    resize = features.enable_in_place_pod_level_resources_vertical_scaling
+    set_resource_gates(ResourceGates(features.enable_pod_level_resources, resize))
     waiting_pods = WaitingPodsMap(permit_timer)
     frameworks: dict[str, Framework] = {}
     for prof, lists in zip(cfg.profiles, checked):
@@ -262,12 +266,12 @@ def build_frameworks(
             volume_api=volume_api,
             preemption=preemption,
             rng=random.Random(seed),
+            features=features,
             waiting_pods=waiting_pods,
             activator=activator,
             client_set=client_set,
             events=events,
         )
-        handle.workload = workload_features(gates)
         frameworks[prof.scheduler_name] = new_framework(
             prof,
             registry,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from scheduler.config.workloadgates import WorkloadFeatures
+from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.informers import InformerFactory
@@ -263,6 +263,7 @@ class Handle:
         "client",
         "client_set",
         "event_recorder",
+        "features",
         "listers",
         "nominator",
         "parallelism",
@@ -273,7 +274,6 @@ class Handle:
         "snapshot",
         "volume_api",
         "waiting_pods",
-        "workload",
     )
 
     def __init__(
@@ -287,6 +287,7 @@ class Handle:
         volume_api: Any = None,
         preemption: PreemptionActuator | None = None,
         rng: random.Random | None = None,
+        features: Features = DEFAULT_FEATURES,
         waiting_pods: WaitingPodsMap | None = None,
         activator: PodActivator | None = None,
         client_set: Any = None,
@@ -303,9 +304,9 @@ class Handle:
         self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
         self.rng = rng if rng is not None else random.Random()
-        # Workload-aware scheduling: the gates' plugin-facing flags, and the cache's pod-group
-        # states (upstream PodGroupManager), given once the cache exists.
-        self.workload: WorkloadFeatures = WorkloadFeatures()
+        # The feature gates plugins read (upstream feature.Features, given to every factory).
+        self.features = features
+        # The cache's pod-group states (upstream PodGroupManager), given once the cache exists.
         self.pod_group_manager: PodGroupStates | None = None
         # One map for every profile (the builder passes the same one to each handle).
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()

@@ -28,7 +28,7 @@ import yaml
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
-from scheduler.config.workloadgates import workload_features
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
 from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
@@ -266,11 +266,10 @@ class Simulator:
         config: SchedulerConfig,
         seed: int | None = None,
         registry: Mapping[str, type[Plugin]] | None = None,
-        gates: Any = None,
     ) -> None:
         self.config = config
-        self.workload = workload_features(gates)
-        self.cache = Cache(generic_workload=self.workload.enable_generic_workload)
+        self.generic_workload = config.feature_gates.enabled("GenericWorkload")
+        self.cache = Cache(generic_workload=self.generic_workload)
         self.snapshot = Snapshot()
         self.listers = cluster.listers
         self.algorithm = Algorithm(np.random.default_rng(seed))
@@ -289,7 +288,6 @@ class Simulator:
             seed=seed,
             permit_timer=self._timer,
             activator=self._activate,
-            gates=gates,
         )
         for f in self.frameworks.values():
             f.handle.pod_group_manager = self.cache.pod_group_state_lister()
@@ -356,7 +354,7 @@ class Simulator:
         while i < len(self.pending):  # Handle.activate may append
             q = self.pending[i]
             i += 1
-            group = q.pod.pod_group_key if self.workload.enable_generic_workload else None
+            group = q.pod.pod_group_key if self.generic_workload else None
             if group is not None:
                 if group in tried:
                     continue  # one cycle per group: the live scheduler's first
@@ -621,14 +619,14 @@ def run(
     output: str,
     stream: IO[str] | None = None,
     stats: bool = False,
-    gates: Any = None,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> int:
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
         config = load_config(config_path, gates)
-        sim = Simulator(cluster, config, seed, gates=gates)
+        sim = Simulator(cluster, config, seed)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ import numpy as np
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.config import SchedulerConfig, load_config
-from scheduler.config.workloadgates import workload_features
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
 from scheduler.framework.interface import Plugin
@@ -33,7 +33,8 @@ class Harness:
 
     def __init__(self, api: FakeCoreAPI | None = None, fence: FakeFence | None = None,
                  limiter: TokenBucket | None = None, *, config: SchedulerConfig | None = None,
-                 registry: Mapping[str, type[Plugin]] | None = None, gates: Any = None) -> None:
+                 registry: Mapping[str, type[Plugin]] | None = None,
+                 gates: FeatureGates = DEFAULT_GATES) -> None:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
@@ -42,10 +43,11 @@ class Harness:
         recorder = Recorder(self.binder.events_api, self.binder.events,
                             on_drop=lambda reason: self.metrics.events_dropped.labels(reason).inc())
         snap, listers = Snapshot(), Listers()
-        fws = build_frameworks(config or load_config(None, gates), snap, listers, client=self.binder,
+        cfg = config or load_config(None, gates)
+        fws = build_frameworks(cfg, snap, listers, client=self.binder,
                                registry=registry, observers=self.metrics.extension_point_observer,
-                               permit_timer=self.permit_timer, activator=self._activate, events=recorder, gates=gates)
-        generic = workload_features(gates).enable_generic_workload
+                               permit_timer=self.permit_timer, activator=self._activate, events=recorder)
+        generic = cfg.feature_gates.enabled("GenericWorkload")
         self.cache = Cache(generic_workload=generic)
         self.queue = SchedulingQueue(fws, self.clock, generic_workload=generic)
         for fw in fws.values():

@@ -24,6 +24,7 @@ from scheduler.config import (
     parse_config,
 )
 from scheduler.config.defaults import merge_plugin_set
+from scheduler.config.features import FeatureGates
 from scheduler.config.types import EXTENSION_POINT_NAMES
 
 
@@ -83,8 +84,9 @@ def test_default_plugins_match_upstream_v1_list() -> None:
     ],
 )
 def test_gated_default_plugins(gates: dict[str, bool], extra: list[tuple[str, int]]) -> None:
-    assert default_plugins(gates) == default_plugins() + extra
-    mp = parse_config(doc(), gates).profiles[0].plugins["multiPoint"]
+    fg = FeatureGates(gates)
+    assert default_plugins(fg) == default_plugins() + extra
+    mp = parse_config(doc(), fg).profiles[0].plugins["multiPoint"]
     assert [(e.name, e.weight) for e in mp.enabled] == default_plugins() + extra
 
 

@@ -20,7 +20,7 @@ import pytest
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.config import API_VERSION, KIND, parse_config
-from scheduler.config.workloadgates import WorkloadFeatures
+from scheduler.config.features import FeatureGates
 from scheduler.core.algorithm import Algorithm, ScheduleResult
 from scheduler.core.cycle import CycleOutcome
 from scheduler.core.podgroup import (
@@ -54,8 +54,8 @@ from scheduler.testing.builders import make_node
 from tests.plugins._podgroup_helpers import group_pod, make_pod_group
 
 SCHED = "test-scheduler"
-OFF = WorkloadFeatures(enable_generic_workload=True, enable_gang_scheduling=True)
-TAS = WorkloadFeatures(True, True, True, False)
+OFF = FeatureGates({"GenericWorkload": True, "GangScheduling": True})
+TAS = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True})
 
 
 class FakePodGroupPlugin(fw.FilterPlugin, fw.PostFilterPlugin, fw.PermitPlugin):
@@ -121,7 +121,7 @@ class Hooks:
 @dataclass
 class Env:
     plugin: type[FakePodGroupPlugin] | None = None
-    gates: WorkloadFeatures = OFF
+    gates: FeatureGates = OFF
     nodes: list[dict[str, Any]] = field(default_factory=lambda: [make_node("node1")])
     extra_plugins: Mapping[str, type[fw.Plugin]] = field(default_factory=dict)
     enable: Mapping[str, Any] = field(default_factory=dict)
@@ -141,14 +141,13 @@ class Env:
         for point, names in self.enable.items():
             plugins[point] = {"enabled": [{"name": n} for n in names]}
         cfg = parse_config(
-            {"apiVersion": API_VERSION, "kind": KIND, "profiles": [{"schedulerName": SCHED, "plugins": plugins}]}
+            {"apiVersion": API_VERSION, "kind": KIND, "profiles": [{"schedulerName": SCHED, "plugins": plugins}]},
+            self.gates,
         )
         self.cache = Cache(generic_workload=True)
         self.snapshot = Snapshot()
         self.listers = Listers()
-        self.frameworks = build_frameworks(
-            cfg, self.snapshot, self.listers, registry=registry, seed=1, gates=self.gates
-        )
+        self.frameworks = build_frameworks(cfg, self.snapshot, self.listers, registry=registry, seed=1)
         self.fw = self.frameworks[SCHED]
         self.fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
         for n in self.nodes:
@@ -316,7 +315,7 @@ def _code(st: Status | None) -> Code:
 
 
 @pytest.mark.parametrize(("tc", "gates"), ALG_PARAMS)
-def test_pod_group_scheduling_algorithm(tc: AlgCase, gates: WorkloadFeatures) -> None:
+def test_pod_group_scheduling_algorithm(tc: AlgCase, gates: FeatureGates) -> None:
     env = Env(tc.plugin, gates)
     group = env.group("p1", "p2", "p3")
     env.cache.update_snapshot(env.snapshot)
@@ -996,10 +995,11 @@ def test_placement_scores_are_weighted(first: dict[str, int], second: dict[str, 
                     },
                 }
             ],
-        }
+        },
+        TAS,
     )
     registry = {"PrioritySort": PrioritySort, "DefaultBinder": DefaultBinder, gen.name: gen, s0.name: s0, s1.name: s1}
-    env.frameworks = build_frameworks(cfg, env.snapshot, env.listers, registry=registry, gates=TAS)
+    env.frameworks = build_frameworks(cfg, env.snapshot, env.listers, registry=registry)
     env.fw = env.frameworks[SCHED]
     env.cycle.frameworks = env.frameworks
     group = env.group("foo")
@@ -1027,7 +1027,7 @@ class FakeDefaultPreemption(fw.PostFilterPlugin, fw.PodGroupPostFilterPlugin):
         return self.result
 
 
-WAP = WorkloadFeatures(True, True, False, True)
+WAP = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "WorkloadAwarePreemption": True})
 WAP_CASES: list[tuple[str, str, list[dict[str, Any]], bool, Status | None, Code, str]] = [
     (
         "error when no PodGroupPostFilter plugin is registered",

@@ -14,11 +14,12 @@ from typing import Any
 
 from prometheus_client import generate_latest
 
+from scheduler.config.features import FeatureGates
 from scheduler.testing.builders import make_node
 from scheduler.testing.harness import Harness
 from tests.plugins._podgroup_helpers import group_pod, make_pod_group
 
-GANG = {"GenericWorkload": True, "GangScheduling": True}
+GANG = FeatureGates({"GenericWorkload": True, "GangScheduling": True})
 
 
 def _harness(nodes: int) -> Harness:

@@ -7,13 +7,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scheduler.backend.cache import Cache
-from scheduler.config.workloadgates import ALL_ON
+from scheduler.config.features import FeatureGates
 from scheduler.framework.interface import Handle
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.pod import PodInfo
 from scheduler.model.podgroup import PodGroup
 from scheduler.testing.builders import make_pod
+
+# Every workload-aware scheduling gate on.
+ALL_ON = FeatureGates(
+    {
+        "GenericWorkload": True,
+        "GangScheduling": True,
+        "TopologyAwareWorkloadScheduling": True,
+        "WorkloadAwarePreemption": True,
+    }
+)
 
 
 def make_pod_group(
@@ -86,7 +96,7 @@ class Env:
             pg = PodGroup.parse(g)
             self.listers.pod_groups[pg.key] = pg
         self.handle = Handle(self.snapshot, self.listers, "default-scheduler")
-        self.handle.workload = ALL_ON
+        self.handle.features = ALL_ON.features()
         self.handle.pod_group_manager = self.cache.pod_group_state_lister()
         self.activated: list[PodInfo] = []
         self.handle.activator = lambda pods: self.activated.extend(pods.values())

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from scheduler.config.workloadgates import WorkloadFeatures
+from scheduler.config.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.status import Code, Status
@@ -37,10 +37,10 @@ class Actuator:
 
 
 def plugin(
-    gates: WorkloadFeatures, groups: list[dict], running: set[str] = frozenset()
+    gates: FeatureGates, groups: list[dict], running: set[str] = frozenset()
 ) -> tuple[DefaultPreemption, Actuator]:  # type: ignore[assignment]
     env = Env(groups=groups)
-    env.handle.workload = gates
+    env.handle.features = gates.features()
     actuator = Actuator(set(running))
     env.handle.preemption = actuator
     pl = DefaultPreemption.new(None, env.handle)
@@ -48,8 +48,8 @@ def plugin(
     return pl, actuator
 
 
-TAS = WorkloadFeatures(True, True, True, False)
-WAP = WorkloadFeatures(True, True, False, True)
+TAS = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True})
+WAP = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "WorkloadAwarePreemption": True})
 POD = PodInfo(group_pod("p", "pg"))
 
 
@@ -65,7 +65,7 @@ POD = PodInfo(group_pod("p", "pg"))
         (WAP, [make_pod_group("pg", min_count=1)], "preemption: not eligible due to workload aware preemption enabled"),
     ],
 )
-def test_post_filter_refuses_pod_group_pods(gates: WorkloadFeatures, groups: list[dict], msg: str) -> None:
+def test_post_filter_refuses_pod_group_pods(gates: FeatureGates, groups: list[dict], msg: str) -> None:
     pl, actuator = plugin(gates, groups)
     result, st = pl.post_filter(CycleState(), POD, NodeToStatus())
     assert result is None and st == Status(Code.UNSCHEDULABLE, msg)

@@ -14,19 +14,20 @@ from typing import Any
 
 import yaml
 
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.simulate.simulator import run
 from scheduler.testing.builders import make_node
 from tests.plugins._podgroup_helpers import group_pod, make_pod_group
 
-GANG = {"GenericWorkload": True, "GangScheduling": True}
-TAS = {**GANG, "TopologyAwareWorkloadScheduling": True}
+GANG = FeatureGates({"GenericWorkload": True, "GangScheduling": True})
+TAS = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True})
 WAIT_MSG = (
     "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
     "one or more plugins asked to wait and no plugin rejected pod"
 )
 
 
-def _run(tmp_path: Path, docs: list[dict[str, Any]], gates: dict[str, bool] | None) -> list[dict[str, Any]]:
+def _run(tmp_path: Path, docs: list[dict[str, Any]], gates: FeatureGates = DEFAULT_GATES) -> list[dict[str, Any]]:
     p = tmp_path / "cluster.yaml"
     p.write_text(yaml.safe_dump_all(docs))
     buf = io.StringIO()
@@ -99,7 +100,7 @@ def test_topology_constrained_gang_larger_than_any_domain(tmp_path: Path) -> Non
 
 
 def test_without_the_gates_group_pods_are_scheduled_one_by_one(tmp_path: Path) -> None:
-    lines = _run(tmp_path, [*_nodes(2), *_gang("g", 3, 3)], None)
+    lines = _run(tmp_path, [*_nodes(2), *_gang("g", 3, 3)])
     assert [line.get("node") for line in lines] == ["n0", "n1", None]
     assert all("podGroup" not in line for line in lines)
 

@@ -1,9 +1,10 @@
 """DefaultPreemption (upstream plugins/defaultpreemption): PostFilter that evicts lower-priority
 pods so an unschedulable pod fits, plus the PreEnqueue gate of async preemption.
 
-SchedulerAsyncPreemption is on by default in v1.36.3 (beta since 1.33): PostFilter nominates
-the node at once and the victims are deleted off the scheduling loop; until that is done the
-preemptor stays out of activeQ ("waiting for the preemption for this pod to be finished").
+With SchedulerAsyncPreemption (beta, on by default in v1.36.3) PostFilter nominates the node at
+once and the victims are deleted off the scheduling loop; until that is done the preemptor stays
+out of activeQ ("waiting for the preemption for this pod to be finished"). Without the gate
+PreEnqueue lets every pod through.
 
 Workload-aware scheduling: with WorkloadAwarePreemption the pods of a pod group are not
 preempted for one by one; the pod-group cycle calls ``pod_group_post_filter`` for the whole
@@ -112,8 +113,10 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
     def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
         Evaluator.__init__(self, handle)
         self.args = args
-        # Whether the victims' deletion runs off the scheduling loop (the v1.36.3 default).
-        self.async_preemption = True
+        # SchedulerAsyncPreemption (beta, on): without it PreEnqueue never holds a preemptor back
+        # and no event is registered. The victims are still deleted off the scheduling loop here
+        # (the loop cannot wait for API calls), where upstream's synchronous mode waits for them.
+        self.async_preemption = handle.features.enable_async_preemption
         self.pod_group_evaluator = PodGroupEvaluator(handle, NAME)
 
     @classmethod
@@ -128,7 +131,7 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
         if fw is None:
             raise StatusError(Status(Code.ERROR, "DefaultPreemption: framework not wired"))
         try:
-            workload = self.handle.workload
+            workload = self.handle.features
             if pod.scheduling_group is not None and workload.enable_topology_aware_workload_scheduling:
                 try:
                     pg = self.handle.listers.get_pod_group(pod.namespace, pod.scheduling_group)
@@ -154,7 +157,7 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
         if not self.async_preemption:
             return None
         actuator = self.handle.preemption
-        if pod.scheduling_group is not None and self.handle.workload.enable_workload_aware_preemption:
+        if pod.scheduling_group is not None and self.handle.features.enable_workload_aware_preemption:
             try:
                 pg = self.handle.listers.get_pod_group(pod.namespace, pod.scheduling_group)
             except NotFoundError:
