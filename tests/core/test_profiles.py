@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from scheduler.config import API_VERSION, KIND, ConfigError, PluginRef, PluginSet, Profile, load_config, parse_config
+from scheduler.config.features import FeatureGates
 from scheduler.config.types import EXTENSION_POINT_NAMES
 from scheduler.core import profiles
 from scheduler.core.profiles import (
@@ -211,6 +212,17 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
     assert names(p, "preBind") == ["VolumeBinding", "DynamicResources"]
     for point in ("permit", "postBind"):
         assert names(p, point) == []
+
+
+def test_default_profile_with_workload_gates_has_placement_points() -> None:
+    # default_plugins.go applyGangScheduling / applyTopologyAwareWorkloadScheduling, expanded:
+    # NodeResourcesFit implements PlacementScorePlugin (fit.go ScorePlacement), so multiPoint
+    # puts it at placementScore with its weight, before PodGroupPodsCount.
+    gates = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True})
+    [p] = check_profiles(load_config(None, gates), default_registry())
+    assert names(p, "placementGenerate") == ["TopologyPlacementGenerator"]
+    assert refs(p, "placementScore") == [("NodeResourcesFit", 1), ("PodGroupPodsCount", 1)]
+    assert "GangScheduling" in names(p, "permit")
 
 
 def test_real_registry_default_profile_loads() -> None:
