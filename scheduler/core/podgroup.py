@@ -195,6 +195,9 @@ class GroupAttempt:
     pods: list[PodAttempt] = field(default_factory=list)
     status: Status | None = field(default_factory=group_unschedulable)
     waiting_on_preemption: bool = False
+    # The feasible placements' total scores when more than one was scored (ties are a random
+    # pick, so a caller comparing decisions needs them).
+    placement_scores: dict[str, int] = field(default_factory=dict)
 
 
 class PostFilterMode(Enum):
@@ -223,6 +226,7 @@ class PodGroupOutcome:
     condition: dict[str, str]  # type, status, reason, message
     decisions: list[PodDecision]
     seconds: float
+    placement_scores: dict[str, int] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> list[PodDecision]:
@@ -506,10 +510,12 @@ class PodGroupCycle:
         if len(feasible) == 1:
             return feasible[0][1]
         try:
-            best = self.find_best_placement(fw, group_state, group, feasible)
+            best, scores = self.find_best_placement(fw, group_state, group, feasible)
         except StatusError as exc:
             return GroupAttempt(status=exc.status)
-        return next(r for p, r in feasible if p is best)
+        chosen = next(r for p, r in feasible if p is best)
+        chosen.placement_scores = {s.placement.name: s.total_score for s in scores}
+        return chosen
 
     def find_best_placement(
         self,
@@ -517,7 +523,7 @@ class PodGroupCycle:
         group_state: CycleState,
         group: QueuedPodGroup,
         feasible: list[tuple[Placement, GroupAttempt]],
-    ) -> Placement:
+    ) -> tuple[Placement, list[PlacementPluginScores]]:
         """PlacementScore plugins rank the feasible placements; ties go to a random pick."""
         assignments = [
             PodGroupAssignments(p, [ProposedAssignment(a.pod, a.host) for a in r.pods if a.host]) for p, r in feasible
@@ -531,7 +537,7 @@ class PodGroupCycle:
                 s.total_score == best.total_score and s.randomizer > best.randomizer
             ):
                 best = s
-        return best.placement
+        return best.placement, scores
 
     # -- WorkloadAwarePreemption -------------------------------------------------------------
     def workload_aware_preemption(self, fw: Framework, group_state: CycleState, group: QueuedPodGroup) -> Status | None:
@@ -622,7 +628,9 @@ class PodGroupCycle:
 
         condition, outcome = self._condition_for(result)
         self.hooks.condition(fw, group, condition)
-        return PodGroupOutcome(group, fw.profile_name, outcome, gst, condition, decisions, self.clock() - start)
+        return PodGroupOutcome(
+            group, fw.profile_name, outcome, gst, condition, decisions, self.clock() - start, result.placement_scores
+        )
 
     def prepare_for_binding(self, fw: Framework, a: PodAttempt) -> CycleOutcome:
         """The pod is assumed again, now in the cache, and goes through Reserve and Permit as a

@@ -595,6 +595,8 @@ def group_record(run: GroupRun) -> dict[str, Any] | None:
         "condition": oc.condition,
         # In the cycle's order; a pod still held at Permit has no node yet.
         "pods": {q.pod.key: nodes.get(q.pod.uid) for q in oc.group.queued},
+        # Placement name -> total score, when several feasible placements were scored.
+        "placements": oc.placement_scores,
     }
 
 

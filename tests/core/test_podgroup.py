@@ -1126,3 +1126,29 @@ def test_wap_success_sends_the_group_back_waiting_on_preemption() -> None:
     out = env.cycle.cycle(env.fw, CycleState(), env.group("p1"))
     assert out.result == "waiting_on_preemption"
     assert set(env.hooks.failed) == {"p1"}
+
+
+@pytest.mark.parametrize(
+    ("attrs", "want"),
+    [
+        ({"placements": TWO, "scores": {"placement1": 2, "placement2": 1}}, {"placement1": 2, "placement2": 1}),
+        # A single feasible placement is taken without scoring (upstream returns it directly).
+        ({"placements": TWO, "scores": {"placement1": 1}, "filter_status": {"node2": unsched()}}, {}),
+    ],
+    ids=["two feasible placements scored", "one feasible placement is not scored"],
+)
+def test_placement_scores_reported(attrs: dict[str, Any], want: dict[str, int]) -> None:
+    """The chosen result carries every feasible placement's total score: ties are a random
+    pick upstream, so a comparison with the binary needs them."""
+    pl = placement_plugin(**attrs)
+    env = Env(
+        gates=TAS,
+        nodes=[make_node("node1"), make_node("node2")],
+        extra_plugins={pl.name: pl},
+        enable={"placementGenerate": [pl.name], "placementScore": [pl.name], "filter": [pl.name]},
+    )
+    group = env.group("foo")
+    env.cache.update_snapshot(env.snapshot)
+    res = env.cycle.placement_algorithm(env.fw, CycleState(), group, PostFilterMode.RUN_ALL)
+    assert res.status is None
+    assert res.placement_scores == want

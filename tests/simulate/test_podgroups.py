@@ -63,6 +63,7 @@ def test_gang_of_n_on_room_for_n_minus_1_binds_nothing(tmp_path: Path) -> None:
             "message": "pod group is unschedulable",
         },
         "pods": {"default/g-0": None, "default/g-1": None, "default/g-2": None},
+        "placements": {},
     }
 
 
@@ -89,6 +90,9 @@ def test_topology_constrained_gang_lands_in_one_domain(tmp_path: Path) -> None:
     nodes = {p["node"] for p in pods}
     assert nodes in ({"n0", "n2"}, {"n1", "n3"})
     assert group["result"] == "scheduled"
+    # Both zones hold the whole gang: PodGroupPodsCount ties them, the pick is random.
+    assert set(group["placements"]) == {"z0", "z1"}
+    assert group["placements"]["z0"] == group["placements"]["z1"]
 
 
 def test_topology_constrained_gang_larger_than_any_domain(tmp_path: Path) -> None:
