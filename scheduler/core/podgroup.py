@@ -97,6 +97,30 @@ def _success(st: Status | None) -> bool:
     return st is None or st.code == Code.SUCCESS
 
 
+def _unscheduled_status(a: PodAttempt | None, gst: Status | None, waiting: bool) -> Status:
+    """What a pod of a group that was not scheduled goes back to the queue with (upstream
+    submitPodGroupAlgorithmResult): a pod that fit, or needed a preemption now moot, carries its
+    Permit's message (the gang's wait); a pod that did not fit its own status; an untried pod
+    the group's."""
+    if a is None:
+        return gst if gst is not None else group_unschedulable()
+    if (_success(a.status) and not waiting) or (a.requires_preemption and not waiting):
+        return group_unschedulable(a.permit.message if a.permit is not None else "")
+    if _success(a.status):
+        assert gst is not None  # waiting on preemption: the group's status
+        return gst
+    return a.status if a.status is not None else group_unschedulable()
+
+
+def _unscheduled_messages(group: QueuedPodGroup, result: GroupAttempt) -> list[str]:
+    """Each pod's message, in the group's order, for an attempt that scheduled nothing."""
+    pods = result.pods
+    return [
+        _unscheduled_status(pods[i] if i < len(pods) else None, result.status, result.waiting_on_preemption).message
+        for i in range(len(group.queued))
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # The group, collected from the queue
 
@@ -198,6 +222,9 @@ class GroupAttempt:
     # The feasible placements' total scores when more than one was scored (ties are a random
     # pick, so a caller comparing decisions needs them).
     placement_scores: dict[str, int] = field(default_factory=dict)
+    # When no placement was feasible: each placement's own attempt (upstream reports the first
+    # in its map order, a random one, so a caller comparing decisions needs them all).
+    alternatives: dict[str, GroupAttempt] = field(default_factory=dict)
 
 
 class PostFilterMode(Enum):
@@ -227,6 +254,9 @@ class PodGroupOutcome:
     decisions: list[PodDecision]
     seconds: float
     placement_scores: dict[str, int] = field(default_factory=dict)
+    # No placement feasible: placement name -> the FailedScheduling message of each pod, in the
+    # group's order, had that placement been the one reported.
+    placement_messages: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> list[PodDecision]:
@@ -483,6 +513,7 @@ class PodGroupCycle:
             return GroupAttempt(status=st)
         any_result: GroupAttempt | None = None
         feasible: list[tuple[Placement, GroupAttempt]] = []
+        tried: dict[str, GroupAttempt] = {}
         for p in placements:
             try:
                 self.snapshot.assume_placement(p.nodes)
@@ -496,10 +527,12 @@ class PodGroupCycle:
                 return r
             if any_result is None:
                 any_result = r
+            tried.setdefault(p.name, r)
             if r.status is None or r.waiting_on_preemption:
                 feasible.append((p, r))
         assert any_result is not None  # run_placement_generate returns at least one placement
         if not feasible:
+            any_result.alternatives = tried
             first = any_result.status
             any_result.status = Status(
                 Code.UNSCHEDULABLE,
@@ -605,8 +638,7 @@ class PodGroupCycle:
                         # Back to the queue until the preemption is done, nominated to its node.
                         fail(q, a, gst, (OVERRIDE, a.host))
                     else:
-                        # Its status is its Permit's message (the gang's wait).
-                        fail(q, a, group_unschedulable(a.permit.message if a.permit is not None else ""), CLEAR)
+                        fail(q, a, _unscheduled_status(a, gst, False), CLEAR)
                 else:
                     fail(
                         q,
@@ -618,18 +650,23 @@ class PodGroupCycle:
                         CLEAR,
                     )
                 continue
-            if a is not None and a.requires_preemption and not result.waiting_on_preemption:
-                # The group cannot be scheduled: the preemption this pod needed is moot.
-                msg = a.permit.message if a.permit is not None else ""
-                fail(q, a, group_unschedulable(msg), CLEAR)
-            else:
-                st = pst if pst is not None else group_unschedulable()
-                fail(q, a, st, a.nominating if a is not None else LEAVE)
+            # A preemption the pod needed is moot when the group is not waiting on it.
+            moot = a is not None and a.requires_preemption and not result.waiting_on_preemption
+            nominating = CLEAR if moot else (a.nominating if a is not None else LEAVE)
+            fail(q, a, _unscheduled_status(a, gst, result.waiting_on_preemption), nominating)
 
         condition, outcome = self._condition_for(result)
         self.hooks.condition(fw, group, condition)
         return PodGroupOutcome(
-            group, fw.profile_name, outcome, gst, condition, decisions, self.clock() - start, result.placement_scores
+            group,
+            fw.profile_name,
+            outcome,
+            gst,
+            condition,
+            decisions,
+            self.clock() - start,
+            result.placement_scores,
+            {name: _unscheduled_messages(group, r) for name, r in result.alternatives.items()},
         )
 
     def prepare_for_binding(self, fw: Framework, a: PodAttempt) -> CycleOutcome:

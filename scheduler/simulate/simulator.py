@@ -597,6 +597,8 @@ def group_record(run: GroupRun) -> dict[str, Any] | None:
         "pods": {q.pod.key: nodes.get(q.pod.uid) for q in oc.group.queued},
         # Placement name -> total score, when several feasible placements were scored.
         "placements": oc.placement_scores,
+        # No placement feasible: each placement's pod messages (the reported one is the first).
+        "placementMessages": oc.placement_messages,
     }
 
 

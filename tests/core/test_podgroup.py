@@ -1152,3 +1152,30 @@ def test_placement_scores_reported(attrs: dict[str, Any], want: dict[str, int]) 
     res = env.cycle.placement_algorithm(env.fw, CycleState(), group, PostFilterMode.RUN_ALL)
     assert res.status is None
     assert res.placement_scores == want
+
+
+def test_no_feasible_placement_reports_every_placements_messages() -> None:
+    """0/2 placements: the status and pods are the first placement's, as upstream; which one is
+    first is a random map walk upstream, so the outcome also carries each placement's messages."""
+    pl = placement_plugin(
+        placements=TWO,
+        filter_status={"node1": Status(Code.UNSCHEDULABLE, "no room on 1"), "node2": Status(Code.UNSCHEDULABLE, "nope")},
+    )
+    env = Env(
+        gates=TAS,
+        nodes=[make_node("node1"), make_node("node2")],
+        extra_plugins={pl.name: pl},
+        enable={"placementGenerate": [pl.name], "placementScore": [pl.name], "filter": [pl.name]},
+    )
+    group = env.group("foo")
+    env.cache.update_snapshot(env.snapshot)
+    res = env.cycle.placement_algorithm(env.fw, CycleState(), group, PostFilterMode.RUN_ALL)
+    assert res.status is not None and res.status.message.startswith("0/2 placements are available")
+    assert list(res.alternatives) == ["placement1", "placement2"]
+    out = env.cycle.submit(env.fw, CycleState(), group, res, 0.0)
+    assert out.placement_messages == {
+        "placement1": ["0/1 nodes are available: 1 no room on 1."],
+        "placement2": ["0/1 nodes are available: 1 nope."],
+    }
+    # The reported pod status is the first placement's.
+    assert [d.status.message for d in out.decisions if d.status is not None] == out.placement_messages["placement1"]

@@ -64,6 +64,7 @@ def test_gang_of_n_on_room_for_n_minus_1_binds_nothing(tmp_path: Path) -> None:
         },
         "pods": {"default/g-0": None, "default/g-1": None, "default/g-2": None},
         "placements": {},
+        "placementMessages": {},
     }
 
 
