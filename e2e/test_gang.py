@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,7 +28,7 @@ from e2e.controlplane.freeport import free_port
 from e2e.differential import kubescheduler
 from e2e.support.objects import GROUP, make_pod, unique_name
 from e2e.support.waits import events_for, wait_bound, wait_for
-from scheduler.testing.process import REPO, SchedulerProcess, scheduler_env
+from scheduler.testing.process import SchedulerProcess
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -41,12 +39,6 @@ GANG_WAIT = (
     "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
     "one or more plugins asked to wait and no plugin rejected pod"
 )
-
-
-def _pyscheduler_has_feature_gates() -> bool:
-    argv = [sys.executable, "-m", "scheduler", "run", "--help"]
-    out = subprocess.run(argv, cwd=REPO, env=scheduler_env(), capture_output=True, text=True, check=False)
-    return "--feature-gates" in out.stdout
 
 
 @pytest.fixture(params=["pyscheduler", BINARY])
@@ -60,8 +52,6 @@ def sched_name(
     """The scheduler under test, both with the workload gates on: ours (the manifests'
     configuration under its ServiceAccount, so the PodGroup RBAC is exercised) or the binary."""
     if request.param == "pyscheduler":
-        if not _pyscheduler_has_feature_gates():
-            pytest.skip("pyscheduler run has no --feature-gates yet")
         proc = SchedulerProcess(
             scheduler_config_path,
             scheduler_kubeconfig,
