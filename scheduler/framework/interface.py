@@ -38,6 +38,9 @@ class QueuedPodInfo:
 
     __slots__ = (
         "attempts",
+        "backoff_expiration",
+        "consecutive_errors_count",
+        "flushed",
         "gated",
         "gating_plugin",
         "initial_attempt_timestamp",
@@ -54,12 +57,19 @@ class QueuedPodInfo:
         self.timestamp = timestamp  # when the pod was (re)added to the queue
         self.seq = seq  # insertion order: the final, deterministic tie-break
         self.attempts = 0
+        # Failed attempts that counted toward backoff: rejections, and errors since the last
+        # rejection (upstream UnschedulableCount, ConsecutiveErrorsCount).
         self.unschedulable_count = 0
+        self.consecutive_errors_count = 0
+        self.backoff_expiration: float | None = None  # computed once per failed attempt
         self.initial_attempt_timestamp: float | None = None
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()
         self.gated = False
         self.gating_plugin = ""  # the PreEnqueue plugin that gated it (upstream GatingPlugin)
+        # Moved out of unschedulable by the leftover flush since its last failed attempt
+        # (upstream WasFlushedFromUnschedulable: scheduler_pod_scheduled_after_flush_total).
+        self.flushed = False
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
