@@ -108,6 +108,13 @@ class Metrics:
             buckets=_exp_buckets(0.01, 2, 20),
             registry=r,
         )
+        self.permit_wait_duration = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
         self.unschedulable_reasons = Counter(
             "scheduler_unschedulable_reasons",
             "Number of times a plugin rejected a pod in a scheduling attempt (pyscheduler: cumulative).",
@@ -167,6 +174,7 @@ class Metrics:
         self._incoming = _children(self.queue_incoming_pods)
         self._attempts = _children(self.schedule_attempts)
         self._attempt_duration = _children(self.scheduling_attempt_duration)
+        self._permit_wait = _children(self.permit_wait_duration)
 
     # -- hooks -------------------------------------------------------------------------------
     def extension_point_observer(self, profile: str) -> DurationObserver:
@@ -193,6 +201,10 @@ class Metrics:
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self._attempts(result, profile).inc()
         self._attempt_duration(result, profile).observe(seconds)
+
+    def permit_waited(self, result: str, seconds: float) -> None:
+        """One wait at Permit ended; ``result`` is its outcome's status code (Success, Unschedulable, Error)."""
+        self._permit_wait(result).observe(seconds)
 
     def object_error(self, kind: str, stage: str = "watch") -> None:
         self.object_errors.labels(kind, stage).inc()
