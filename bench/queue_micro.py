@@ -28,6 +28,7 @@ from scheduler.backend.queue import SchedulingQueue  # noqa: E402
 from scheduler.config import load_config  # noqa: E402
 from scheduler.core.profiles import build_frameworks  # noqa: E402
 from scheduler.framework.events import ActionType, ClusterEvent  # noqa: E402
+from scheduler.framework.interface import QueuedPodInfo  # noqa: E402
 from scheduler.framework.listers import Listers  # noqa: E402
 from scheduler.framework.snapshot import Snapshot  # noqa: E402
 from scheduler.model.node import NodeInfo  # noqa: E402
@@ -40,36 +41,53 @@ def _pods(n: int) -> list[PodInfo]:
     return [PodInfo(make_pod(f"p{i}", cpu="100m", priority=i % 7)) for i in range(n)]
 
 
+def _drain(q: SchedulingQueue, after: Callable[[SchedulingQueue, QueuedPodInfo], object]) -> None:
+    while (qi := q.pop_nowait()) is not None:
+        after(q, qi)
+
+
+def _done(q: SchedulingQueue, qi: QueuedPodInfo) -> None:
+    q.done(qi.pod.uid)
+
+
+def _rejected(q: SchedulingQueue, qi: QueuedPodInfo) -> None:
+    qi.unschedulable_plugins = {"NodeResourcesFit"}
+    q.add_unschedulable_if_not_present(qi)
+
+
+def _errored(q: SchedulingQueue, qi: QueuedPodInfo) -> None:
+    qi.unschedulable_plugins = set()
+    q.add_unschedulable_if_not_present(qi)
+
+
 def add_pop_done(q: SchedulingQueue, clock: FakeClock, pods: list[PodInfo]) -> None:
     for p in pods:
         q.add(p)
-    while (qi := q.pop_nowait()) is not None:
-        q.done(qi.pod.uid)
+    _drain(q, _done)
+
+
+def _fail_then_retry(
+    q: SchedulingQueue, clock: FakeClock, pods: list[PodInfo],
+    failed: Callable[[SchedulingQueue, QueuedPodInfo], None], wake: Callable[[SchedulingQueue], object],
+) -> None:
+    for p in pods:
+        q.add(p)
+    _drain(q, failed)
+    clock.step(30)
+    wake(q)
+    _drain(q, _done)
+
+
+BIG = NodeInfo(make_node("big", cpu="1000"))
 
 
 def fail_event_pop(q: SchedulingQueue, clock: FakeClock, pods: list[PodInfo]) -> None:
-    for p in pods:
-        q.add(p)
-    while (qi := q.pop_nowait()) is not None:
-        qi.unschedulable_plugins = {"NodeResourcesFit"}
-        q.add_unschedulable_if_not_present(qi)
-    clock.step(30)
-    big = NodeInfo(make_node("big", cpu="1000"))
-    q.move_all_to_active_or_backoff(ClusterEvent("Node", ActionType.ADD), None, big)
-    while (qi := q.pop_nowait()) is not None:
-        q.done(qi.pod.uid)
+    _fail_then_retry(q, clock, pods, _rejected,
+                     lambda q: q.move_all_to_active_or_backoff(ClusterEvent("Node", ActionType.ADD), None, BIG))
 
 
 def error_flush_pop(q: SchedulingQueue, clock: FakeClock, pods: list[PodInfo]) -> None:
-    for p in pods:
-        q.add(p)
-    while (qi := q.pop_nowait()) is not None:
-        qi.unschedulable_plugins = set()
-        q.add_unschedulable_if_not_present(qi)
-    clock.step(30)
-    q.flush_backoff_completed()
-    while (qi := q.pop_nowait()) is not None:
-        q.done(qi.pod.uid)
+    _fail_then_retry(q, clock, pods, _errored, lambda q: q.flush_backoff_completed())
 
 
 CASES: dict[str, Callable[[SchedulingQueue, FakeClock, list[PodInfo]], None]] = {

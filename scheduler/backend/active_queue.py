@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from scheduler.backend.entries import Entries
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
 
@@ -36,13 +37,13 @@ class InFlight:
         self.gone = False
 
 
-class ActiveQueue:
-    __slots__ = ("_base", "_entries", "_heap", "_key", "_log", "_tokens", "cycle", "in_flight")
+class ActiveQueue(Entries):
+    __slots__ = ("_base", "_heap", "_key", "_log", "_tokens", "cycle", "in_flight")
 
     def __init__(self, key: Callable[[QueuedPodInfo], Any]) -> None:
+        super().__init__()
         self._key = key
         self._heap: list[list[Any]] = []  # [activeQ key, token, q]; q is None once removed
-        self._entries: dict[str, list[Any]] = {}
         self._tokens = itertools.count()
         self.in_flight: dict[str, InFlight] = {}
         self._log: list[LoggedEvent] = []
@@ -53,33 +54,13 @@ class ActiveQueue:
     def add(self, q: QueuedPodInfo) -> None:
         """Add, or re-sort after an in-place change (upstream AddOrUpdate)."""
         uid = q.pod.uid
-        old = self._entries.get(uid)
-        if old is not None:
-            old[-1] = None
+        self._drop(uid)
         entry = [self._key(q), next(self._tokens), q]
         heapq.heappush(self._heap, entry)
         self._entries[uid] = entry
 
     def delete(self, uid: str) -> QueuedPodInfo | None:
-        entry = self._entries.pop(uid, None)
-        if entry is None:
-            return None
-        q: QueuedPodInfo = entry[-1]
-        entry[-1] = None
-        return q
-
-    def get(self, uid: str) -> QueuedPodInfo | None:
-        entry = self._entries.get(uid)
-        return None if entry is None else entry[-1]
-
-    def __contains__(self, uid: str) -> bool:
-        return uid in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def pods(self) -> list[QueuedPodInfo]:
-        return [e[-1] for e in self._entries.values()]
+        return self._drop(uid)
 
     def pop_head(self) -> QueuedPodInfo | None:
         heap = self._heap
@@ -94,10 +75,7 @@ class ActiveQueue:
     def to_in_flight(self, q: QueuedPodInfo) -> None:
         """What popping does to a pod (upstream movePodToInFlight)."""
         q.attempts += 1
-        # This attempt records its own rejectors (upstream clears them when it fails; nothing
-        # reads them in between).
-        q.unschedulable_plugins = set()
-        q.pending_plugins = set()
+        # The rejectors of the last attempt stay for logs until this one fails and replaces them.
         self.in_flight[q.pod.uid] = InFlight(q, self._base + len(self._log))
         self.cycle += 1
 
@@ -141,6 +119,21 @@ class ActiveQueue:
 
     def logged(self) -> int:
         return len(self._log)
+
+    def listing(self) -> list[Any]:
+        """Pods in flight (their PodInfo) and the events logged after the first of them, in
+        order (upstream listInFlightEvents, for tests and debug dumps)."""
+        starts = sorted(((fl.start, i, fl.q.pod) for i, fl in enumerate(self.in_flight.values())), key=lambda t: t[:2])
+        out: list[Any] = []
+        k = 0
+        for pos, (ev, _, _) in enumerate(self._log, start=self._base):
+            while k < len(starts) and starts[k][0] <= pos:
+                out.append(starts[k][2])
+                k += 1
+            if k:
+                out.append(ev)
+        out.extend(t[2] for t in starts[k:])
+        return out
 
     def close(self) -> None:
         """Forget every pod in flight (their attempts end without them, upstream close)."""

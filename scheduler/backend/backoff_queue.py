@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from scheduler.backend.entries import Entries
 from scheduler.framework.interface import QueuedPodInfo
 
 #: The ordering window, also the period of the backoff flush (upstream backoffQOrderingWindowDuration).
@@ -34,13 +35,11 @@ _NO_BACKOFF = -math.inf  # upstream's zero time.Time: before every window
 _NS = 1_000_000_000
 
 
-class BackoffQueue:
-    """Both heaps; entries are mutable lists whose last item is cleared when the pod leaves
-    out of order (lazy deletion), so removal costs a dict lookup."""
+class BackoffQueue(Entries):
+    """Both heaps, with lazy deletion (entries.py)."""
 
     __slots__ = (
         "_clock",
-        "_entries",
         "_errors",
         "_heap",
         "_key",
@@ -62,6 +61,7 @@ class BackoffQueue:
         windows: bool = True,
         phase: float = 0.0,
     ) -> None:
+        super().__init__()
         self._clock = clock
         # Durations in integer nanoseconds, as time.Duration: the doubling and its cap are exact.
         self.initial_ns = round(initial * _NS)
@@ -73,7 +73,6 @@ class BackoffQueue:
         self._key = active_key
         self._heap: list[list[Any]] = []  # podBackoffQ: [expiry, activeQ key, token, q]
         self._errors: list[list[Any]] = []  # podErrorBackoffQ: [expiry, token, q]
-        self._entries: dict[str, list[Any]] = {}
         self._n_backoff = 0  # live entries of podBackoffQ (upstream lenBackoff)
         self._tokens = itertools.count()
 
@@ -138,31 +137,14 @@ class BackoffQueue:
             self.add(q)
 
     def delete(self, uid: str) -> QueuedPodInfo | None:
-        entry = self._entries.pop(uid, None)
-        if entry is None:
-            return None
-        q: QueuedPodInfo = entry[-1]
-        entry[-1] = None
-        if len(entry) == 4:
-            self._n_backoff -= 1
-        return q
-
-    def get(self, uid: str) -> QueuedPodInfo | None:
         entry = self._entries.get(uid)
-        return None if entry is None else entry[-1]
-
-    def __contains__(self, uid: str) -> bool:
-        return uid in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        if entry is not None and len(entry) == 4:
+            self._n_backoff -= 1  # it was in podBackoffQ
+        return self._drop(uid)
 
     def len_backoff(self) -> int:
         """Pods in podBackoffQ alone: the ones Pop may take early."""
         return self._n_backoff
-
-    def pods(self) -> list[QueuedPodInfo]:
-        return [e[-1] for e in self._entries.values()]
 
     # -- popping ------------------------------------------------------------------------------
     @staticmethod

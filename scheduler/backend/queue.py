@@ -36,9 +36,11 @@ import structlog
 
 from scheduler.backend.active_queue import ActiveQueue, LoggedEvent
 from scheduler.backend.backoff_queue import WINDOW, BackoffQueue
+from scheduler.backend.hints import QueueingHintMap, build_hint_map, event_label, is_wildcard, matches
 from scheduler.backend.nominator import PodNominator
-from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, pod_update_events
-from scheduler.framework.interface import EnqueueExtensions, QueuedPodInfo, QueueSortPlugin
+from scheduler.backend.unschedulable_pods import UnschedulablePods
+from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, QueueingHintFn, pod_update_events
+from scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
 from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
@@ -78,10 +80,6 @@ FORCE_ACTIVATE = "ForceActivate"
 # Queueing strategies (upstream queueSkip, queueAfterBackoff, queueImmediately).
 SKIP, AFTER_BACKOFF, IMMEDIATELY = 0, 1, 2
 
-# Extension points whose plugins' EnqueueExtensions count (upstream shouldHaveEnqueueExtensions).
-_REJECTING_POINTS = ("pre_enqueue_plugins", "pre_filter_plugins", "filter_plugins", "reserve_plugins", "permit_plugins")
-_EVERY_EVENT = ClusterEventWithHint(ClusterEvent("*", ActionType.ALL))
-_NODE_TAINT = ClusterEventWithHint(ClusterEvent("Node", ActionType.UPDATE_NODE_TAINT))
 _TICK_SLACK = 0.001  # wake just after a window starts, never just before
 
 Clock = Callable[[], float]
@@ -91,59 +89,6 @@ def wall_window_phase(clock: Clock) -> float:
     """The phase that puts ``clock``'s backoff windows on the wall clock's whole seconds, where
     Go's Time.Truncate puts them."""
     return (clock() - time.time()) % WINDOW
-
-
-def _is_wildcard(ev: ClusterEvent) -> bool:
-    return ev.resource == "*" and ev.action == ActionType.ALL
-
-
-def _matches(registered: ClusterEvent, ev: ClusterEvent) -> bool:
-    """Upstream MatchClusterEvents for this package's events, which merge what changed into
-    one event: the general pod update matches only registrations covering every update."""
-    if _is_wildcard(registered):
-        return True
-    if not registered.matches(ev):
-        return False
-    return ev.action != ActionType.UPDATE or registered.action & ActionType.UPDATE == ActionType.UPDATE
-
-
-@functools.cache
-def event_label(ev: ClusterEvent) -> str:
-    """Upstream ClusterEvent.Label(): the custom label, or resource and action."""
-    if ev.label:
-        return ev.label
-    resource = "UnschedulablePod" if ev.resource == "UnscheduledPod" else ev.resource
-    if ev.action in (ActionType.ALL, ActionType.UPDATE):
-        action = "All" if ev.action == ActionType.ALL else "Update"
-    else:
-        action = "|".join(str(a.name).title().replace("_", "") for a in ActionType if a in ev.action and a.bit_count() == 1)
-    return resource + action
-
-
-def build_hint_table(fw: Framework) -> dict[str, list[ClusterEventWithHint]]:
-    """The events each plugin registered (upstream buildQueueingHintMap): a plugin without
-    EnqueueExtensions is interested in every event; one registering none is left out; one
-    registering Node/Add without Node/UpdateNodeTaint also gets the latter, always worth a
-    retry (upstream's mitigation for kubernetes#109437)."""
-    table: dict[str, list[ClusterEventWithHint]] = {}
-    for point in _REJECTING_POINTS:
-        for pl in getattr(fw, point, ()):
-            name = pl.name
-            if name in table:
-                continue
-            events: list[ClusterEventWithHint] | None = None
-            if isinstance(pl, EnqueueExtensions):
-                with contextlib.suppress(NotImplementedError):
-                    events = list(pl.events_to_register())
-            if events is None:
-                events = [_EVERY_EVENT]
-            if not events:
-                continue
-            node = [e.event.action for e in events if e.event.resource == "Node"]
-            if any(a & ActionType.ADD for a in node) and not any(a & ActionType.UPDATE_NODE_TAINT for a in node):
-                events.append(_NODE_TAINT)
-            table[name] = events
-    return table
 
 
 class _LessKey:
@@ -173,6 +118,7 @@ class SchedulingQueue:
         queue_sort: QueueSortPlugin | None = None,
         pop_from_backoff_q: bool = POP_FROM_BACKOFF_Q,
         window_phase: float = 0.0,
+        hint_maps: Mapping[str, QueueingHintMap] | None = None,
     ) -> None:
         self.frameworks = frameworks
         self.clock = clock
@@ -182,18 +128,25 @@ class SchedulingQueue:
             queue_sort = next(iter(frameworks.values())).queue_sort
         self._qs = queue_sort
         key = queue_sort.sort_key if type(queue_sort).sort_key is not QueueSortPlugin.sort_key else self._less_key
-        self._active = ActiveQueue(key)
-        self._backoff = BackoffQueue(
+        self.active_q = ActiveQueue(key)
+        self.backoff_q = BackoffQueue(
             clock, initial_backoff, max_backoff, key, windows=pop_from_backoff_q, phase=window_phase
         )
-        self._unschedulable: dict[str, QueuedPodInfo] = {}  # gated pods too
-        self._gated: set[str] = set()
+        self.unschedulable_pods = UnschedulablePods()
         self._seq = 0
         self._wakeup = asyncio.Event()
         self._closed = False
-        self._hints = {profile: build_hint_table(fw) for profile, fw in frameworks.items()}
-        self._registered = [e.event for t in self._hints.values() for evs in t.values() for e in evs]
+        if hint_maps is None:
+            hint_maps = {profile: build_hint_map(fw) for profile, fw in frameworks.items()}
+        self.hint_maps = hint_maps
+        # Upstream pluginToEventsMap: the events each plugin registered, over all profiles.
+        self._plugin_events: dict[str, list[ClusterEvent]] = {}
+        for hint_map in hint_maps.values():
+            for ev, fns in hint_map.items():
+                for plugin, _ in fns:
+                    self._plugin_events.setdefault(plugin, []).append(ev)
         self._interest: dict[ClusterEvent, bool] = {}
+        self._matching: dict[tuple[str, ClusterEvent], list[tuple[str, QueueingHintFn | None]]] = {}
         # Optional observer for metrics: (queue, event_label) per pod entering a queue.
         self.on_incoming: Callable[[str, str], None] | None = None
         # Pods nominated to nodes by preemption (upstream PriorityQueue embeds the nominator).
@@ -225,38 +178,25 @@ class SchedulingQueue:
 
     def _park(self, q: QueuedPodInfo, event: str) -> None:
         """Into unschedulable, or updated there (upstream unschedulablePods.addOrUpdate)."""
-        uid = q.pod.uid
-        fresh = uid not in self._unschedulable
-        self._unschedulable[uid] = q
-        if q.gated:
-            self._gated.add(uid)
-        else:
-            self._gated.discard(uid)
-        if fresh:
+        if self.unschedulable_pods.add_or_update(q):
             self._incoming(UNSCHEDULABLE, event)
-
-    def _unpark(self, uid: str) -> QueuedPodInfo | None:
-        q = self._unschedulable.pop(uid, None)
-        if q is not None:
-            self._gated.discard(uid)
-        return q
 
     def _to_active(self, q: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
         """Upstream moveToActiveQ: PreEnqueue first (already run on entering backoffQ when
         popping from it is on); a held pod waits in unschedulable unless already queued."""
         uid = q.pod.uid
         if not (from_backoff and self.pop_from_backoff_q) and self._pre_enqueue(q):
-            if uid not in self._active and uid not in self._backoff:
+            if uid not in self.active_q and uid not in self.backoff_q:
                 self._park(q, event)
             return False
         if q.initial_attempt_timestamp is None:
             q.initial_attempt_timestamp = self.clock()
-        self._unpark(uid)
-        self._backoff.delete(uid)
-        self._active.add(q)
+        self.unschedulable_pods.delete(uid)
+        self.backoff_q.delete(uid)
+        self.active_q.add(q)
         self._incoming(ACTIVE, event)
         self._wakeup.set()
-        if event == POD_ADD or event == POD_UPDATE:
+        if event in (POD_ADD, POD_UPDATE):
             self.nominator.add(q.pod)
         return True
 
@@ -265,8 +205,8 @@ class SchedulingQueue:
         if self.pop_from_backoff_q and self._pre_enqueue(q):
             self._park(q, event)
             return False
-        self._unpark(q.pod.uid)
-        self._backoff.add(q)
+        self.unschedulable_pods.delete(q.pod.uid)
+        self.backoff_q.add(q)
         self._incoming(BACKOFF, event)
         if self.pop_from_backoff_q:
             self._wakeup.set()  # pop may take it at once
@@ -276,7 +216,7 @@ class SchedulingQueue:
         """Upstream requeuePodWithQueueingStrategy; returns the queue the pod is in now."""
         if strategy == SKIP:
             self._park(q, event)
-        elif strategy == AFTER_BACKOFF and self._backoff.is_backing_off(q):
+        elif strategy == AFTER_BACKOFF and self.backoff_q.is_backing_off(q):
             if self._to_backoff(q, event):
                 return BACKOFF
         elif self._to_active(q, event):
@@ -286,14 +226,14 @@ class SchedulingQueue:
     # -- backoff -------------------------------------------------------------------------------
     def backoff_duration(self, q: QueuedPodInfo) -> float:
         """initial x 2^(count-1) capped at max, for the count that applies to ``q``."""
-        return self._backoff.duration(q.consecutive_errors_count or q.unschedulable_count)
+        return self.backoff_q.duration(q.consecutive_errors_count or q.unschedulable_count)
 
     def backoff_expiry(self, q: QueuedPodInfo) -> float:
         """When ``q``'s backoff ends, truncated to its window (-inf: none)."""
-        return self._backoff.backoff_time(q)
+        return self.backoff_q.backoff_time(q)
 
     def is_backing_off(self, q: QueuedPodInfo) -> bool:
-        return self._backoff.is_backing_off(q)
+        return self.backoff_q.is_backing_off(q)
 
     # -- watch-driven changes ------------------------------------------------------------------
     def add(self, pod: PodInfo) -> None:
@@ -311,24 +251,24 @@ class SchedulingQueue:
         """A pending pod changed (upstream Update): updated wherever it is; in unschedulable, the
         change itself may be what makes it schedulable."""
         uid = new.uid
-        fl = self._active.in_flight.get(uid)
+        fl = self.active_q.in_flight.get(uid)
         if fl is not None:
             # Requeued later with this version; the change may be what helps it.
             prev = fl.q.pod
             fl.q.pod = new
-            self._active.log_pod_events(uid, self._pod_events(old or prev, new), old or prev, new)
+            self.active_q.log_pod_events(uid, self._pod_events(old or prev, new), old or prev, new)
             return
-        q = self._active.get(uid) or self._backoff.get(uid)
+        q = self.active_q.get(uid) or self.backoff_q.get(uid)
         if q is not None:
             prev = q.pod
             q.pod = new
             self.nominator.update(old or prev, new)
-            if uid in self._active:
-                self._active.add(q)  # re-sorted: the priority may have changed
+            if uid in self.active_q:
+                self.active_q.add(q)  # re-sorted: the priority may have changed
             else:
-                self._backoff.update(q)
+                self.backoff_q.update(q)
             return
-        q = self._unschedulable.get(uid)
+        q = self.unschedulable_pods.get(uid)
         if q is None:
             self._to_active(self._new_info(new), POD_UPDATE)
             return
@@ -347,37 +287,36 @@ class SchedulingQueue:
     def delete(self, uid: str) -> None:
         """The pod was deleted or got bound: it leaves the queue and is never requeued."""
         self.nominator.delete(uid)
-        fl = self._active.in_flight.get(uid)
+        fl = self.active_q.in_flight.get(uid)
         if fl is not None:
             fl.gone = True
-        if self._active.delete(uid) is None and self._backoff.delete(uid) is None:
-            self._unpark(uid)
+        if self.active_q.delete(uid) is None and self.backoff_q.delete(uid) is None:
+            self.unschedulable_pods.delete(uid)
 
     def activate(self, pods: Mapping[str, PodInfo]) -> None:
         """Upstream Activate: these pods (name -> pod) go to activeQ if they wait in unschedulable
         or backoffQ; a pod in flight gets ForceActivate, so it is requeued when it returns."""
         for pod in pods.values():
             if not self._activate(pod.uid):
-                self._active.log_pod_events(pod.uid, (EVENT_FORCE_ACTIVATE,), None, pod)
+                self.active_q.log_pod_events(pod.uid, (EVENT_FORCE_ACTIVATE,), None, pod)
 
     def _activate(self, uid: str) -> bool:
-        q = self._unschedulable.get(uid)
+        q = self.unschedulable_pods.get(uid)
         from_backoff = False
         if q is None:
-            q = self._backoff.delete(uid)
+            q = self.backoff_q.delete(uid)
             if q is None:
                 return False
             from_backoff = True
         return self._to_active(q, FORCE_ACTIVATE, from_backoff)
 
     def __contains__(self, uid: str) -> bool:
-        return (
-            uid in self._active or uid in self._backoff or uid in self._unschedulable or uid in self._active.in_flight
-        )
+        aq = self.active_q
+        return uid in aq or uid in self.backoff_q or uid in self.unschedulable_pods or uid in aq.in_flight
 
     def get(self, uid: str) -> QueuedPodInfo | None:
-        q = self._active.get(uid) or self._backoff.get(uid) or self._unschedulable.get(uid)
-        if q is None and (fl := self._active.in_flight.get(uid)) is not None:
+        q = self.active_q.get(uid) or self.backoff_q.get(uid) or self.unschedulable_pods.get(uid)
+        if q is None and (fl := self.active_q.in_flight.get(uid)) is not None:
             return fl.q
         return q
 
@@ -386,58 +325,67 @@ class SchedulingQueue:
         """Some plugin registered ``event`` (upstream isEventOfInterest)."""
         hit = self._interest.get(event)
         if hit is None:
-            hit = self._interest[event] = _is_wildcard(event) or any(_matches(r, event) for r in self._registered)
+            hit = is_wildcard(event) or any(matches(r, event) for m in self.hint_maps.values() for r in m)
+            self._interest[event] = hit
         return hit
+
+    def _hints_for(self, profile: str, event: ClusterEvent) -> list[tuple[str, QueueingHintFn | None]]:
+        """The (plugin, hint) pairs registered for events ``event`` matches, in map order."""
+        key = (profile, event)
+        hints = self._matching.get(key)
+        if hints is None:
+            hint_map = self.hint_maps.get(profile, {})
+            hints = [fn for reg, fns in hint_map.items() if matches(reg, event) for fn in fns]
+            self._matching[key] = hints
+        return hints
 
     def _strategy(self, q: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> int:
         """Upstream isPodWorthRequeuing: ask the rejecting plugins' hints for ``event``."""
         unsched, pending = q.unschedulable_plugins, q.pending_plugins
         if not unsched and not pending:
             return AFTER_BACKOFF
-        if _is_wildcard(event):
+        if is_wildcard(event):
             # A wildcard carrying a pod (ForceActivate) is for that pod alone.
             if new is not None and (not isinstance(new, PodInfo) or new.uid != q.pod.uid):
                 return SKIP
             return AFTER_BACKOFF
-        table = self._hints.get(q.pod.scheduler_name)
-        if table is None:
+        profile = q.pod.scheduler_name
+        if profile not in self.hint_maps:
             return AFTER_BACKOFF
         strategy = SKIP
-        for plugins in (pending, unsched):
-            for plugin in plugins:
-                for ewh in table.get(plugin, ()):
-                    if not _matches(ewh.event, event) or self._hint(q, plugin, ewh, old, new) == QueueingHint.QUEUE_SKIP:
-                        continue
-                    if plugin in pending:
-                        return IMMEDIATELY
-                    if not pending:
-                        return AFTER_BACKOFF
-                    strategy = AFTER_BACKOFF
+        for plugin, hint in self._hints_for(profile, event):
+            if plugin not in unsched and plugin not in pending:
+                continue
+            if hint is not None and self._hint(q, plugin, hint, old, new) == QueueingHint.QUEUE_SKIP:
+                continue
+            if plugin in pending:
+                return IMMEDIATELY  # the strongest: nothing else to ask
+            if not pending:
+                return AFTER_BACKOFF
+            strategy = AFTER_BACKOFF
         return strategy
 
     @staticmethod
-    def _hint(q: QueuedPodInfo, plugin: str, ewh: ClusterEventWithHint, old: Any, new: Any) -> QueueingHint:
-        if ewh.hint is None:
-            return QueueingHint.QUEUE
+    def _hint(q: QueuedPodInfo, plugin: str, hint: QueueingHintFn, old: Any, new: Any) -> QueueingHint:
         try:
-            return ewh.hint(q.pod, old, new)
+            return hint(q.pod, old, new)
         except Exception as exc:  # a failing hint must not strand the pod: Queue (upstream)
             log.error("queueing_hint_failed", pod=q.pod.key, plugin=plugin, error=str(exc))
             return QueueingHint.QUEUE
 
     def _gating_interested(self, q: QueuedPodInfo, event: ClusterEvent) -> bool:
         """Upstream MatchAnyClusterEvent(event, GatingPluginEvents)."""
-        reg = self._hints.get(q.pod.scheduler_name, {}).get(q.gating_plugin, ())
-        return any(_matches(ewh.event, event) for ewh in reg)
+        return any(matches(reg, event) for reg in self._plugin_events.get(q.gating_plugin, ()))
 
     def registered_actions(self, resource: str) -> ActionType:
         """The actions on ``resource`` some profile's plugin registered (upstream unionedGVKs):
         kube-scheduler installs a handler only for those, so other events move nobody. A
         wildcard registration does not count (upstream starts no informer for "*")."""
         acts = ActionType(0)
-        for ev in self._registered:
-            if ev.resource == resource:
-                acts |= ev.action
+        for hint_map in self.hint_maps.values():
+            for ev in hint_map:
+                if ev.resource == resource:
+                    acts |= ev.action
         return acts
 
     def move_all_to_active_or_backoff(
@@ -447,7 +395,7 @@ class SchedulingQueue:
         MoveAllToActiveOrBackoffQueue). Returns how many left unschedulable."""
         if not self._of_interest(event):
             return 0
-        pods = [q for q in self._unschedulable.values() if pre_check is None or pre_check(q.pod)]
+        pods = [q for q in self.unschedulable_pods if pre_check is None or pre_check(q.pod)]
         return self._move(pods, event, old, new)
 
     def _move(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> int:
@@ -462,44 +410,49 @@ class SchedulingQueue:
             strategy = self._strategy(q, event, old, new)
             if strategy == SKIP:
                 continue
-            self._unpark(q.pod.uid)
+            self.unschedulable_pods.delete(q.pod.uid)
             if self._requeue(q, strategy, label) in (ACTIVE, BACKOFF):
                 moved += 1
         # Pods failing later may have been helped by it.
-        self._active.log_event(event, old, new)
+        self.active_q.log_event(event, old, new)
         return moved
 
     def release_gated(self, uid: str, plugin: str, event: str) -> str:
         """Run PreEnqueue again for a pod that ``plugin`` gated (backoffQ/activeQ if it now
         passes). For a gate whose end no cluster event announces, e.g. an async preemption whose
         last victim another preemptor had already deleted. Returns where the pod is now."""
-        q = self._unschedulable.get(uid)
+        q = self.unschedulable_pods.get(uid)
         if q is None or not q.gated or q.gating_plugin != plugin:
             return self.where(uid)
-        self._unpark(uid)
+        self.unschedulable_pods.delete(uid)
         return self._requeue(q, AFTER_BACKOFF, event)
 
     # -- scheduling-cycle side -----------------------------------------------------------------
     @property
     def scheduling_cycle(self) -> int:
-        return self._active.cycle
+        return self.active_q.cycle
 
     def pop_nowait(self) -> QueuedPodInfo | None:
         """The head of activeQ, else (PopFromBackoffQ) of podBackoffQ, now in flight; None when
         both are empty. With windows a backoff can only end as a window starts, so flushing here
         first moves exactly what the aligned flush would have moved."""
-        if self._backoff.windows and len(self._backoff):
+        if self.backoff_q.windows and len(self.backoff_q):
             self.flush_backoff_completed()
-        q = self._active.pop_head()
-        if q is None:
-            if not self.pop_from_backoff_q or not self._backoff.len_backoff():
-                return None
-            q = self._backoff.pop_backoff()
+        aq = self.active_q
+        while True:
+            q = aq.pop_head()
             if q is None:
-                return None
-            self._incoming(ACTIVE, POP_FROM_BACKOFF)
-        self._active.to_in_flight(q)
-        return q
+                if not self.pop_from_backoff_q or not self.backoff_q.len_backoff():
+                    return None
+                q = self.backoff_q.pop_backoff()
+                if q is None:
+                    return None
+                self._incoming(ACTIVE, POP_FROM_BACKOFF)
+            if q.pod.uid not in aq.in_flight:
+                aq.to_in_flight(q)
+                return q
+            # Queued while in flight: a bug somewhere; the attempt under way keeps the pod.
+            log.error("pod_popped_twice", pod=q.pod.key)
 
     async def pop(self) -> QueuedPodInfo | None:
         """Wait for a pod to pop; None once the queue is closed."""
@@ -509,8 +462,8 @@ class SchedulingQueue:
                 return q
             self._wakeup.clear()
             timeout = None
-            if self._backoff.windows and len(self._backoff):
-                timeout = max(0.0, self._backoff.next_completion() - self.clock()) + _TICK_SLACK
+            if self.backoff_q.windows and len(self.backoff_q):
+                timeout = max(0.0, self.backoff_q.next_completion() - self.clock()) + _TICK_SLACK
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
         return None
@@ -519,14 +472,14 @@ class SchedulingQueue:
         """Upstream PopSpecificPod: take this pod out of the queue as if it had been activated
         and popped (in flight, attempts counted); None if it is not queued or PreEnqueue holds it."""
         self._activate(uid)
-        q = self._active.delete(uid)
+        q = self.active_q.delete(uid)
         if q is not None:
-            self._active.to_in_flight(q)
+            self.active_q.to_in_flight(q)
         return q
 
     def close(self) -> None:
         self._closed = True
-        self._active.close()
+        self.active_q.close()
         self._wakeup.set()
 
     def add_unschedulable_if_not_present(self, q: QueuedPodInfo) -> str:
@@ -535,13 +488,13 @@ class SchedulingQueue:
         ``q.unschedulable_plugins`` and ``q.pending_plugins`` hold the plugins that rejected it
         (both empty for an error). Returns the queue it went to, or "" when the pod is gone."""
         uid = q.pod.uid
-        fl = self._active.in_flight.get(uid)
+        fl = self.active_q.in_flight.get(uid)
         if fl is not None and fl.gone:
-            self._active.done(uid)
+            self.active_q.done(uid)
             return ""
         where = self.where(uid)
         if where not in ("", "inflight"):
-            self._active.done(uid)
+            self.active_q.done(uid)
             return where
         # Errors and rejections back off apart: a rejection resets the error streak.
         if not q.unschedulable_plugins and not q.pending_plugins:
@@ -553,7 +506,7 @@ class SchedulingQueue:
         q.backoff_expiration = None
         q.flushed = False
         where = self._requeue(q, self._in_flight_strategy(q), SCHEDULE_ATTEMPT_FAILURE)
-        self._active.done(uid)
+        self.active_q.done(uid)
         return where
 
     def _in_flight_strategy(self, q: QueuedPodInfo) -> int:
@@ -562,7 +515,7 @@ class SchedulingQueue:
         failure), are retried after backoff."""
         if not q.unschedulable_plugins and not q.pending_plugins:
             return AFTER_BACKOFF
-        events: list[LoggedEvent] | None = self._active.events_for(q.pod.uid)
+        events: list[LoggedEvent] | None = self.active_q.events_for(q.pod.uid)
         if events is None:
             return AFTER_BACKOFF
         strategy = SKIP
@@ -578,16 +531,16 @@ class SchedulingQueue:
 
     def done(self, uid: str) -> None:
         """The pod's attempt (including binding) is over."""
-        self._active.done(uid)
+        self.active_q.done(uid)
 
     def in_flight(self) -> list[QueuedPodInfo]:
-        return [fl.q for fl in self._active.in_flight.values()]
+        return [fl.q for fl in self.active_q.in_flight.values()]
 
     # -- periodic flushes ----------------------------------------------------------------------
     def flush_backoff_completed(self) -> int:
         """Every pod done backing off to activeQ (upstream flushBackoffQCompleted)."""
         moved = 0
-        for q in self._backoff.pop_all_completed():
+        for q in self.backoff_q.pop_all_completed():
             if self._to_active(q, BACKOFF_COMPLETE, from_backoff=True):
                 moved += 1
         return moved
@@ -596,7 +549,7 @@ class SchedulingQueue:
         """Pods unschedulable for longer than ``max_in_unschedulable`` move as after an
         UnschedulableTimeout (upstream flushUnschedulablePodsLeftover)."""
         now = self.clock()
-        old = [q for q in self._unschedulable.values() if now - q.timestamp > self.max_in_unschedulable]
+        old = [q for q in self.unschedulable_pods if now - q.timestamp > self.max_in_unschedulable]
         for q in old:
             q.flushed = True
         return self._move(old, EVENT_UNSCHEDULABLE_TIMEOUT, None, None) if old else 0
@@ -609,33 +562,33 @@ class SchedulingQueue:
             if now >= next_leftover:
                 self.flush_unschedulable_leftover()
                 next_leftover = self.clock() + FLUSH_UNSCHEDULABLE_PERIOD
-            tick = self._backoff.align(now) + WINDOW if self._backoff.windows else now + WINDOW
+            tick = self.backoff_q.align(now) + WINDOW if self.backoff_q.windows else now + WINDOW
             await asyncio.sleep(tick - now + _TICK_SLACK)
             self.flush_backoff_completed()
 
     # -- introspection -------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
-        gated = len(self._gated)
+        gated = self.unschedulable_pods.gated_count()
         return {
-            ACTIVE: len(self._active),
-            BACKOFF: len(self._backoff),
-            UNSCHEDULABLE: len(self._unschedulable) - gated,
+            ACTIVE: len(self.active_q),
+            BACKOFF: len(self.backoff_q),
+            UNSCHEDULABLE: len(self.unschedulable_pods) - gated,
             GATED: gated,
         }
 
     def where(self, uid: str) -> str:
-        if uid in self._active.in_flight:
+        if uid in self.active_q.in_flight:
             return "inflight"
-        if uid in self._active:
+        if uid in self.active_q:
             return ACTIVE
-        if uid in self._backoff:
+        if uid in self.backoff_q:
             return BACKOFF
-        if uid in self._unschedulable:
-            return GATED if uid in self._gated else UNSCHEDULABLE
+        if uid in self.unschedulable_pods:
+            return GATED if self.unschedulable_pods.is_gated(uid) else UNSCHEDULABLE
         return ""
 
     def pending(self) -> list[QueuedPodInfo]:
-        return [*self._active.pods(), *self._backoff.pods(), *self._unschedulable.values()]
+        return [*self.active_q.pods(), *self.backoff_q.pods(), *self.unschedulable_pods]
 
 
 def sort_queued(infos: list[QueuedPodInfo], qs: QueueSortPlugin) -> list[QueuedPodInfo]:

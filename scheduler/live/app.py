@@ -30,7 +30,7 @@ import structlog
 from aiohttp import web
 
 from scheduler.backend.cache import Cache
-from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
+from scheduler.backend.queue import SchedulingQueue, wall_window_phase
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.core.algorithm import Algorithm
@@ -122,6 +122,8 @@ class App:
             initial_backoff=cfg.pod_initial_backoff_seconds,
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
+            # Backoff windows start on the wall clock's seconds, as kube-scheduler's do.
+            window_phase=wall_window_phase(time.monotonic),
         )
         self.queue.on_incoming = metrics.incoming
         metrics.watch_queue(self.queue.counts)
@@ -147,7 +149,7 @@ class App:
 
     def _activate(self, pod: PodInfo) -> None:
         """A failed preemption: move the preemptor back to activeQ (upstream fh.Activate)."""
-        self.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE, None, pod, pre_check=lambda p: p.uid == pod.uid)
+        self.queue.activate({pod.key: pod})
 
     def _activate_pods(self, pods: Mapping[str, PodInfo]) -> None:
         """Handle.activate: the plugins' PodsToActivate and direct calls (upstream PodActivator)."""

@@ -193,7 +193,7 @@ class Scheduler(EventHandlers):
         """A cycle that raised costs only its pod: logged, counted, evented, back with backoff."""
         log.exception("scheduling_cycle_crashed", pod=q.pod.key)
         self.metrics.object_error("Pod", "cycle")
-        q.unschedulable_plugins = set()
+        q.unschedulable_plugins, q.pending_plugins = set(), set()  # an error: no rejector
         fw = self.frameworks.get(q.pod.scheduler_name)
         if fw is None:
             self.queue.add_unschedulable_if_not_present(q)
