@@ -910,3 +910,36 @@ async def test_run_flushers_tick_on_window_starts():
     assert got is qi
     # 1 s backoff truncated to its window, completed as the next window starts.
     assert int(failed_at + 1) + 1 <= done_at < int(failed_at + 1) + 1.5
+
+
+# -- nominated pods -----------------------------------------------------------------------------------
+
+def _nominations(q: SchedulingQueue) -> dict[str, list[str]]:
+    return {node: [p.name for p in pods.values()] for node, pods in q.nominator.nominated_nodes().items()}
+
+
+def test_nominated_pods_for_node():
+    # TestPriorityQueue_NominatedPodsForNode: the pods nominated to a node, popped or not.
+    q, _ = new_test_queue()
+    for p in (MED_POD, UNSCHEDULABLE_POD, HIGH_POD):
+        q.add(p)
+    assert q.pop_nowait().pod is HIGH_POD
+    assert q.nominator.nominated_pods_for_node("node1") == [MED_POD, UNSCHEDULABLE_POD]
+    assert q.nominator.nominated_pods_for_node("node2") == []
+
+
+def test_update_nominated_pod_for_node():
+    # TestPriorityQueue_UpdateNominatedPodForNode (the informer checks are the loop's: it
+    # nominates only pods still pending).
+    q, _ = new_test_queue()
+    q.add(MED_POD)
+    q.nominator.add(UNSCHEDULABLE_POD, "override", "node5")
+    q.nominator.add(HIGH_POD, "override", "node2")
+    want = {"node1": ["mpp"], "node2": ["hpp"], "node5": ["up"]}
+    assert _nominations(q) == want
+    assert q.pop_nowait().pod is MED_POD
+    assert _nominations(q) == want  # popping changes no nomination
+    q.nominator.add(HIGH_POD, "override", "node4")
+    assert _nominations(q) == {"node1": ["mpp"], "node4": ["hpp"], "node5": ["up"]}
+    q.nominator.delete(HIGH_POD.uid)
+    assert _nominations(q) == {"node1": ["mpp"], "node5": ["up"]}
