@@ -36,6 +36,8 @@ from scheduler.framework.runtime import DurationObserver, Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, MAX_TOTAL_SCORE, go_quote
 from scheduler.framework.waiting_pods import PermitTimer, WaitingPodsMap
+from scheduler.model.pod import set_resource_gates
+from scheduler.model.podrequests import ResourceGates
 from scheduler.plugins.registry import default_registry
 
 log = structlog.get_logger(__name__)
@@ -224,6 +226,10 @@ def build_frameworks(
     if registry is None:
         registry = default_registry()
     checked = check_profiles(cfg, registry)
+    features = cfg.feature_gates.features()
+    # What PodInfo counts of every pod follows the process's gates (upstream's global gate).
+    resize = features.enable_in_place_pod_level_resources_vertical_scaling
+    set_resource_gates(ResourceGates(features.enable_pod_level_resources, resize))
     waiting_pods = WaitingPodsMap(permit_timer)
     frameworks: dict[str, Framework] = {}
     for prof, lists in zip(cfg.profiles, checked):
@@ -236,6 +242,7 @@ def build_frameworks(
             volume_api=volume_api,
             preemption=preemption,
             rng=random.Random(seed),
+            features=features,
             waiting_pods=waiting_pods,
             activator=activator,
             client_set=client_set,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.informers import InformerFactory
@@ -211,6 +212,7 @@ class Handle:
         "client",
         "client_set",
         "event_recorder",
+        "features",
         "listers",
         "nominator",
         "parallelism",
@@ -233,6 +235,7 @@ class Handle:
         volume_api: Any = None,
         preemption: PreemptionActuator | None = None,
         rng: random.Random | None = None,
+        features: Features = DEFAULT_FEATURES,
         waiting_pods: WaitingPodsMap | None = None,
         activator: PodActivator | None = None,
         client_set: Any = None,
@@ -249,6 +252,8 @@ class Handle:
         self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
         self.rng = rng if rng is not None else random.Random()
+        # The feature gates plugins read (upstream feature.Features, given to every factory).
+        self.features = features
         # One map for every profile (the builder passes the same one to each handle).
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
         self.activator = activator

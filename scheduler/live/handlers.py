@@ -44,6 +44,8 @@ class EventHandlers:
         self._pending: dict[str, PodInfo] = {}
         # Storage kind -> the actions plugins registered for it (read once from the queue).
         self._registered_actions: dict[str, ActionType] = {}
+        # The NodeDeclaredFeatures gate (one set of gates for every profile).
+        self._declared_features = all(fw.handle.features.enable_node_declared_features for fw in frameworks.values())
 
     def on_pod(self, etype: str | None, raw: Raw) -> None:
         if etype == "DELETED":
@@ -126,7 +128,7 @@ class EventHandlers:
         if old is None:
             self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", ActionType.ADD), None, new)
             return
-        action = node_update_action(old, new)
+        action = node_update_action(old, new, self._declared_features)
         if action:
             self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", action), old, new)
 

@@ -12,6 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from scheduler.config.features import FeatureGates
 from scheduler.framework.runtime import DurationObserver
 
 
@@ -184,6 +185,18 @@ class Metrics:
             hist(point, status, profile).observe(seconds)
 
         return observe
+
+    def feature_gates(self, gates: FeatureGates) -> None:
+        """kubernetes_feature_enabled{name,stage} (component-base featuregate AddMetrics): every
+        gate the process knows, 1 when on; a GA gate has an empty stage."""
+        g = Gauge(
+            "kubernetes_feature_enabled",
+            "This metric records the data about the stage and enablement of a k8s feature.",
+            ["name", "stage"],
+            registry=self.registry,
+        )
+        for spec, on in gates.all():
+            g.labels(spec.name, spec.stage).set(1 if on else 0)
 
     def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:
         """Pending-pod gauges read the queue's counts at scrape time."""

@@ -28,6 +28,7 @@ import yaml
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
 from scheduler.core.profiles import FrameworkError, build_frameworks
@@ -516,12 +517,13 @@ def run(
     output: str,
     stream: IO[str] | None = None,
     stats: bool = False,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> int:
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
-        config = load_config(config_path)
+        config = load_config(config_path, gates)
         sim = Simulator(cluster, config, seed)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
