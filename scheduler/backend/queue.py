@@ -39,6 +39,7 @@ from scheduler.backend.backoff_queue import WINDOW, BackoffQueue
 from scheduler.backend.hints import QueueingHintMap, build_hint_map, event_label, is_wildcard, matches
 from scheduler.backend.nominator import PodNominator
 from scheduler.backend.unschedulable_pods import UnschedulablePods
+from scheduler.config.features import DEFAULT_GATES
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, QueueingHintFn, pod_update_events
 from scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
 from scheduler.model.pod import PodInfo
@@ -54,8 +55,8 @@ DEFAULT_MAX_BACKOFF = 10.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 FLUSH_BACKOFF_PERIOD = WINDOW
 FLUSH_UNSCHEDULABLE_PERIOD = 30.0
-#: SchedulerPopFromBackoffQ's default in v1.36.3 (beta since 1.33, on).
-POP_FROM_BACKOFF_Q = True
+#: SchedulerPopFromBackoffQ's default (beta since 1.33, on in v1.36.3); run reads --feature-gates.
+POP_FROM_BACKOFF_Q = DEFAULT_GATES.enabled("SchedulerPopFromBackoffQ")
 
 ACTIVE = "active"
 BACKOFF = "backoff"

@@ -135,6 +135,7 @@ class App:
             initial_backoff=cfg.pod_initial_backoff_seconds,
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
+            pop_from_backoff_q=cfg.feature_gates.enabled("SchedulerPopFromBackoffQ"),
             # Backoff windows start on the wall clock's seconds, as kube-scheduler's do.
             window_phase=wall_window_phase(time.monotonic),
         )
