@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.config import dynamicresources
 from scheduler.config.defaults import IN_TREE_PLUGINS
 from scheduler.config.duration import parse_duration
 from scheduler.config.types import (
@@ -88,6 +89,9 @@ class Document:
     leader_election: LeaderElection
     client_connection: ClientConnection
     profiles: list[RawProfile]
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    delay_cache_until_active: bool = False
 
 
 def _check_keys(path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -227,6 +231,8 @@ def _decode_args(path: str, plugin: str, raw: Any) -> dict:
         if (kind is not None and kind != want) or (api_version is not None and api_version != API_VERSION):
             got = f"{kind or want}.{api_version or API_VERSION}"
             raise ConfigError(f"{path}: args for plugin {plugin} were not of type {want}.{API_VERSION}, got {got}")
+    if plugin == dynamicresources.NAME:
+        return dynamicresources.decode_args(path.removesuffix(".args"), args)
     return copy.deepcopy(args)
 
 
@@ -334,9 +340,12 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     percentage = opt_int("percentageOfNodesToScore", 0)
     initial_backoff = opt_int("podInitialBackoffSeconds", 1, _INT64)
     max_backoff = opt_int("podMaxBackoffSeconds", 10, _INT64)
-    for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
-        if top_obj.get(key) is not None:
-            _bool(key, top_obj[key])
+    flags = {key: None if top_obj.get(key) is None else _bool(key, top_obj[key])
+             for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive")}
+    # SetDefaults_KubeSchedulerConfiguration: profiling on; contention profiling follows it.
+    profiling = True if flags["enableProfiling"] is None else flags["enableProfiling"]
+    contention = flags["enableContentionProfiling"]
+    contention = profiling if contention is None else contention
     if top_obj.get("percentageOfPlacementsToScore") is not None:
         raise ConfigError(
             "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
@@ -347,4 +356,6 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     le = _decode_leader_election(top_obj.get("leaderElection"))
     cc = _decode_client_connection(top_obj.get("clientConnection"))
     profiles = [_decode_profile(f"profiles[{i}]", p) for i, p in enumerate(_list("profiles", top_obj.get("profiles")))]
-    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles)
+    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles,
+                    enable_profiling=profiling, enable_contention_profiling=contention,
+                    delay_cache_until_active=bool(flags["delayCacheUntilActive"]))

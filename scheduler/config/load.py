@@ -67,6 +67,9 @@ def parse_config(doc: Mapping[str, Any] | None) -> SchedulerConfig:
         pod_max_backoff_seconds=float(d.pod_max_backoff_seconds),
         client_connection=d.client_connection,
         leader_election=d.leader_election,
+        enable_profiling=d.enable_profiling,
+        enable_contention_profiling=d.enable_contention_profiling,
+        delay_cache_until_active=d.delay_cache_until_active,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from scheduler.config import dynamicresources
 from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
 from scheduler.config.duration import format_duration
 from scheduler.config.types import PluginSet
@@ -47,10 +48,12 @@ def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[s
         if prof.percentage is not None and not 0 <= prof.percentage <= 100:
             errs.append(invalid(f"{path}.percentageOfNodesToScore", prof.percentage, "not in valid range [0-100]"))
         names_seen: set[str] = set()
-        for j, (cname, _args) in enumerate(prof.plugin_config):
+        for j, (cname, args) in enumerate(prof.plugin_config):
             if cname in names_seen:
                 errs.append(f"{path}.pluginConfig[{j}]: Duplicate value: {fmt_value(cname)}")
             names_seen.add(cname)
+            if cname == dynamicresources.NAME and args is not None:
+                errs.extend(dynamicresources.validate_args(f"{path}.pluginConfig[{j}].args", args))
         if name in seen:
             errs.append(f"{path}.schedulerName: Duplicate value: {fmt_value(name)}")
         seen[name] = i

@@ -123,3 +123,19 @@ def test_plugin_args_of_wrong_kind() -> None:
         parse_config(
             doc(profiles=[{"pluginConfig": [{"name": "NodeAffinity", "args": {"kind": "InterPodAffinityArgs"}}]}]),
         )
+
+
+@pytest.mark.parametrize(
+    ("fields", "want"),
+    [
+        # The v1.36.3 binary's --write-config-to output for each input (apis/config/v1/defaults.go).
+        ({}, (True, True, False)),
+        ({"enableProfiling": False}, (False, False, False)),
+        ({"enableProfiling": False, "enableContentionProfiling": True}, (False, True, False)),
+        ({"enableContentionProfiling": False}, (True, False, False)),
+        ({"delayCacheUntilActive": True}, (True, True, True)),
+    ],
+)
+def test_debugging_and_delay_cache_fields_are_carried(fields: dict[str, Any], want: tuple[bool, bool, bool]) -> None:
+    c = parse_config({"apiVersion": API_VERSION, "kind": KIND, **fields})
+    assert (c.enable_profiling, c.enable_contention_profiling, c.delay_cache_until_active) == want

@@ -18,12 +18,14 @@ claims, waiting for binding conditions in PreBind, the filter timeout.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
 
+from scheduler.config.dynamicresources import timeouts as dra_timeouts
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
@@ -53,7 +55,7 @@ from scheduler.model.dra import (
 from scheduler.model.labels import NodeSelector
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
+from scheduler.plugins.dynamicresources.allocator import Aborted, AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.celcache import CelCache
 from scheduler.plugins.helper import default_normalize_score
 
@@ -108,6 +110,10 @@ class DynamicResources(
         self.handle = handle
         self._api = api
         self.cel_cache = CelCache()
+        # DynamicResourcesArgs after defaulting (config/dynamicresources.py): Filter gives up on a
+        # node after filter_timeout seconds (0: never); binding_timeout bounds PreBind's wait for
+        # device binding conditions.
+        self.filter_timeout, self.binding_timeout = dra_timeouts(None)
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> DynamicResources:
@@ -115,7 +121,9 @@ class DynamicResources(
             if key not in ("filterTimeout", "bindingTimeout", "apiVersion", "kind"):
                 raise ValueError(f'unknown field "{key}"')
         store = getattr(handle.listers, "dra", None)
-        return cls(store if isinstance(store, DraStore) else DraStore(), handle)
+        pl = cls(store if isinstance(store, DraStore) else DraStore(), handle)
+        pl.filter_timeout, pl.binding_timeout = dra_timeouts(args)
+        return pl
 
     @property
     def api(self) -> Any:
@@ -229,8 +237,14 @@ class DynamicResources(
         allocations: list[dict[str, Any]] | None = None
         if s.allocator is not None:
             claims = [s.claims[i] for i in s.to_allocate()]
+            # DRASchedulerFilterTimeout: the search for this node stops after filter_timeout.
+            deadline = time.monotonic() + self.filter_timeout if self.filter_timeout > 0 else None
             try:
-                result = s.allocator.allocate(node.name, node.labels, claims)
+                result = s.allocator.allocate(node.name, node.labels, claims, deadline=deadline)
+            except Aborted:
+                # An Error, not Unschedulable: the pod retries after backoff, as upstream (a timeout
+                # may be transient), rather than waiting in unschedulablePods for a cluster event.
+                return Status(Code.ERROR, f"node {node.name}: timed out trying to allocate devices")
             except FailedOnNode as exc:
                 return _unschedulable(str(exc))
             except AllocationError as exc:
