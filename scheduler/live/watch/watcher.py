@@ -16,6 +16,12 @@ resourceVersion, re-list on 410 Gone) with three differences that matter here:
 * pods are filtered server-side as kube-scheduler does (no Succeeded/Failed pods).
 
 The first completed LIST of every kind is the informer "synced" barrier (``synced``).
+
+Before the first LIST the watcher asks the API server which of its kinds it serves
+(discovery.py) and stops with one line (``NotServed``) if any is missing. A LIST or WATCH the
+API server forbids (403) or does not serve (404) is reported once per kind and verb, in one
+line naming the kind and the permission, then retried quietly: RBAC granted later is picked up,
+as kube-scheduler's reflectors pick it up.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import logging
 import random
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +44,14 @@ from kopf._cogs.clients import auth as kopf_auth
 from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
+from scheduler.live.watch.discovery import (
+    Served,
+    discovery_path,
+    group_versions,
+    resources_of,
+    unserved,
+    unserved_message,
+)
 from scheduler.live.watch.informer import DELETED, Store, store_for
 from scheduler.live.watch.listdecode import SPEC_AFTER_METADATA, ListDecoder, iter_lines, loads
 from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS
@@ -48,6 +62,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 _kopf_logger = logging.getLogger("kopf.pyscheduler")
+# kopf logs each attempt of a request it retries; the reflector reports the request's final
+# failure itself (once per kind for a 403 or 404), so kopf's lines would only repeat it.
+_kopf_logger.setLevel(logging.CRITICAL)
 
 
 class Handlers(Protocol):
@@ -79,6 +96,10 @@ class WatchSettings:
     resync_period: float = 600.0  # re-list this often even without a watch error (backstop)
     backoff: float = 0.5  # first retry delay after a failed list/watch; doubles up to max_backoff
     max_backoff: float = 5.0  # kopf's request already retried for ~8 s before the reflector backs off
+
+
+class NotServed(Exception):
+    """The API server does not serve kinds the scheduler watches; ``str()`` is the one line."""
 
 
 class _Relist(Exception):
@@ -123,8 +144,11 @@ class Watcher:
         kinds: Iterable[str] = WATCHED_KINDS,
         scheduler_names: Iterable[str] | None = None,
         on_error: Callable[[str], None] | None = None,
+        informer_users: Collection[str] = (),
     ) -> None:
         self.handlers = handlers
+        # The enabled plugins that asked for informers (what the lines about a kind name).
+        self.informer_users = frozenset(informer_users)
         self.on_error = on_error  # called with the kind of an object that could not be handled
         self.credentials = credentials
         self.settings = settings or WatchSettings()
@@ -148,6 +172,8 @@ class Watcher:
         self._interrupt: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in self.kinds}
         self._stop = asyncio.Event()
         self.vault: kopf_credentials.Vault | None = None
+        # (kind, verb, status) already reported; cleared for a kind once its LIST succeeds.
+        self._reported: set[tuple[str, str, int]] = set()
 
     # -- delivery ------------------------------------------------------------------------------
     def dispatch(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
@@ -252,6 +278,56 @@ class Watcher:
         )
         return resp
 
+    async def discover(self) -> Served:
+        """Which of the watched kinds' group/versions and resources the API server serves;
+        raises NotServed with one line if any kind is missing. A discovery the API server
+        forbids is reported and skipped: the LISTs then say what is wrong."""
+        ws = self.settings
+        timeout = aiohttp.ClientTimeout(total=ws.request_timeout, sock_connect=ws.connect_timeout)
+        served: dict[str, frozenset[str] | None] = {}
+        backoff = ws.backoff
+        pending = list(group_versions(self.kinds))
+        while pending and not self._stop.is_set():
+            gv = pending[0]
+            path = discovery_path(gv)
+            try:
+                resp = await self._get(path, timeout)
+                async with resp:
+                    served[gv] = resources_of(loads(await resp.read()))
+            except kopf_errors.APINotFoundError:
+                served[gv] = None
+            except kopf_errors.APIForbiddenError as exc:
+                log.warning("discovery_forbidden", group_version=gv, permission=f"get {path}",
+                            reason=exc.message or str(exc))
+            except (kopf_errors.APIError, aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("discovery_failed", group_version=gv, error=repr(exc), retry_in=backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, ws.max_backoff)
+                continue
+            pending.pop(0)
+        missing = unserved(self.kinds, served)
+        if missing:
+            raise NotServed(unserved_message(missing, served, self.informer_users))
+        log.info("api_discovered", group_versions=sorted(served), kinds=list(self.kinds))
+        return served
+
+    def _report(self, kind: str, verb: str, exc: kopf_errors.APIClientError) -> bool:
+        """One line per kind, verb and status (403, 404) until the kind lists again; False when
+        this failure was already reported."""
+        key = (kind, verb, exc.status)
+        if key in self._reported:
+            return False
+        self._reported.add(key)
+        k = KINDS[kind]
+        reason = exc.message or str(exc)
+        if exc.status == 403:
+            log.error("watch_forbidden", kind=kind, permission=f"{verb} {k.resource} (all namespaces)",
+                      reason=reason, retrying=True)
+        else:
+            log.error("watch_not_served", kind=kind, resource=f"{k.api_version} {k.plural}", verb=verb,
+                      reason=reason, retrying=True)
+        return True
+
     async def list_kind(self, kind: str, initial: bool = False) -> str:
         """One LIST, delivered item by item, closed by Replace. Returns the list's RV.
 
@@ -336,13 +412,16 @@ class Watcher:
         backoff = ws.backoff
         first = True
         while not self._stop.is_set():
+            verb = "list"
             try:
                 if not first:
                     self.relists[kind] += 1
                 rv = await self.list_kind(kind, initial=first)
                 first = False
                 backoff = ws.backoff
+                self._reported = {r for r in self._reported if r[0] != kind}
                 deadline = time.monotonic() + ws.resync_period * random.uniform(0.9, 1.1)
+                verb = "watch"
                 await self._watch_phase(kind, rv, deadline)
             except _Relist as why:
                 log.info("relist", kind=kind, reason=str(why))
@@ -352,7 +431,12 @@ class Watcher:
                 raise
             except Exception as exc:
                 self.errors += 1
-                log.warning("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
+                if isinstance(exc, kopf_errors.APIForbiddenError | kopf_errors.APINotFoundError):
+                    # Reported once; kube-scheduler's reflector retries such a LIST forever too.
+                    if not self._report(kind, verb, exc):
+                        log.debug("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
+                else:
+                    log.warning("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, ws.max_backoff)
 
@@ -407,8 +491,17 @@ class Watcher:
         await vault.populate({"pyscheduler": _connection_info(self.credentials())})
         self.vault = vault
         kopf_auth.vault_var.set(vault)  # the tasks below inherit it
+        reauth = asyncio.create_task(self._reauthenticate(vault), name="watch re-auth")
+        try:
+            await self.discover()
+        except BaseException:
+            reauth.cancel()
+            await asyncio.gather(reauth, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await vault.close()
+            raise
         tasks = [asyncio.create_task(self.reflect(kind), name=f"watch {kind}") for kind in self.kinds]
-        tasks.append(asyncio.create_task(self._reauthenticate(vault), name="watch re-auth"))
+        tasks.append(reauth)
         stop = asyncio.create_task(self._stop.wait())
         try:
             done, _ = await asyncio.wait({*tasks, stop}, return_when=asyncio.FIRST_COMPLETED)

@@ -346,11 +346,19 @@ class Recorder:
     def on_owner(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
 
+async def core_v1_resources(_: web.Request) -> web.Response:
+    """The discovery document of the fake's group/version (what the watcher asks first)."""
+    return web.json_response({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+        {"name": "nodes", "kind": "Node"}, {"name": "nodes/status", "kind": "Node"},
+        {"name": "namespaces", "kind": "Namespace"}]})
+
+
 @pytest.fixture
 async def fake_api() -> AsyncIterator[tuple[FakeAPI, str]]:
     api = FakeAPI()
     api.namespaces = FakeAPI()  # type: ignore[attr-defined]
     app = web.Application()
+    app.router.add_get("/api/v1", core_v1_resources)
     app.router.add_get("/api/v1/nodes", api.handle)
     app.router.add_get("/api/v1/namespaces", api.namespaces.handle)  # type: ignore[attr-defined]
     runner = web.AppRunner(app, shutdown_timeout=0.1)
