@@ -2,8 +2,11 @@
 health/metrics server, and owns the process lifecycle.
 
 Order (as kube-scheduler): read and validate the configuration and build every profile
-before touching the cluster; then start watching and wait until the cache holds what a LIST
-shows (informer sync); then, when leader election is on, wait for the Lease; then schedule.
+before touching the cluster; then ask the API server which of the kinds to watch it serves
+(exactly kube-scheduler's informers for these profiles and gates; a missing one stops the start
+with one line), start watching and wait until the cache holds what a LIST shows (informer
+sync); then, when leader election is on, wait for the Lease; then schedule. With
+``delayCacheUntilActive`` (and leader election) the Lease comes first and the watch after it.
 SIGTERM stops scheduling, drains in-flight bindings and releases the Lease. Losing the Lease
 (or its fence closing, see kube/elector.py) stops scheduling at once, cancels the bindings in
 flight, forgets their assumptions and exits non-zero.
@@ -21,6 +24,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,6 +39,7 @@ from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles
 from scheduler.framework.listers import Listers
+from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
 from scheduler.live.kube.binder import Binder
@@ -47,7 +52,8 @@ from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
 from scheduler.live.serving.options import ServingError, options_from_args
 from scheduler.live.serving.server import SecureServer, build_server
-from scheduler.live.watch.watcher import Watcher
+from scheduler.live.watch.watcher import NotServed, Watcher
+from scheduler.model.kinds import DRA_GATE, live_kinds
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 
@@ -65,6 +71,24 @@ EXIT_LEASE_LOST = 1
 
 class StartupError(Exception):
     """One line, printed before exit."""
+
+
+def informer_users(frameworks: Mapping[str, Framework]) -> frozenset[str]:
+    """The plugins, over every profile, that make kube-scheduler start informers (their New
+    asks for listers): all enabled ones, but PodTopologySpread only with default constraints."""
+    users = set()
+    for fw in frameworks.values():
+        for name, pl in fw.plugins.items():
+            if name == "PodTopologySpread" and not getattr(pl, "default_constraints", None):
+                continue
+            users.add(name)
+    return frozenset(users)
+
+
+def gate_enabled(cfg: SchedulerConfig) -> Callable[[str], bool]:
+    """The state of the feature gates the kind table names: v1.36.3's (DynamicResourceAllocation
+    is GA and locked on)."""
+    return lambda name: name == DRA_GATE
 
 
 class App:
@@ -126,8 +150,9 @@ class App:
         for fw in frameworks.values():
             fw.handle.nominator = self.queue.nominator
             fw.handle.preemption = self.preemption
-        self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
-                               on_error=metrics.object_error)
+        users = informer_users(frameworks)
+        self.watcher = Watcher(self.scheduler, creds.credentials, kinds=live_kinds(users, gate_enabled(cfg)),
+                               scheduler_names=frameworks, on_error=metrics.object_error, informer_users=users)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         self.synced = False
         self.shutdown = asyncio.Event()
@@ -259,6 +284,16 @@ class App:
             self._close()
             log.info("stopped", code=code)
             return code
+        # delayCacheUntilActive: a standby does not watch; it lists everything once it leads.
+        delayed = self.cfg.delay_cache_until_active and self.elector is not None
+        if delayed:
+            assert self.elector is not None
+            log.info("cache_delayed_until_leading")
+            if not await self._until(self.elector.acquire()):
+                await self._stop_http()
+                self._close()
+                log.info("stopped", code=code)
+                return code
         watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         try:
             log.info("cache_syncing")
@@ -269,12 +304,15 @@ class App:
                 synced = await self._until(self.wait_synced(), watcher_task)
             if not synced:
                 if watcher_task.done():
-                    raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
+                    exc = watcher_task.exception()
+                    if isinstance(exc, NotServed):
+                        raise StartupError(str(exc))
+                    raise StartupError(f"watcher stopped: {exc or 'exited'}")
                 return 0
             self.synced = True
             log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
                      pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
-            if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
+            if self.elector is not None and not delayed and not await self._until(self.elector.acquire(), watcher_task):
                 return 0
             if self.elector is not None and not await self._until(self.wait_bindings_seen(), watcher_task):
                 return 0
