@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.config.duration import format_duration_ns, parse_duration_ns
+from scheduler.config.features import DEFAULT_GATES
 from scheduler.config.types import ConfigError
 
 NAME = "DynamicResources"
@@ -30,12 +31,11 @@ BINDING_TIMEOUT_DEFAULT = "10m0s"  # DynamicResourcesBindingTimeoutDefault
 FILTER_TIMEOUT_GATE = "DRASchedulerFilterTimeout"
 BINDING_TIMEOUT_GATES = ("DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus")
 
-# These gates' state in kube-scheduler v1.36.3 without --feature-gates (all beta, on).
-V1_36_DEFAULTS = {FILTER_TIMEOUT_GATE: True, "DRADeviceBindingConditions": True, "DRAResourceClaimDeviceStatus": True}
 
 
 def default_gate(name: str) -> bool:
-    return V1_36_DEFAULTS[name]
+    """A gate's state in kube-scheduler v1.36.3 without --feature-gates."""
+    return DEFAULT_GATES.enabled(name)
 
 
 def _json_type(value: Any) -> str:
@@ -101,12 +101,12 @@ def validate_args(path: str, args: Mapping[str, Any], gate_enabled: Callable[[st
     return errs
 
 
-def timeouts(args: Mapping[str, Any] | None, gate_enabled: Callable[[str], bool] = default_gate) -> tuple[float, float]:
-    """(filter timeout, binding timeout) in seconds after upstream's defaulting; a filter
-    timeout of 0 means none, as does one whose gate is off."""
+def timeouts(args: Mapping[str, Any] | None, filter_timeout_gate: bool = True) -> tuple[float, float]:
+    """(filter timeout, binding timeout) in seconds after upstream's defaulting (the filter
+    timeout's default needs DRASchedulerFilterTimeout on); a filter timeout of 0 means none."""
     args = args or {}
     filter_timeout = args.get("filterTimeout")
     if filter_timeout is None:
-        filter_timeout = FILTER_TIMEOUT_DEFAULT if gate_enabled(FILTER_TIMEOUT_GATE) else "0s"
+        filter_timeout = FILTER_TIMEOUT_DEFAULT if filter_timeout_gate else "0s"
     binding_timeout = args.get("bindingTimeout") or BINDING_TIMEOUT_DEFAULT
     return parse_duration_ns(filter_timeout) / 1e9, parse_duration_ns(binding_timeout) / 1e9

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
+
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -100,3 +102,5 @@ class SchedulerConfig:
     # With leader election: watch the cluster only once the Lease is held (a standby keeps no
     # cache; it lists everything after it takes over).
     delay_cache_until_active: bool = False
+    # --feature-gates (not in the file): what defaults and validation used, and what plugins get.
+    feature_gates: FeatureGates = DEFAULT_GATES

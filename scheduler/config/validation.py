@@ -4,7 +4,7 @@ leader-election checks): every error is collected, formatted like field.ErrorLis
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from scheduler.config import dynamicresources
 from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
@@ -12,8 +12,13 @@ from scheduler.config.duration import format_duration
 from scheduler.config.types import PluginSet
 
 
-def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[str]:
-    """Every problem of ``doc``; ``merged`` holds each profile's plugins after defaulting."""
+def validate(
+    doc: Document,
+    merged: Sequence[Mapping[str, PluginSet]],
+    gate_enabled: Callable[[str], bool] = dynamicresources.default_gate,
+) -> list[str]:
+    """Every problem of ``doc``; ``merged`` holds each profile's plugins after defaulting;
+    ``gate_enabled`` says which feature gates are on (plugin args depend on some)."""
     le, cc, profiles = doc.leader_election, doc.client_connection, doc.profiles
     errs: list[str] = []
     if cc.burst < 0:
@@ -53,7 +58,7 @@ def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[s
                 errs.append(f"{path}.pluginConfig[{j}]: Duplicate value: {fmt_value(cname)}")
             names_seen.add(cname)
             if cname == dynamicresources.NAME and args is not None:
-                errs.extend(dynamicresources.validate_args(f"{path}.pluginConfig[{j}].args", args))
+                errs.extend(dynamicresources.validate_args(f"{path}.pluginConfig[{j}].args", args, gate_enabled))
         if name in seen:
             errs.append(f"{path}.schedulerName: Duplicate value: {fmt_value(name)}")
         seen[name] = i

@@ -9,6 +9,7 @@ goes to the queue. Every change that may make a waiting pod schedulable moves po
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
@@ -43,6 +44,8 @@ class EventHandlers:
         self._pending: dict[str, PodInfo] = {}
         # Storage kind -> the actions plugins registered for it (read once from the queue).
         self._registered_actions: dict[str, ActionType] = {}
+        # The NodeDeclaredFeatures gate (one set of gates for every profile).
+        self._declared_features = all(fw.handle.features.enable_node_declared_features for fw in frameworks.values())
 
     def on_pod(self, etype: str | None, raw: Raw) -> None:
         if etype == "DELETED":
@@ -76,6 +79,10 @@ class EventHandlers:
             return
         if self.cache.is_assumed(uid):
             # Our own binding is in flight; a stale unbound version must not requeue it.
+            prev = self._pending.get(uid)
+            if pod.deleting and (prev is None or not prev.deleting):
+                self._pending[uid] = pod
+                self.assumed_pod_deleted(uid)
             return
         prev = self._pending.get(uid)
         self._pending[uid] = pod
@@ -90,10 +97,25 @@ class EventHandlers:
         self._pending.pop(uid, None)
         self.queue.delete(uid)
         self.recorder.forget_pod(uid)
+        if self.cache.is_assumed(uid):
+            self.assumed_pod_deleted(uid)
+            return
         old = self.cache.get_pod(uid)
         if old is not None:
             self.cache.remove_pod(uid)
             self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
+
+    def assumed_pod_deleted(self, uid: str) -> None:
+        """An assumed pod is being deleted (upstream handleAssumedPodDeletion): waiting at
+        Permit, it is rejected and its binding cycle cleans up; past Permit its room is freed
+        here. Either way the others may fit now."""
+        old = self.cache.get_pod(uid)
+        if old is None:
+            return
+        fw = next(iter(self.frameworks.values()), None)  # one map of waiting pods for all
+        if fw is None or not fw.reject_waiting_pod(uid):
+            self.cache.forget_pod(uid)
+        self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
 
     def on_node(self, etype: str | None, raw: Raw) -> None:
         name = str((raw.get("metadata") or {}).get("name", ""))
@@ -106,7 +128,7 @@ class EventHandlers:
         if old is None:
             self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", ActionType.ADD), None, new)
             return
-        action = node_update_action(old, new)
+        action = node_update_action(old, new, self._declared_features)
         if action:
             self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", action), old, new)
 
@@ -149,6 +171,11 @@ class EventHandlers:
         if change is None:
             return
         old, new = change
+        self._moved_by(kind, old, new)
+
+    def _moved_by(self, kind: str, old: Any, new: Any) -> None:
+        """Move the pods an add, update or delete of ``kind`` may help, if some plugin
+        registered that action (``old``/``new`` None on the missing side)."""
         action, verb = (
             (ActionType.DELETE, "Delete") if new is None
             else (ActionType.ADD, "Add") if old is None
@@ -159,6 +186,19 @@ class EventHandlers:
             registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
         if registered & action:
             self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{verb}"), old, new)
+
+    def on_resource(self, resource: str, etype: str | None, raw: Raw) -> None:
+        """An object of a kind plugins named (``<plural>.<version>.<group>``): into its informer
+        (the plugins' handlers run there), then the pods the plugins' registered events may help
+        (upstream's dynamic-informer handlers)."""
+        inf = self.listers.informers.get(resource)
+        if inf is None:
+            return
+        change = inf.on_event(etype, raw)
+        if change is None:
+            return
+        old, new = change
+        self._moved_by(resource, old, new)
 
     def on_pdb(self, etype: str | None, raw: Raw) -> None:
         """PodDisruptionBudgets, for DefaultPreemption (no plugin requeues pods on them)."""

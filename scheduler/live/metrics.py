@@ -12,6 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from scheduler.config.features import FeatureGates
 from scheduler.framework.runtime import DurationObserver
 
 
@@ -108,6 +109,13 @@ class Metrics:
             buckets=_exp_buckets(0.01, 2, 20),
             registry=r,
         )
+        self.permit_wait_duration = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
         self.unschedulable_reasons = Counter(
             "scheduler_unschedulable_reasons",
             "Number of times a plugin rejected a pod in a scheduling attempt (pyscheduler: cumulative).",
@@ -167,6 +175,7 @@ class Metrics:
         self._incoming = _children(self.queue_incoming_pods)
         self._attempts = _children(self.schedule_attempts)
         self._attempt_duration = _children(self.scheduling_attempt_duration)
+        self._permit_wait = _children(self.permit_wait_duration)
 
     # -- hooks -------------------------------------------------------------------------------
     def extension_point_observer(self, profile: str) -> DurationObserver:
@@ -176,6 +185,18 @@ class Metrics:
             hist(point, status, profile).observe(seconds)
 
         return observe
+
+    def feature_gates(self, gates: FeatureGates) -> None:
+        """kubernetes_feature_enabled{name,stage} (component-base featuregate AddMetrics): every
+        gate the process knows, 1 when on; a GA gate has an empty stage."""
+        g = Gauge(
+            "kubernetes_feature_enabled",
+            "This metric records the data about the stage and enablement of a k8s feature.",
+            ["name", "stage"],
+            registry=self.registry,
+        )
+        for spec, on in gates.all():
+            g.labels(spec.name, spec.stage).set(1 if on else 0)
 
     def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:
         """Pending-pod gauges read the queue's counts at scrape time."""
@@ -193,6 +214,10 @@ class Metrics:
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self._attempts(result, profile).inc()
         self._attempt_duration(result, profile).observe(seconds)
+
+    def permit_waited(self, result: str, seconds: float) -> None:
+        """One wait at Permit ended; ``result`` is its outcome's status code (Success, Unschedulable, Error)."""
+        self._permit_wait(result).observe(seconds)
 
     def object_error(self, kind: str, stage: str = "watch") -> None:
         self.object_errors.labels(kind, stage).inc()

@@ -54,15 +54,6 @@ class Kind:
         return bool(self.informer_for)
 
     @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def resource(self) -> str:
-        """The resource as RBAC and kubectl name it: pods, replicasets.apps, resourceslices.resource.k8s.io."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    @property
     def path(self) -> str:
         """The collection's URL path: /api/v1/pods, /apis/apps/v1/replicasets."""
         root = "/apis/" if "/" in self.api_version else "/api/"

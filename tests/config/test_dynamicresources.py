@@ -92,4 +92,4 @@ def test_gated_fields(args: dict[str, Any], gates: dict[str, bool], want: list[s
 
 def test_without_the_gate_no_filter_timeout() -> None:
     # SetDefaults_DynamicResourcesArgs leaves filterTimeout unset when the gate is off.
-    assert timeouts({}, lambda g: g != "DRASchedulerFilterTimeout") == (0.0, 600.0)
+    assert timeouts({}, filter_timeout_gate=False) == (0.0, 600.0)

@@ -91,15 +91,6 @@ def test_live_kinds(plugins: set[str], gates: dict[str, bool], want: list[str]) 
     assert list(live_kinds(plugins, lambda g: gates.get(g, False))) == want
 
 
-@pytest.mark.parametrize(
-    ("kind", "resource"),
-    [("Pod", "pods"), ("ReplicaSet", "replicasets.apps"), ("ResourceSlice", "resourceslices.resource.k8s.io"),
-     ("CSINode", "csinodes.storage.k8s.io")],
-)
-def test_resource_names(kind: str, resource: str) -> None:
-    assert KINDS[kind].resource == resource
-
-
 @pytest.mark.parametrize(("raw", "want"), [({"metadata": {"name": "a"}}, {"name": "a"}), ({}, {}),
                                            ({"metadata": None}, {}), ({"metadata": ["a"]}, {})])
 def test_metadata(raw: dict, want: dict) -> None:

@@ -7,28 +7,35 @@ asks the API server first (one GET of each group/version's resource list, as ``k
 api-resources`` does) and refuses to start with one line naming every missing kind, its
 resource and who needs it.
 
-Pure functions here; the watcher makes the requests.
+A kind to watch is a ``Target``: its group/version and plural. Pure functions here; the watcher
+makes the requests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from scheduler.model.kinds import KINDS, why_watched
-
+Target = tuple[str, str]  # (group/version, plural): ("v1", "pods"), ("resource.k8s.io/v1", "resourceslices")
 # group/version -> the resources it serves (subresources left out); None: not served (404).
 Served = Mapping[str, frozenset[str] | None]
 
 
-def group_versions(kinds: Iterable[str]) -> tuple[str, ...]:
+def group_versions(targets: Iterable[Target]) -> tuple[str, ...]:
     """The group/versions to ask about, in first-use order."""
-    return tuple(dict.fromkeys(KINDS[k].api_version for k in kinds))
+    return tuple(dict.fromkeys(gv for gv, _ in targets))
 
 
 def discovery_path(api_version: str) -> str:
     """The APIResourceList's URL: /api/v1, /apis/resource.k8s.io/v1."""
     return f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+
+
+def rbac_resource(target: Target) -> str:
+    """The resource as RBAC and kubectl name it: pods, replicasets.apps, resourceslices.resource.k8s.io."""
+    gv, plural = target
+    group = gv.rpartition("/")[0]
+    return f"{plural}.{group}" if group else plural
 
 
 def resources_of(doc: Any) -> frozenset[str]:
@@ -38,29 +45,28 @@ def resources_of(doc: Any) -> frozenset[str]:
     return frozenset(n for n in names if isinstance(n, str) and "/" not in n)
 
 
-def unserved(kinds: Iterable[str], served: Served) -> list[str]:
-    """The kinds among ``kinds`` whose group/version or resource the API server lacks. A
-    group/version absent from ``served`` was not asked about (or could not be): not reported."""
+def unserved(targets: Mapping[str, Target], served: Served) -> list[str]:
+    """The kinds whose group/version or resource the API server lacks. A group/version absent
+    from ``served`` was not asked about (or could not be): not reported."""
     out = []
-    for name in kinds:
-        k = KINDS[name]
-        if k.api_version not in served:
+    for name, (gv, plural) in targets.items():
+        if gv not in served:
             continue
-        resources = served[k.api_version]
-        if resources is None or k.plural not in resources:
+        resources = served[gv]
+        if resources is None or plural not in resources:
             out.append(name)
     return out
 
 
-def unserved_message(missing: Iterable[str], served: Served, plugins: Collection[str]) -> str:
+def unserved_message(missing: Iterable[str], targets: Mapping[str, Target], served: Served,
+                     why: Callable[[str], str]) -> str:
     """One line: every missing kind with its resource, whether its whole group/version is
-    missing, and who needs it."""
+    missing, and who needs it (``why``)."""
     parts = []
     for name in missing:
-        k = KINDS[name]
-        where = (f"{k.api_version} is not served" if served.get(k.api_version) is None
-                 else f"{k.api_version} has no {k.plural}")
-        parts.append(f"{name} ({k.resource}: {where}; needed by {why_watched(name, plugins)})")
+        gv, plural = targets[name]
+        where = f"{gv} is not served" if served.get(gv) is None else f"{gv} has no {plural}"
+        parts.append(f"{name} ({rbac_resource(targets[name])}: {where}; needed by {why(name)})")
     return (
         "the API server does not serve kinds kube-scheduler v1.36.3 watches, so no pod could be "
         "scheduled: " + ", ".join(parts)

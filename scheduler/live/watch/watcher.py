@@ -15,6 +15,9 @@ resourceVersion, re-list on 410 Gone) with three differences that matter here:
   and no-op updates are dropped before any parsing (informer.Store);
 * pods are filtered server-side as kube-scheduler does (no Succeeded/Failed pods).
 
+Kinds a plugin names (its informers, or cluster events it registers on ``<plural>.<version>.<group>``)
+are watched the same way, keyed by that name, and handed whole to the handlers' ``on_resource``.
+
 The first completed LIST of every kind is the informer "synced" barrier (``synced``).
 
 Before the first LIST the watcher asks the API server which of its kinds it serves
@@ -32,7 +35,7 @@ import logging
 import random
 import time
 import urllib.parse
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -44,17 +47,20 @@ from kopf._cogs.clients import auth as kopf_auth
 from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
+from scheduler.framework.informers import GroupVersionResource
 from scheduler.live.watch.discovery import (
     Served,
+    Target,
     discovery_path,
     group_versions,
+    rbac_resource,
     resources_of,
     unserved,
     unserved_message,
 )
 from scheduler.live.watch.informer import DELETED, Store, store_for
 from scheduler.live.watch.listdecode import SPEC_AFTER_METADATA, ListDecoder, iter_lines, loads
-from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS
+from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS, why_watched
 from scheduler.model.schema import ObjectError
 
 if TYPE_CHECKING:
@@ -79,6 +85,8 @@ class Handlers(Protocol):
     def on_storage(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
     def on_pdb(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+    def on_resource(self, resource: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
 
 # kube-scheduler's pod informer skips finished pods (scheduler.go, NewInformerFactory): they hold
@@ -144,8 +152,11 @@ class Watcher:
         kinds: Iterable[str] = WATCHED_KINDS,
         scheduler_names: Iterable[str] | None = None,
         on_error: Callable[[str], None] | None = None,
+        resources: Mapping[str, str] | None = None,
         informer_users: Collection[str] = (),
     ) -> None:
+        """``resources``: kinds plugins named, ``<plural>.<version>.<group>`` -> collection path,
+        watched like ours and delivered whole (no fingerprint) to ``handlers.on_resource``."""
         self.handlers = handlers
         # The enabled plugins that asked for informers (what the lines about a kind name).
         self.informer_users = frozenset(informer_users)
@@ -153,8 +164,11 @@ class Watcher:
         self.credentials = credentials
         self.settings = settings or WatchSettings()
         self.kopf_settings = make_kopf_settings(self.settings)
-        self.kinds = tuple(kinds)
-        self.stores: dict[str, Store] = {kind: store_for(kind) for kind in self.kinds}
+        self.resources: dict[str, str] = dict(resources or {})
+        self.kinds = tuple(kinds) + tuple(r for r in self.resources if r not in kinds)
+        self.stores: dict[str, Store] = {
+            kind: Store(kind) if kind in self.resources else store_for(kind) for kind in self.kinds
+        }
         # Unbound pods of other schedulers are dropped before parsing (None: deliver all).
         self.scheduler_names = frozenset(scheduler_names) if scheduler_names is not None else None
         self.events = 0  # events delivered to the handlers
@@ -211,6 +225,8 @@ class Watcher:
                 self.handlers.on_storage(kind, etype, raw)
             elif kind == "PodDisruptionBudget":
                 self.handlers.on_pdb(etype, raw)
+            elif kind in self.resources:
+                self.handlers.on_resource(kind, etype, raw)
             else:
                 if "kind" not in raw:
                     raw["kind"] = kind
@@ -270,13 +286,27 @@ class Watcher:
         sel = FIELD_SELECTORS.get(kind)
         if sel:
             params = {**params, "fieldSelector": sel}
-        return f"{KINDS[kind].path}?{urllib.parse.urlencode(params)}"
+        path = self.resources.get(kind) or KINDS[kind].path
+        return f"{path}?{urllib.parse.urlencode(params)}"
 
     async def _get(self, url: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
         resp: aiohttp.ClientResponse = await kopf_api.request(
             "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
         )
         return resp
+
+    def target(self, kind: str) -> Target:
+        """(group/version, plural) of a watched kind: ours, or a resource a plugin named."""
+        k = KINDS.get(kind)
+        if k is not None:
+            return k.api_version, k.plural
+        gvr = GroupVersionResource.parse(kind)
+        return gvr.api_version, gvr.resource
+
+    def _why(self, kind: str) -> str:
+        if kind in KINDS:
+            return why_watched(kind, self.informer_users)
+        return "a plugin (an informer it asked for, or a cluster event it registered)"
 
     async def discover(self) -> Served:
         """Which of the watched kinds' group/versions and resources the API server serves;
@@ -286,7 +316,8 @@ class Watcher:
         timeout = aiohttp.ClientTimeout(total=ws.request_timeout, sock_connect=ws.connect_timeout)
         served: dict[str, frozenset[str] | None] = {}
         backoff = ws.backoff
-        pending = list(group_versions(self.kinds))
+        targets = {kind: self.target(kind) for kind in self.kinds}
+        pending = list(group_versions(targets.values()))
         while pending and not self._stop.is_set():
             gv = pending[0]
             path = discovery_path(gv)
@@ -305,9 +336,9 @@ class Watcher:
                 backoff = min(backoff * 2, ws.max_backoff)
                 continue
             pending.pop(0)
-        missing = unserved(self.kinds, served)
+        missing = unserved(targets, served)
         if missing:
-            raise NotServed(unserved_message(missing, served, self.informer_users))
+            raise NotServed(unserved_message(missing, targets, served, self._why))
         log.info("api_discovered", group_versions=sorted(served), kinds=list(self.kinds))
         return served
 
@@ -318,13 +349,13 @@ class Watcher:
         if key in self._reported:
             return False
         self._reported.add(key)
-        k = KINDS[kind]
+        target = self.target(kind)
         reason = exc.message or str(exc)
         if exc.status == 403:
-            log.error("watch_forbidden", kind=kind, permission=f"{verb} {k.resource} (all namespaces)",
+            log.error("watch_forbidden", kind=kind, permission=f"{verb} {rbac_resource(target)} (all namespaces)",
                       reason=reason, retrying=True)
         else:
-            log.error("watch_not_served", kind=kind, resource=f"{k.api_version} {k.plural}", verb=verb,
+            log.error("watch_not_served", kind=kind, resource=f"{target[0]} {target[1]}", verb=verb,
                       reason=reason, retrying=True)
         return True
 

@@ -22,20 +22,28 @@ from scheduler.live.kube.clients import Credentials
 from scheduler.live.watch.discovery import (
     discovery_path,
     group_versions,
+    rbac_resource,
     resources_of,
     unserved,
     unserved_message,
 )
 from scheduler.live.watch.watcher import NotServed, Watcher, WatchSettings
+from scheduler.model.kinds import KINDS, why_watched
 
 DRA = ("ResourceClaim", "DeviceClass", "ResourceSlice")
 
 
+def targets(*kinds: str) -> dict[str, tuple[str, str]]:
+    return {k: (KINDS[k].api_version, KINDS[k].plural) for k in kinds}
+
+
 def test_group_versions_and_paths() -> None:
-    kinds = ("Pod", "Node", "ReplicaSet", "StatefulSet", "ResourceClaim", "ResourceSlice")
-    assert group_versions(kinds) == ("v1", "apps/v1", "resource.k8s.io/v1")
+    t = targets("Pod", "Node", "ReplicaSet", "StatefulSet", "ResourceClaim", "ResourceSlice")
+    assert group_versions(t.values()) == ("v1", "apps/v1", "resource.k8s.io/v1")
     assert discovery_path("v1") == "/api/v1"
     assert discovery_path("resource.k8s.io/v1") == "/apis/resource.k8s.io/v1"
+    assert rbac_resource(("v1", "pods")) == "pods"
+    assert rbac_resource(("resource.k8s.io/v1", "resourceslices")) == "resourceslices.resource.k8s.io"
 
 
 def test_resources_of_leaves_subresources_out() -> None:
@@ -59,18 +67,21 @@ def test_resources_of_leaves_subresources_out() -> None:
     ],
 )
 def test_unserved(served: dict[str, Any], want: list[str]) -> None:
-    assert unserved(("Pod", *DRA), served) == want
+    assert unserved(targets("Pod", *DRA), served) == want
 
 
 def test_unserved_message_names_kind_resource_and_who_needs_it() -> None:
     served = {"resource.k8s.io/v1": None, "v1": frozenset({"pods"})}
-    msg = unserved_message(["ResourceClaim", "PersistentVolume"], served, {"VolumeBinding", "VolumeZone"})
+    t = {**targets("ResourceClaim", "PersistentVolume"), "foos.v1.example.com": ("example.com/v1", "foos")}
+    msg = unserved_message(["ResourceClaim", "PersistentVolume", "foos.v1.example.com"], t, served,
+                           lambda k: why_watched(k, {"VolumeBinding", "VolumeZone"}) if k in KINDS else "a plugin")
     assert msg == (
         "the API server does not serve kinds kube-scheduler v1.36.3 watches, so no pod could be scheduled: "
         "ResourceClaim (resourceclaims.resource.k8s.io: resource.k8s.io/v1 is not served; needed by the "
         "scheduler itself (feature gate DynamicResourceAllocation)), "
         "PersistentVolume (persistentvolumes: v1 has no persistentvolumes; needed by plugins VolumeBinding, "
-        "VolumeZone)"
+        "VolumeZone), "
+        "foos.v1.example.com (foos.example.com: example.com/v1 is not served; needed by a plugin)"
     )
 
 
