@@ -103,7 +103,9 @@ def priority_classes(api_client: client.ApiClient) -> Iterator[tuple[str, str]]:
 
 
 @pytest.fixture
-def cluster_scoped(api_client: client.ApiClient, core_v1: client.CoreV1Api) -> Iterator[Callable[[dict[str, Any]], None]]:
+def cluster_scoped(
+    api_client: client.ApiClient, core_v1: client.CoreV1Api
+) -> Iterator[Callable[[dict[str, Any]], None]]:
     """Creates StorageClasses, PVs, DeviceClasses and ResourceSlices; deletes them afterwards."""
     made: list[dict[str, Any]] = []
 
