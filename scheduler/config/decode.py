@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.config import dynamicresources
@@ -72,12 +72,22 @@ def type_name(value: Any) -> str:
 # The decoded document
 
 
+# The in-tree plugins with an args type of their own (apis/config/register.go). Args of any other
+# in-tree plugin are kept undecoded upstream, whatever their shape, and its factory ignores them.
+TYPED_ARGS = frozenset({
+    "DefaultPreemption", "InterPodAffinity", "NodeResourcesFit", "PodTopologySpread", "VolumeBinding",
+    "NodeResourcesBalancedAllocation", "NodeAffinity", "DynamicResources",
+})
+
+
 @dataclass(slots=True)
 class RawProfile:
     scheduler_name: str | None
     percentage: int | None
     plugins: dict[str, PluginSet] | None  # None when the profile has no "plugins" at all
-    plugin_config: list[tuple[str, dict | None]]
+    plugin_config: list[tuple[str, Any]]
+    # pluginConfig entries kept only for validation (no plugin reads them), with why, per entry.
+    ignored: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -209,15 +219,22 @@ def _decode_profile(path: str, raw: Any) -> RawProfile:
                 raise ConfigError(
                     f"{ppath}.{p}: Forbidden: pod group scheduling extension points are not supported by pyscheduler"
                 )
-    configs: list[tuple[str, dict | None]] = []
+    configs: list[tuple[str, Any]] = []
+    ignored: dict[str, str] = {}
     for i, item in enumerate(_list(f"{path}.pluginConfig", obj.get("pluginConfig"))):
         cpath = f"{path}.pluginConfig[{i}]"
         c = _mapping(cpath, item)
         _check_keys(cpath, c, ("name", "args"))
         cname = _str(f"{cpath}.name", c.get("name", ""))
         args = c.get("args")
+        if args is not None and cname in IN_TREE_PLUGINS and cname not in TYPED_ARGS:
+            # Accepted in any shape, as upstream; said once at start, since nothing reads it.
+            ignored[cname] = (f"{cpath}.args: plugin {cname} takes no arguments, so they have no effect "
+                              "(kube-scheduler v1.36.3 ignores them too)")
+            configs.append((cname, copy.deepcopy(args)))
+            continue
         configs.append((cname, None if args is None else _decode_args(f"{cpath}.args", cname, args)))
-    return RawProfile(name, pct, plugins, configs)
+    return RawProfile(name, pct, plugins, configs, ignored)
 
 
 def _decode_args(path: str, plugin: str, raw: Any) -> dict:

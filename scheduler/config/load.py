@@ -56,7 +56,7 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         Profile(
             prof.scheduler_name or "",
             plugins,
-            {n: a for n, a in prof.plugin_config if a is not None},
+            {n: a for n, a in prof.plugin_config if a is not None and n not in prof.ignored},
             prof.percentage,
         )
         for prof, plugins in zip(d.profiles, merged)
@@ -72,6 +72,7 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         enable_profiling=d.enable_profiling,
         enable_contention_profiling=d.enable_contention_profiling,
         delay_cache_until_active=d.delay_cache_until_active,
+        warnings=tuple(w for prof in d.profiles for w in prof.ignored.values()),
         feature_gates=gates,
     )
 

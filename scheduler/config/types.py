@@ -102,5 +102,7 @@ class SchedulerConfig:
     # With leader election: watch the cluster only once the Lease is held (a standby keeps no
     # cache; it lists everything after it takes over).
     delay_cache_until_active: bool = False
+    # What the file says that has no effect (and upstream accepts): one line each, for the log.
+    warnings: tuple[str, ...] = ()
     # --feature-gates (not in the file): what defaults and validation used, and what plugins get.
     feature_gates: FeatureGates = DEFAULT_GATES

@@ -5,6 +5,7 @@ leader-election checks): every error is collected, formatted like field.ErrorLis
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from scheduler.config import dynamicresources
 from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
@@ -104,7 +105,7 @@ def _validate_common_queue_sort(profiles: list[RawProfile], merged: Sequence[Map
                 "only one queue sort plugin can be enabled",
             )
         )
-    qs_args: dict | None = None
+    qs_args: Any = None
     for cname, args in profiles[0].plugin_config:
         if qs_name and cname == qs_name:
             qs_args = args

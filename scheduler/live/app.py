@@ -413,6 +413,8 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
+    for warning in cfg.warnings:
+        log.warning("config_has_no_effect", config=cfg_name, detail=warning)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None
     try:
         creds = CredentialSource(kubeconfig)
