@@ -27,6 +27,7 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from kubernetes.dynamic import DynamicClient
 
 from e2e.controlplane.freeport import free_port
 from e2e.support.apply import apply_objects, ensure_namespace, iter_yaml_documents
@@ -103,9 +104,7 @@ def priority_classes(api_client: client.ApiClient) -> Iterator[tuple[str, str]]:
 
 
 @pytest.fixture
-def cluster_scoped(
-    api_client: client.ApiClient, core_v1: client.CoreV1Api
-) -> Iterator[Callable[[dict[str, Any]], None]]:
+def cluster_scoped(api_client: client.ApiClient) -> Iterator[Callable[[dict[str, Any]], None]]:
     """Creates StorageClasses, PVs, DeviceClasses and ResourceSlices; deletes them afterwards."""
     made: list[dict[str, Any]] = []
 
@@ -114,19 +113,10 @@ def cluster_scoped(
         apply_objects(api_client, [body])
 
     yield create
-    storage, resource = client.StorageV1Api(api_client), client.ResourceV1Api(api_client)
+    dyn = DynamicClient(api_client)
     for body in reversed(made):
-        name, kind = body["metadata"]["name"], body["kind"]
         with contextlib.suppress(ApiException):
-            if kind == "PersistentVolume":
-                core_v1.patch_persistent_volume(name, {"metadata": {"finalizers": None}})
-                core_v1.delete_persistent_volume(name)
-            elif kind == "StorageClass":
-                storage.delete_storage_class(name)
-            elif kind == "DeviceClass":
-                resource.delete_device_class(name)
-            elif kind == "ResourceSlice":
-                resource.delete_resource_slice(name)
+            dyn.resources.get(api_version=body["apiVersion"], kind=body["kind"]).delete(name=body["metadata"]["name"])
 
 
 def test_schedules_with_kube_schedulers_own_roles(

@@ -18,7 +18,7 @@ from scheduler.live.app import App
 from scheduler.live.kube.clients import CredentialSource
 from scheduler.live.metrics import Metrics
 from scheduler.plugins.registry import default_registry
-from scheduler.testing.fakes import write_kubeconfig
+from scheduler.testing.fakes import serve_loopback, write_kubeconfig
 
 UPSTREAM_DEFAULT_PROFILE_KINDS = [
     "Pod", "Node", "Namespace", "Service", "ReplicationController", "ReplicaSet", "StatefulSet", "PersistentVolume",
@@ -104,13 +104,8 @@ async def cluster_without_dra() -> AsyncIterator[tuple[str, list[str]]]:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}", seen
-    await runner.cleanup()
+    async with serve_loopback(app) as url:
+        yield url, seen
 
 
 async def test_a_cluster_without_resource_k8s_io_v1_stops_the_start_with_one_line(

@@ -19,16 +19,10 @@ import structlog
 from aiohttp import web
 
 from scheduler.live.kube.clients import Credentials
-from scheduler.live.watch.discovery import (
-    discovery_path,
-    group_versions,
-    rbac_resource,
-    resources_of,
-    unserved,
-    unserved_message,
-)
+from scheduler.live.watch import discovery
 from scheduler.live.watch.watcher import NotServed, Watcher, WatchSettings
 from scheduler.model.kinds import KINDS, why_watched
+from scheduler.testing.fakes import serve_loopback
 
 DRA = ("ResourceClaim", "DeviceClass", "ResourceSlice")
 
@@ -39,19 +33,19 @@ def targets(*kinds: str) -> dict[str, tuple[str, str]]:
 
 def test_group_versions_and_paths() -> None:
     t = targets("Pod", "Node", "ReplicaSet", "StatefulSet", "ResourceClaim", "ResourceSlice")
-    assert group_versions(t.values()) == ("v1", "apps/v1", "resource.k8s.io/v1")
-    assert discovery_path("v1") == "/api/v1"
-    assert discovery_path("resource.k8s.io/v1") == "/apis/resource.k8s.io/v1"
-    assert rbac_resource(("v1", "pods")) == "pods"
-    assert rbac_resource(("resource.k8s.io/v1", "resourceslices")) == "resourceslices.resource.k8s.io"
+    assert discovery.group_versions(t.values()) == ("v1", "apps/v1", "resource.k8s.io/v1")
+    assert discovery.discovery_path("v1") == "/api/v1"
+    assert discovery.discovery_path("resource.k8s.io/v1") == "/apis/resource.k8s.io/v1"
+    assert discovery.rbac_resource(("v1", "pods")) == "pods"
+    assert discovery.rbac_resource(("resource.k8s.io/v1", "resourceslices")) == "resourceslices.resource.k8s.io"
 
 
 def test_resources_of_leaves_subresources_out() -> None:
     doc = {"kind": "APIResourceList", "resources": [
         {"name": "pods"}, {"name": "pods/status"}, {"name": "pods/binding"}, {"name": "nodes"}, {"bad": 1}, "x"]}
-    assert resources_of(doc) == frozenset({"pods", "nodes"})
-    assert resources_of(None) == frozenset()
-    assert resources_of({"resources": None}) == frozenset()
+    assert discovery.resources_of(doc) == frozenset({"pods", "nodes"})
+    assert discovery.resources_of(None) == frozenset()
+    assert discovery.resources_of({"resources": None}) == frozenset()
 
 
 @pytest.mark.parametrize(
@@ -67,13 +61,13 @@ def test_resources_of_leaves_subresources_out() -> None:
     ],
 )
 def test_unserved(served: dict[str, Any], want: list[str]) -> None:
-    assert unserved(targets("Pod", *DRA), served) == want
+    assert discovery.unserved(targets("Pod", *DRA), served) == want
 
 
 def test_unserved_message_names_kind_resource_and_who_needs_it() -> None:
     served = {"resource.k8s.io/v1": None, "v1": frozenset({"pods"})}
     t = {**targets("ResourceClaim", "PersistentVolume"), "foos.v1.example.com": ("example.com/v1", "foos")}
-    msg = unserved_message(["ResourceClaim", "PersistentVolume", "foos.v1.example.com"], t, served,
+    msg = discovery.unserved_message(["ResourceClaim", "PersistentVolume", "foos.v1.example.com"], t, served,
                            lambda k: why_watched(k, {"VolumeBinding", "VolumeZone"}) if k in KINDS else "a plugin")
     assert msg == (
         "the API server does not serve kinds kube-scheduler v1.36.3 watches, so no pod could be scheduled: "
@@ -152,18 +146,25 @@ async def fake() -> AsyncIterator[tuple[FakeAPI, str]]:
     app.router.add_get("/apis/resource.k8s.io/v1", api.resource)
     app.router.add_get("/api/v1/nodes", api.nodes)
     app.router.add_get("/apis/resource.k8s.io/v1/resourceclaims", api.claims)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield api, f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serve_loopback(app) as url:
+        yield api, url
 
 
 def _watcher(url: str, kinds: tuple[str, ...]) -> Watcher:
     return Watcher(Recorder(), lambda: Credentials(server=url), kinds=kinds,
                    settings=WatchSettings(server_timeout=1, backoff=0.01, max_backoff=0.02))
+
+
+async def _logs_until_synced(w: Watcher) -> list[dict[str, Any]]:
+    """Run the watcher until every kind has listed once; what it logged meanwhile."""
+    task = asyncio.create_task(w.run())
+    try:
+        with structlog.testing.capture_logs() as logs:
+            await asyncio.wait_for(w.synced.wait(), 10)
+    finally:
+        w.stop()
+        await asyncio.wait_for(task, 5)
+    return logs
 
 
 async def test_a_missing_group_stops_the_watcher_with_one_line(fake: tuple[FakeAPI, str]) -> None:
@@ -178,14 +179,7 @@ async def test_a_missing_group_stops_the_watcher_with_one_line(fake: tuple[FakeA
 
 async def test_served_kinds_are_listed(fake: tuple[FakeAPI, str]) -> None:
     api, url = fake
-    w = _watcher(url, ("Node", "ResourceClaim"))
-    task = asyncio.create_task(w.run())
-    try:
-        with structlog.testing.capture_logs() as logs:
-            await asyncio.wait_for(w.synced.wait(), 10)
-    finally:
-        w.stop()
-        await asyncio.wait_for(task, 5)
+    logs = await _logs_until_synced(_watcher(url, ("Node", "ResourceClaim")))
     found = [e for e in logs if e["event"] == "api_discovered"]
     assert found == [{"event": "api_discovered", "log_level": "info", "group_versions": ["resource.k8s.io/v1", "v1"],
                       "kinds": ["Node", "ResourceClaim"]}]
@@ -198,13 +192,7 @@ async def test_a_forbidden_list_is_said_once_then_retried_until_granted(fake: tu
     w = _watcher(url, ("Node",))
     # kopf retries a 403 itself before the reflector sees it; no waiting for that here.
     w.kopf_settings.networking.error_backoffs = []
-    task = asyncio.create_task(w.run())
-    try:
-        with structlog.testing.capture_logs() as logs:
-            await asyncio.wait_for(w.synced.wait(), 10)
-    finally:
-        w.stop()
-        await asyncio.wait_for(task, 5)
+    logs = await _logs_until_synced(w)
     assert api.node_lists == 5
     forbidden = [e for e in logs if e["event"] == "watch_forbidden"]
     assert forbidden == [{
