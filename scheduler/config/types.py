@@ -95,8 +95,8 @@ class SchedulerConfig:
     pod_max_in_unschedulable_pods_duration: float = 300
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
-    # DebuggingConfiguration: whether the serving endpoints include profiling (and lock
-    # contention profiling); defaults true, contention only when profiling is on (v1 defaults.go).
+    # DebuggingConfiguration: /debug/pprof and /debug/flags/v, and with them the block and mutex
+    # profiles; defaults true, contention only when profiling is on (v1 defaults.go).
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
     # With leader election: watch the cluster only once the Lease is held (a standby keeps no
