@@ -6,6 +6,7 @@ Pure and synchronous: it reads one Snapshot and never awaits, so the live schedu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -120,6 +121,21 @@ class Algorithm:
         rotated = nodes if start == 0 else np.concatenate((nodes[start:], nodes[:start]))
         if not fw.has_filter_plugins():
             return rotated[:to_find]
+        # Upstream times the whole search as the Filter extension point (one observation per cycle).
+        started = time.perf_counter()
+        try:
+            out = self._search(fw, state, pod, snap, diagnosis, rotated, to_find)
+        except StatusError as exc:
+            fw.observe_point("Filter", exc.status, started)
+            raise
+        fw.observe_point("Filter", None, started)
+        return out
+
+    def _search(
+        self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot, diagnosis: Diagnosis,
+        rotated: np.ndarray, to_find: int,
+    ) -> np.ndarray:
+        n_all = len(rotated)
         feasible: list[np.ndarray] = []
         found = 0
         pos = 0

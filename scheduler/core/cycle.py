@@ -66,7 +66,7 @@ def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
 
 def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot, pod: PodInfo) -> CycleOutcome:
     cache.update_snapshot(snap)
-    state = CycleState()
+    state = CycleState(fw.sample_plugin_metrics())
     out = CycleOutcome(pod, state)
     try:
         result = alg.schedule_pod(fw, state, pod, snap)

@@ -20,6 +20,7 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.metrics import NOOP, MetricsRecorder
 from scheduler.framework.status import Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -38,6 +39,7 @@ class QueuedPodInfo:
 
     __slots__ = (
         "attempts",
+        "flushed",
         "gated",
         "gating_plugin",
         "initial_attempt_timestamp",
@@ -60,6 +62,9 @@ class QueuedPodInfo:
         self.pending_plugins: set[str] = set()
         self.gated = False
         self.gating_plugin = ""  # the PreEnqueue plugin that gated it (upstream GatingPlugin)
+        # Moved out of unschedulable by the leftover flush since its last failed attempt
+        # (upstream WasFlushedFromUnschedulable: scheduler_pod_scheduled_after_flush_total).
+        self.flushed = False
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
@@ -149,6 +154,7 @@ class Handle:
     __slots__ = (
         "client",
         "listers",
+        "metrics",
         "nominator",
         "parallelism",
         "preemption",
@@ -181,6 +187,8 @@ class Handle:
         self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
         self.rng = rng if rng is not None else random.Random()
+        # Where the framework and plugins report metrics; the live edge sets its recorder.
+        self.metrics: MetricsRecorder = NOOP
 
 
 # ---------------------------------------------------------------------------------------------
