@@ -89,8 +89,9 @@ class App:
                 le.resource_namespace,
                 lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
                 limiter=TokenBucket(cc.qps, cc.burst),
-                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
+                on_change=metrics.component.leader_status, on_slowpath=metrics.component.leader_slowpath,
             )
+            metrics.component.leader_status(False)  # client-go's elector starts as a backup
         self.binder = Binder(
             KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
             executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
@@ -104,7 +105,6 @@ class App:
         frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
                                       volume_api=self.volume_api, observers=metrics.extension_point_observer)
         self.cache = Cache()
-        metrics.watch_cache(self.cache.sizes)
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,
@@ -112,8 +112,6 @@ class App:
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
         )
-        self.queue.on_incoming = metrics.incoming
-        metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics)
         # DefaultPreemption: the queue's nominator and the API side of preemption.
@@ -121,6 +119,7 @@ class App:
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
             activate=self._activate, release=self._release_preemptor,
         )
+        metrics.attach(frameworks, self.queue, self.cache.sizes, lambda: len(self.scheduler.binding_tasks))
         # The queue (which needs the frameworks' QueueSort) owns the nominator, and preemption
         # needs the queue: both reach the handles afterwards, as upstream's SetPodNominator.
         for fw in frameworks.values():

@@ -61,6 +61,7 @@ class Scheduler(EventHandlers):
         self.metrics = metrics or Metrics()
         recorder = recorder or Recorder(binder.events_api, binder.events, on_drop=self._event_dropped)
         super().__init__(frameworks, cache, listers, queue, recorder)
+        self.observe_event = self.metrics.event_handled
         self.snapshot = snapshot
         self.algorithm = algorithm
         self.binder = binder

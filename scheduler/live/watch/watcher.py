@@ -38,6 +38,7 @@ from kopf._cogs.clients import auth as kopf_auth
 from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
+from scheduler.live.metrics.client import REST, host_of
 from scheduler.live.watch.informer import DELETED, Store, store_for
 from scheduler.live.watch.listdecode import SPEC_AFTER_METADATA, ListDecoder, iter_lines, loads
 from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS
@@ -127,6 +128,7 @@ class Watcher:
         self.handlers = handlers
         self.on_error = on_error  # called with the kind of an object that could not be handled
         self.credentials = credentials
+        self._server_host: str | None = None  # host:port of the API server, for rest_client_*
         self.settings = settings or WatchSettings()
         self.kopf_settings = make_kopf_settings(self.settings)
         self.kinds = tuple(kinds)
@@ -247,10 +249,26 @@ class Watcher:
         return f"{KINDS[kind].path}?{urllib.parse.urlencode(params)}"
 
     async def _get(self, url: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
-        resp: aiohttp.ClientResponse = await kopf_api.request(
-            "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
-        )
+        # One rest_client_* observation per request, until the response headers (as client-go
+        # times a watch); kopf's own retries of a transient failure are inside it.
+        started = time.perf_counter()
+        try:
+            resp: aiohttp.ClientResponse = await kopf_api.request(
+                "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
+            )
+        except kopf_errors.APIError as exc:
+            REST.request("GET", self._host(), exc.status, time.perf_counter() - started, 0, None)
+            raise
+        except Exception:
+            REST.request("GET", self._host(), None, time.perf_counter() - started, 0, None)
+            raise
+        REST.request("GET", self._host(), resp.status, time.perf_counter() - started, 0, resp.content_length)
         return resp
+
+    def _host(self) -> str:
+        if self._server_host is None:
+            self._server_host = host_of(self.credentials().server)
+        return self._server_host
 
     async def list_kind(self, kind: str, initial: bool = False) -> str:
         """One LIST, delivered item by item, closed by Replace. Returns the list's RV.
