@@ -3,6 +3,7 @@ framework/runtime/framework.go; core/profiles.py builds it)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -170,8 +171,10 @@ class Framework:
 
     def plugin_evaluations(self) -> list[tuple[str, str, int]]:
         """(plugin, extension point, calls so far) for PreFilter, Filter, PreScore and Score."""
-        lists = {"PreFilter": self.pre_filter_plugins, "Filter": self.filter_plugins,
-                 "PreScore": self.pre_score_plugins, "Score": self.score_plugins}
+        lists: dict[str, Sequence[Plugin]] = {
+            "PreFilter": self.pre_filter_plugins, "Filter": self.filter_plugins,
+            "PreScore": self.pre_score_plugins, "Score": self.score_plugins,
+        }
         return [(pl.name, point, n) for point, pls in lists.items() for pl, n in zip(pls, self._evals[point])]
 
     def has_filter_plugins(self) -> bool:
@@ -617,10 +620,8 @@ class Framework:
         rec = state.record_plugin_metrics
         for pl in reversed(self.reserve_plugins):
             t0 = time.perf_counter() if rec else 0.0
-            try:
+            with contextlib.suppress(Exception):  # Unreserve must not fail the cleanup of the others.
                 pl.unreserve(state, pod, node)
-            except Exception:  # Unreserve must not fail the cleanup of the others.
-                pass
             if rec:
                 self._timed("Unreserve", pl.name, None, t0)
         self._observe("Unreserve", "", None, started)
@@ -702,10 +703,8 @@ class Framework:
         rec = state.record_plugin_metrics
         for pl in self.post_bind_plugins:
             t0 = time.perf_counter() if rec else 0.0
-            try:
+            with contextlib.suppress(Exception):  # PostBind is informational; a failure must not undo the binding.
                 pl.post_bind(state, pod, node)
-            except Exception:  # PostBind is informational; a failure must not undo the binding.
-                pass
             if rec:
                 self._timed("PostBind", pl.name, None, t0)
         self._observe("PostBind", "", None, started)

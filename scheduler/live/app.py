@@ -45,6 +45,7 @@ from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
+from scheduler.live.metrics.resources import PodResources
 from scheduler.live.serving.options import ServingError, options_from_args
 from scheduler.live.serving.server import SecureServer, build_server
 from scheduler.live.watch.watcher import Watcher
@@ -160,6 +161,13 @@ class App:
         body, ctype = self.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": ctype})
 
+    async def _metrics_resources(self, _: web.Request) -> web.Response:
+        # kube-scheduler answers an empty 200 unless it leads (installMetricHandler).
+        if self.elector is not None and not self.elector.is_leader:
+            return web.Response(body=b"")
+        body, ctype = PodResources(self.scheduler.informer_pods).exposition()
+        return web.Response(body=body, headers={"Content-Type": ctype})
+
     async def _start_http(self) -> None:
         # HTTPS, authentication and authorization live in live/serving/; these are the routes.
         if self.server is not None:
@@ -168,6 +176,7 @@ class App:
                 "/livez": self._healthz,
                 "/readyz": self._readyz,
                 "/metrics": self._metrics,
+                "/metrics/resources": self._metrics_resources,
             })
 
     async def _stop_http(self) -> None:

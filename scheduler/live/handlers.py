@@ -14,6 +14,13 @@ from collections.abc import Callable, Iterable, Mapping
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.framework.events import ActionType, ClusterEvent, assigned_pod_update_action, node_update_action
+from scheduler.framework.listers import Listers
+from scheduler.framework.runtime import Framework
+from scheduler.live.kube.recorder import Recorder
+from scheduler.model.cluster import NamespaceInfo, SelectorOwner
+from scheduler.model.kinds import DRA_KINDS, Raw
+from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.pod import PodInfo
 
 # Upstream's labels of the pod events whose handlers it times (framework/events.go).
 ASSIGNED_ADD, ASSIGNED_UPDATE, ASSIGNED_DELETE = "AssignedPodAdd", "AssignedPodUpdate", "AssignedPodDelete"
@@ -25,13 +32,6 @@ def _single(ev: ClusterEvent) -> list[ClusterEvent]:
     """Upstream sends one event per changed property: a combined action, one per flag."""
     flags = [ActionType(f) for f in ActionType if f & ev.action and f.bit_count() == 1]
     return [ClusterEvent(ev.resource, f, ev.label) for f in flags] if len(flags) > 1 else [ev]
-from scheduler.framework.listers import Listers
-from scheduler.framework.runtime import Framework
-from scheduler.live.kube.recorder import Recorder
-from scheduler.model.cluster import NamespaceInfo, SelectorOwner
-from scheduler.model.kinds import DRA_KINDS, Raw
-from scheduler.model.pdb import PodDisruptionBudget
-from scheduler.model.pod import PodInfo
 
 
 class EventHandlers:
@@ -53,11 +53,24 @@ class EventHandlers:
         self.recorder = recorder
         # Last seen version of every pending pod of ours, for update diffs.
         self._pending: dict[str, PodInfo] = {}
+        # Pending pods of other schedulers, as watched: only /metrics/resources reads them
+        # (upstream lists every pod of its informer there).
+        self._foreign: dict[str, Raw] = {}
         # Storage kind -> the actions plugins registered for it (read once from the queue).
         self._registered_actions: dict[str, ActionType] = {}
         # Metrics: one watch event handled, as the cluster events (or their labels) it made and
         # the seconds it took (scheduler_event_handling_duration_seconds).
         self.observe_event: Callable[[Iterable[ClusterEvent | str], float], None] | None = None
+
+    def informer_pods(self) -> list[Raw]:
+        """Every pod the pod informer would hold: bound and assumed (the cache), pending ours and
+        others' (an assumed pod as last watched, still unbound), for /metrics/resources."""
+        out: dict[str, Raw] = dict(self._foreign)
+        for uid, pod in self._pending.items():
+            out[uid] = pod.raw
+        for uid, st in self.cache.pods.items():
+            out.setdefault(uid, st.pod.raw)
+        return list(out.values())
 
     def _handled(self, started: float, *events: ClusterEvent | str) -> None:
         if self.observe_event is not None and events:
@@ -77,6 +90,7 @@ class EventHandlers:
         uid = pod.uid
         if pod.node_name:
             self._pending.pop(uid, None)
+            self._foreign.pop(uid, None)
             self.queue.delete(uid)  # bound: no longer ours to schedule
             old = self.cache.get_pod(uid)
             was_assumed = self.cache.is_assumed(uid)
@@ -98,6 +112,10 @@ class EventHandlers:
                 self._handled(started, ASSIGNED_UPDATE)
             return
         if pod.scheduler_name not in self.frameworks:
+            if pod.terminal:
+                self._foreign.pop(uid, None)
+            else:
+                self._foreign[uid] = raw
             return
         if pod.terminal:
             self._pending.pop(uid, None)
@@ -122,6 +140,7 @@ class EventHandlers:
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
         ours = uid in self._pending
         self._pending.pop(uid, None)
+        self._foreign.pop(uid, None)
         self.queue.delete(uid)
         self.recorder.forget_pod(uid)
         old = self.cache.get_pod(uid)

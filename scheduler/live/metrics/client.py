@@ -103,10 +103,10 @@ class RestClientMetrics:
 
     def describe(self) -> Iterator[Metric]:
         # Names only (the registry checks for duplicates): every family, samples or not.
-        return self._registry.collect()
+        yield from self._registry.collect()
 
     def collect(self) -> Iterator[Metric]:
-        return self._registry.collect()
+        yield from self._registry.collect()
 
     # -- hooks -------------------------------------------------------------------------------
     def transport_created(self) -> None:

@@ -10,7 +10,9 @@ kube-apiserver libraries kube-scheduler links for its serving (``apiserver_*``,
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import itertools
 import os
 import platform
 import sys
@@ -124,7 +126,7 @@ class _Meta:
         for level in stability.values():
             self.levels[level] = self.levels.get(level, 0) + 1
 
-    def _families(self) -> list[Metric]:
+    def _families(self) -> list[CounterMetricFamily]:
         reg = CounterMetricFamily("registered_metrics", helptext(
             BETA, "The count of registered metrics broken by stability level and deprecation version."),
             labels=["deprecated_version", "stability_level"])
@@ -200,10 +202,8 @@ class _Process:
                 out["process_start_time_seconds"] = boot + int(fields[19]) / self.ticks
         except (OSError, ValueError, IndexError):
             pass
-        try:
+        with contextlib.suppress(OSError):
             out["process_open_fds"] = float(len(os.listdir(me / "fd")))
-        except OSError:
-            pass
         try:
             for line in (me / "limits").read_text().splitlines():
                 if line.startswith("Max open files"):
@@ -239,7 +239,7 @@ def _boot_time(proc: Path) -> float | None:
 def _ip_octets(netstat: str) -> tuple[float, float]:
     """IpExt InOctets and OutOctets of /proc/self/net/netstat (a header line, then values)."""
     lines = netstat.splitlines()
-    for head, vals in zip(lines, lines[1:]):
+    for head, vals in itertools.pairwise(lines):
         if head.startswith("IpExt:") and vals.startswith("IpExt:"):
             row = dict(zip(head.split()[1:], vals.split()[1:]))
             return float(row.get("InOctets", 0)), float(row.get("OutOctets", 0))

@@ -162,7 +162,8 @@ class Metrics:
 
     def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:
         """scheduler_pending_pods reads the queue's counts when scraped."""
-        self.families.sources["pending_pods"] = lambda: _by_key(counts(), ("active", "backoff", "unschedulable", "gated"))
+        queues = ("active", "backoff", "unschedulable", "gated")
+        self.families.sources["pending_pods"] = lambda: _by_key(counts(), queues)
 
     def watch_cache(self, counts: Callable[[], dict[str, int]]) -> None:
         """scheduler_cache_size reads the cache when scraped."""
