@@ -1,8 +1,10 @@
 # pyscheduler: `make run` starts the scheduler on a working default, `make test` passes the tests.
 PYTHON ?= python3
 PIP_STAMP := .venv-stamp
+# helm, built from Go modules into the control plane's cache (e2e/controlplane/helm/go.mod)
+HELM := $(shell bash -c '. e2e/controlplane/lib.sh && printf %s "$$HELM_BIN"')
 
-.PHONY: install test test-unit e2e lint typecheck bench bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean
+.PHONY: install test test-unit e2e lint typecheck bench bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean lock audit audit-newest helm
 
 install: $(PIP_STAMP)
 
@@ -20,12 +22,17 @@ test-unit: install
 e2e: install
 	$(PYTHON) -m pytest -q e2e
 
-lint: install
-	$(PYTHON) -m ruff check scheduler tests e2e bench examples
+lint: install helm
+	$(PYTHON) -m ruff check scheduler tests e2e bench examples hack
 	lint-imports
 	$(PYTHON) -m mypy scheduler
 	hadolint Dockerfile
 	shellcheck -x e2e/controlplane/*.sh e2e/kind/run.sh .ci/run
+	$(HELM) lint --strict charts/pyscheduler
+
+## helm: build helm (only if missing) for lint and e2e/test_helm.py
+helm:
+	@test -x "$(HELM)" || bash e2e/controlplane/build.sh helm
 
 typecheck: install
 	$(PYTHON) -m mypy scheduler
@@ -63,6 +70,30 @@ controlplane-down:
 ## e2e-kind: for machines with Docker: kind cluster, image, manifests, same e2e suite
 e2e-kind: install
 	bash e2e/kind/run.sh
+
+## lock: requirements.lock (the image's runtime dependencies) and requirements-build.lock (what
+## builds the wheel) from pyproject.toml: each the newest release pyproject admits, with the hashes
+## of all its files. Run it on Python 3.11, the image's, after changing a dependency range.
+lock: install
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
+	  { echo "make lock: the locks are for the image's Python 3.11"; exit 1; }
+	CUSTOM_COMPILE_COMMAND="make lock" $(PYTHON) -m piptools compile --quiet --upgrade --generate-hashes \
+	  --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --output-file requirements.lock pyproject.toml
+	CUSTOM_COMPILE_COMMAND="make lock" $(PYTHON) -m piptools compile --quiet --upgrade --generate-hashes \
+	  --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --only-build-deps --build-deps-for wheel --output-file requirements-build.lock pyproject.toml
+
+## audit: every pin of the locks against published advisories (pip-audit; AUDIT_SERVICE=pypi asks
+## PyPI's per-release advisory data, =osv asks OSV). Not part of CI: CI may not reach either
+## service. Where only PyPI's project pages answer, audit-newest checks the pins that are newest.
+AUDIT_SERVICE ?= pypi
+audit: install
+	$(PYTHON) -m pip_audit --strict --require-hashes --disable-pip --vulnerability-service $(AUDIT_SERVICE) \
+	  -r requirements.lock -r requirements-build.lock
+
+audit-newest:
+	$(PYTHON) hack/lockaudit.py requirements.lock requirements-build.lock
 
 clean:
 	rm -rf build dist *.egg-info $(PIP_STAMP) bench/out .pytest_cache .ruff_cache .mypy_cache

@@ -25,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=None, help="seed for the tie-break among equal top scores")
     sim.add_argument("--output", choices=("text", "json", "placements"), default="text")
     sim.add_argument("--stats", action="store_true", help="print scheduling throughput (pods/s) to stderr")
+    _add_feature_gates(sim)
 
     run = sub.add_parser("run", help="run the scheduler against a cluster")
     run.add_argument(
@@ -34,7 +35,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--kubeconfig", help="kubeconfig file; in-cluster credentials or ~/.kube/config otherwise")
     add_serving_flags(run, _duration)
+    _add_feature_gates(run)
     return p
+
+
+def _add_feature_gates(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="[kube:]Gate=true|false,...",
+        help="feature gates as kube-scheduler v1.36.3 takes them (repeatable; every gate it knows, "
+        "at its default, locked gates fixed)",
+    )
 
 
 def _duration(text: str) -> float:
@@ -51,10 +64,20 @@ def main(argv: list[str] | None = None) -> int:
     # so on a 2-core machine those threads only cost about 0.1 CPU-s of every start.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = _parser().parse_args(argv)
+    from scheduler.config.features import FeatureGateError, parse_feature_gates
+
+    try:
+        # Checked before anything else, as kube-scheduler applies them before reading its config.
+        args.gates = parse_feature_gates(args.feature_gates)
+    except FeatureGateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.command == "simulate":
         from scheduler.simulate.simulator import run as simulate_run
 
-        return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats)
+        for message, gate, value in args.gates.warnings:
+            print(f"warning: {message} featureGate={gate} value={str(value).lower()}", file=sys.stderr)
+        return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats, gates=args.gates)
     if args.command == "run":
         # kopf and the kubernetes client re-export hundreds of modules we never use; importing
         # them was the largest single part of the start-up.

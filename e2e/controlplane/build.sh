@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # Build the e2e control-plane binaries (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kwok) from the Go module proxy into a cache outside the clone:
+# kube-controller-manager, kube-scheduler, kwok) and helm from the Go module proxy into a cache outside the clone:
 #
 #   ${PYSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pyscheduler}/bin/<component>-<version>/
 #
 # GOMODCACHE and GOCACHE live under the same cache dir. A binary that already
 # exists for its version is not rebuilt, so a fresh clone on the same machine
-# reuses it. Versions come from the wrapper modules' go.mod (k8s/, etcd/, kwok/),
+# reuses it. Versions come from the wrapper modules' go.mod (k8s/, etcd/, kwok/, helm/),
 # which are built with -mod=readonly: go.sum must already be complete.
 #
 # Usage: e2e/controlplane/build.sh [component ...]
-#   components: etcd kube-apiserver kube-controller-manager kube-scheduler kwok
+#   components: etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm
 #   (default: all)
 #   PYSCHED_FORCE_BUILD=1 rebuilds even if the binary exists.
 set -euo pipefail
@@ -86,10 +86,10 @@ build_kwok_stages() {
 }
 
 components=("$@")
-[[ ${#components[@]} -gt 0 ]] || components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+[[ ${#components[@]} -gt 0 ]] || components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm)
 
 cp_log "cache: $PYSCHED_CACHE ($(go version 2>/dev/null | awk '{print $3}' || true))"
-cp_log "versions: kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION"
+cp_log "versions: kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION, helm $HELM_VERSION"
 
 KUBE_TAGS="selinux,notest,grpcnotrace"
 for c in "${components[@]}"; do
@@ -108,13 +108,17 @@ for c in "${components[@]}"; do
     kwok)
       build kwok kwok "$KWOK_BIN" sigs.k8s.io/kwok/cmd/kwok -ldflags "-s -w"
       build_kwok_stages ;;
+    helm)
+      # The version helm reports (`helm version`), set as its release build sets it.
+      build helm helm "$HELM_BIN" helm.sh/helm/v4/cmd/helm \
+        -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean" ;;
     *)
-      cp_log "unknown component '$c' (etcd kube-apiserver kube-controller-manager kube-scheduler kwok)"; exit 2 ;;
+      cp_log "unknown component '$c' (etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm)"; exit 2 ;;
   esac
 done
 
 cp_log "done in $(elapsed)"
-for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KUBE_SCHEDULER_BIN" "$KWOK_BIN"; do
+for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KUBE_SCHEDULER_BIN" "$KWOK_BIN" "$HELM_BIN"; do
   [[ -x "$b" ]] && echo "  $b"
 done
 echo "$BIN_ROOT"

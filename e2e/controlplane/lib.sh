@@ -32,6 +32,7 @@ cp_mod_version() {
 KUBE_VERSION=$(cp_mod_version k8s k8s.io/kubernetes)
 ETCD_VERSION=$(cp_mod_version etcd go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(cp_mod_version kwok sigs.k8s.io/kwok)
+HELM_VERSION=$(cp_mod_version helm helm.sh/helm/v4)
 
 KUBE_APISERVER_BIN="$BIN_ROOT/kube-apiserver-$KUBE_VERSION/kube-apiserver"
 KUBE_SCHEDULER_BIN="$BIN_ROOT/kube-scheduler-$KUBE_VERSION/kube-scheduler"
@@ -41,5 +42,7 @@ KWOK_BIN="$BIN_ROOT/kwok-$KWOK_VERSION/kwok"
 # Stage definitions copied out of the kwok module by build.sh (the name
 # changes with the set of stages, so an older cached set is never reused).
 KWOK_STAGES="$BIN_ROOT/kwok-$KWOK_VERSION/stages-lease.yaml"
+# Not part of the plane: renders and lints charts/pyscheduler (make lint, e2e/test_helm.py).
+HELM_BIN="$BIN_ROOT/helm-$HELM_VERSION/helm"
 
 cp_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

@@ -123,6 +123,7 @@ class SchedulingQueue:
         self._closed = False
         # Registered events per profile per plugin, read once from the plugins.
         self._hints: dict[str, dict[str, list[ClusterEventWithHint]]] = {}
+        self._plugins: dict[str, frozenset[str]] = {p: frozenset(fw.plugins) for p, fw in frameworks.items()}
         for profile, fw in frameworks.items():
             reg: dict[str, list[ClusterEventWithHint]] = {}
             for name, pl in fw.enqueue_extensions():
@@ -297,9 +298,14 @@ class SchedulingQueue:
         if not rejectors or event in _WILDCARDS:
             return QueueingHint.QUEUE
         reg = self._hints.get(q.pod.scheduler_name, {})
+        known = self._plugins.get(q.pod.scheduler_name, frozenset())
         for plugin in rejectors:
             registered = reg.get(plugin)
             if registered is None:
+                if plugin not in known:
+                    # Not a plugin of the profile (a waiting pod rejected through the API has
+                    # none): no event was registered for it, only wildcards move the pod.
+                    continue
                 # A plugin without EnqueueExtensions is interested in every event (upstream).
                 return QueueingHint.QUEUE
             for ewh in registered:
@@ -367,6 +373,21 @@ class SchedulingQueue:
                 self._requeue(q, event_label(event))
                 moved += 1
         return moved
+
+    def activate(self, pods: Mapping[str, PodInfo]) -> None:
+        """Move pods from unschedulable (gated included) or backoffQ straight to activeQ
+        (PreEnqueue still runs); a pod in flight gets the ForceActivate event, so it is
+        requeued when its attempt fails; any other pod is ignored (upstream Activate)."""
+        for pod in pods.values():
+            uid = pod.uid
+            where = self._where.get(uid, ("", 0))[0]
+            q = self._pods.get(uid)
+            if q is not None and where in (UNSCHEDULABLE, GATED, BACKOFF):
+                self._push_active(q, EVENT_FORCE_ACTIVATE.label)
+                continue
+            fl = self._in_flight.get(uid)
+            if fl is not None:
+                fl.events.append((EVENT_FORCE_ACTIVATE, None, pod))
 
     def release_gated(self, uid: str, plugin: str, event: str) -> str:
         """Run PreEnqueue again for a pod that ``plugin`` gated (backoffQ/activeQ if it now

@@ -1,12 +1,13 @@
 """Deferred loading of the third-party packages whose ``__init__`` only re-exports names.
 
-``import kubernetes.client`` runs package ``__init__`` files that import every API class and all
-of the ~700 generated model modules (plus ``kubernetes.dynamic``, ``.stream``, ``.watch``...);
-``import kopf`` loads the whole operator framework (handlers, reactor, admission webhooks). The
-scheduler uses a handful of those names (kopf's HTTP client layer; the client's Configuration,
-ApiClient and a few APIs) but paid for all of them at every start (kopf itself imports
-``kubernetes.client`` just to look for ``V1ObjectMeta``): about 0.25 s of CPU, more than a third
-of the imports, and start-up is what delays the first bind.
+``import kubernetes.client`` runs ``kubernetes/__init__.py``, which imports ``.dynamic``,
+``.stream``, ``.watch``, ``.leaderelection``, ``.informer`` and the rest (since client 37 the
+generated ``kubernetes.client`` packages resolve their ~900 names lazily themselves; before, they
+imported every API and model module too); ``import kopf`` loads the whole operator framework
+(handlers, reactor, admission webhooks). The scheduler uses a handful of those names (kopf's HTTP
+client layer; the client's Configuration, ApiClient and a few APIs) but paid for all of them at
+every start (kopf itself imports ``kubernetes.client`` just to look for ``V1ObjectMeta``): about
+half of the import time, and start-up is what delays the first bind.
 
 ``defer_reexports()`` installs an import hook for those packages: their ``__init__`` is read,
 not run; each name it would import is imported on first access instead (PEP 562
@@ -32,16 +33,16 @@ import sys
 from types import ModuleType
 from typing import Any
 
-# Packages whose __init__ is only re-exports (kubernetes 30-34, kopf 1.45; checked at load).
+# Packages whose __init__ is only re-exports (kubernetes 37, kopf 1.45; checked at load). Client
+# 37's kubernetes.client, .client.api and .client.models are lazy by themselves (a TYPE_CHECKING
+# block and a module __getattr__): reading them here would only cost an ast.parse of ~8000 lines.
 DEFERRED_PACKAGES = (
     "kopf",
     "kubernetes",
-    "kubernetes.client",
-    "kubernetes.client.api",
-    "kubernetes.client.models",
 )
 
-# Imported by kubernetes.config at its import, used only by the GCP auth-provider of a kubeconfig:
+# Imported by kubernetes.config at its import (where the client's google-auth extra is installed), used
+# only by the GCP auth-provider of a kubeconfig:
 # the GCP credential chain and, through it, most of the cryptography package.
 LAZY_MODULES = ("google.auth.transport.requests",)
 
@@ -120,7 +121,7 @@ def _parse_tree(source: str, package: str) -> tuple[Exports, dict[str, Any]] | N
 
 def parse_exports(source: str, package: str) -> tuple[Exports, dict[str, Any]] | None:
     """``{exported name: (module, attribute or None for the module itself)}`` and the constant
-    dunders (``__version__ = "34.1.0"``, ``__all__``) of an ``__init__`` that holds nothing but
+    dunders (``__version__ = "37.0.2"``, ``__all__``) of an ``__init__`` that holds nothing but
     ``from ... import ...`` statements; None if it holds anything else."""
     return _parse_lines(source, package) or _parse_tree(source, package)
 

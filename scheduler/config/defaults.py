@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.config.types import CONFIG_POINTS, MULTI_POINT, PluginRef, PluginSet
 
-# getDefaultPlugins, feature gates at their v1.36 defaults: NodeDeclaredFeatures is beta/on, so
-# it is appended last; DynamicResourceAllocation is GA/on, so DynamicResources (weight 2) sits
-# just before DefaultPreemption; alpha-gated plugins (GangScheduling,
-# TopologyAwareWorkloadScheduling) are off.
-DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
+# getDefaultPlugins before applyFeatureGates.
+_BASE_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
     ("NodeUnschedulable", 0),
@@ -26,13 +24,31 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
-    ("NodeDeclaredFeatures", 0),
 )
+
+
+def default_multipoint(gates: FeatureGates = DEFAULT_GATES) -> tuple[tuple[str, int], ...]:
+    """getDefaultPlugins with applyFeatureGates: NodeDeclaredFeatures appended; DynamicResources
+    (weight 2) just before DefaultPreemption, so an idle claim is freed before a pod is evicted;
+    GangScheduling, then TopologyPlacementGenerator and PodGroupPodsCount (weight 1), appended."""
+    out = list(_BASE_MULTIPOINT)
+    if gates.enabled("NodeDeclaredFeatures"):
+        out.append(("NodeDeclaredFeatures", 0))
+    if gates.enabled("DynamicResourceAllocation"):
+        out.insert(out.index(("DefaultPreemption", 0)), ("DynamicResources", 2))
+    if gates.enabled("GangScheduling"):
+        out.append(("GangScheduling", 0))
+    if gates.enabled("TopologyAwareWorkloadScheduling"):
+        out += [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)]
+    return tuple(out)
+
+
+# The default set at v1.36.3's default gates.
+DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = default_multipoint()
 
 
 # Every in-tree plugin is in the default set (the registry's test keeps them equal); their args
@@ -40,9 +56,9 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
 IN_TREE_PLUGINS: frozenset[str] = frozenset(name for name, _ in DEFAULT_MULTIPOINT)
 
 
-def default_plugins() -> list[tuple[str, int]]:
+def default_plugins(gates: FeatureGates = DEFAULT_GATES) -> list[tuple[str, int]]:
     """The upstream v1 default multiPoint list, in order, with weights (0 = no weight given)."""
-    return list(DEFAULT_MULTIPOINT)
+    return list(default_multipoint(gates))
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -67,15 +83,16 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
     return PluginSet(tuple(enabled), disabled)
 
 
-def _default_plugin_sets() -> dict[str, PluginSet]:
+def _default_plugin_sets(gates: FeatureGates) -> dict[str, PluginSet]:
     sets = {p: PluginSet() for p in CONFIG_POINTS}
-    sets[MULTI_POINT] = PluginSet(tuple(PluginRef(n, w) for n, w in DEFAULT_MULTIPOINT))
+    sets[MULTI_POINT] = PluginSet(tuple(PluginRef(n, w) for n, w in default_multipoint(gates)))
     return sets
 
 
-def merged_plugins(custom: Mapping[str, PluginSet] | None) -> dict[str, PluginSet]:
-    """A profile's plugins with the defaults merged in; ``None``: the profile gave none."""
-    defaults = _default_plugin_sets()
+def merged_plugins(custom: Mapping[str, PluginSet] | None, gates: FeatureGates = DEFAULT_GATES) -> dict[str, PluginSet]:
+    """A profile's plugins with the defaults (under ``gates``) merged in; ``None``: the profile
+    gave none."""
+    defaults = _default_plugin_sets(gates)
     if custom is None:
         return defaults
     return {p: merge_plugin_set(defaults[p], custom[p]) for p in CONFIG_POINTS}

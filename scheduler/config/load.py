@@ -24,6 +24,7 @@ import yaml
 
 from scheduler.config.decode import RawProfile, decode, type_name
 from scheduler.config.defaults import merged_plugins
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.config.types import API_VERSION, DEFAULT_SCHEDULER_NAME, KIND, ConfigError, Profile, SchedulerConfig
 from scheduler.config.validation import validate
 
@@ -35,15 +36,16 @@ RUN_DEFAULT_LEASE_NAMESPACE = "pyscheduler"
 RUN_DEFAULT_LEASE_NAME = "pyscheduler"
 
 
-def parse_config(doc: Mapping[str, Any] | None) -> SchedulerConfig:
-    """Decode, default and validate a KubeSchedulerConfiguration document (already parsed YAML)."""
+def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
+    """Decode, default and validate a KubeSchedulerConfiguration document (already parsed YAML)
+    under the resolved feature ``gates``."""
     d = decode(doc)
     if not d.profiles:
         d.profiles = [RawProfile(None, None, None, [])]
     # The default name is given only when there is a single profile (defaults.go).
     if len(d.profiles) == 1 and d.profiles[0].scheduler_name is None:
         d.profiles[0].scheduler_name = DEFAULT_SCHEDULER_NAME
-    merged = [merged_plugins(p.plugins) for p in d.profiles]
+    merged = [merged_plugins(p.plugins, gates) for p in d.profiles]
 
     errs = validate(d, merged)
     if errs:
@@ -67,13 +69,14 @@ def parse_config(doc: Mapping[str, Any] | None) -> SchedulerConfig:
         pod_max_backoff_seconds=float(d.pod_max_backoff_seconds),
         client_connection=d.client_connection,
         leader_election=d.leader_election,
+        feature_gates=gates,
     )
 
 
-def load_config(path: str | None) -> SchedulerConfig:
+def load_config(path: str | None, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
     """Load a KubeSchedulerConfiguration YAML file; ``None`` gives the upstream defaults."""
     if path is None:
-        return parse_config({"apiVersion": API_VERSION, "kind": KIND})
+        return parse_config({"apiVersion": API_VERSION, "kind": KIND}, gates)
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
@@ -90,7 +93,7 @@ def load_config(path: str | None) -> SchedulerConfig:
     doc = docs[0] if docs else {}
     if not isinstance(doc, Mapping):
         raise ConfigError(f"{path}: invalid config: top level must be a mapping, got {type_name(doc)}")
-    return parse_config(doc)
+    return parse_config(doc, gates)
 
 
 def error_line(where: str, exc: Exception) -> str:
@@ -99,10 +102,10 @@ def error_line(where: str, exc: Exception) -> str:
     return msg if msg.startswith(where + ":") else f"{where}: {msg}"
 
 
-def load_run_config(path: str | None) -> SchedulerConfig:
+def load_run_config(path: str | None, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
     """``load_config`` for ``run``: a file as written, or without one pyscheduler's own names."""
     if path is not None:
-        return load_config(path)
+        return load_config(path, gates)
     doc = {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -112,7 +115,7 @@ def load_run_config(path: str | None) -> SchedulerConfig:
         },
         "profiles": [{"schedulerName": RUN_DEFAULT_SCHEDULER_NAME}],
     }
-    return parse_config(doc)
+    return parse_config(doc, gates)
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

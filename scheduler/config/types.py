@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
+
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -93,3 +95,5 @@ class SchedulerConfig:
     pod_max_in_unschedulable_pods_duration: float = 300
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    # --feature-gates (not in the file): what defaults and validation used, and what plugins get.
+    feature_gates: FeatureGates = DEFAULT_GATES

@@ -1,10 +1,14 @@
 """The synchronous scheduling cycle shared by the live loop and ``simulate`` (the pure part of
 upstream schedule_one.go: schedulingCycle, assume): decide, assume, Reserve, Permit.
 
-A failed attempt ends in one Status: a plugin's own, or, when the pod fits no node, an
-Unschedulable status whose ``err`` is the ``FitError`` with its diagnosis (upstream
-``NewStatus(Unschedulable).WithError(fitError)``). ``rejecting_plugins`` reads the plugins to
-requeue on off that Status.
+A failed attempt ends in one Status: a plugin's own error, or a rejection whose ``err`` is a
+``FitError`` with its diagnosis (upstream ``NewStatus(code).WithError(fitError)``): the pod fits
+no node, or Reserve or Permit rejected it on the chosen one (a FitError over that one node, as
+upstream). ``rejecting_plugins`` reads the plugins to requeue on off that Status.
+
+A Permit plugin that asks to wait leaves the assumed pod in the framework's waiting pods; the
+edge's binding cycle waits for its outcome (``binding_rejection`` words a rejection). Pods that
+plugins put in the state's PodsToActivate go to activeQ at the end of a cycle that succeeds.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import copy
 from dataclasses import dataclass
 
 from scheduler.backend.cache import Cache
-from scheduler.core.algorithm import Algorithm, FitError, ScheduleResult
+from scheduler.core.algorithm import Algorithm, Diagnosis, FitError, ScheduleResult
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import PostFilterResult
+from scheduler.framework.interface import PODS_TO_ACTIVATE_KEY, PodsToActivate, PostFilterResult
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, StatusError
@@ -30,7 +34,6 @@ class CycleOutcome:
     assumed: PodInfo | None = None  # the pod as assumed on ``result.suggested_host``
     status: Status | None = None  # why the attempt failed (Unschedulable..., or Error)
     post_filter: PostFilterResult | None = None
-    permit_timeout: float | None = None  # set when a Permit plugin asked to wait
     # What the failure does to the pod's nominated node (upstream NominatingInfo): (mode, node),
     # mode "override" (set, or clear with "") or "noop". Errors clear it, as upstream.
     nominating: tuple[str, str] = ("override", "")
@@ -58,6 +61,35 @@ def rejecting_plugins(st: Status) -> tuple[set[str], set[str]]:
     return ({st.plugin} if st.is_rejected() and st.plugin else set()), set()
 
 
+def single_node_rejection(pod: PodInfo, node: str, st: Status, plugins: set[str] | None = None) -> Status:
+    """A Reserve or Permit rejection on the chosen node as upstream words it: a FitError over
+    that one node ("0/1 nodes are available: 1 <reason>."), with the same code. ``plugins``:
+    the rejectors to record (default: the status's plugin, if it names one)."""
+    diag = Diagnosis()
+    diag.node_to_status.statuses[node] = st
+    if plugins is None:
+        diag.add_plugin_status(st)
+    else:
+        diag.unschedulable_plugins = set(plugins)
+    fe = FitError(pod, 1, diag)
+    return Status(st.code, str(fe), err=fe)
+
+
+def binding_rejection(pod: PodInfo, node: str, st: Status) -> Status:
+    """A waiting pod rejected (by a plugin, a timeout or the API): upstream's bindingCycle names
+    the status's plugin, even an empty one, as the plugin that made it unschedulable."""
+    return single_node_rejection(pod, node, st, {st.plugin})
+
+
+def activate_pods(fw: Framework, state: CycleState) -> None:
+    """Hand the pods plugins asked for to the queue (upstream, at the end of a successful
+    scheduling or binding cycle); the map is emptied so the binding cycle does not repeat them."""
+    acts = state.get(PODS_TO_ACTIVATE_KEY)
+    if isinstance(acts, PodsToActivate) and acts.pods:
+        pods, acts.pods = acts.pods, {}
+        fw.handle.activate(pods)
+
+
 def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
     p = copy.copy(pod)
     p.node_name = node
@@ -67,6 +99,7 @@ def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
 def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot, pod: PodInfo) -> CycleOutcome:
     cache.update_snapshot(snap)
     state = CycleState(fw.sample_plugin_metrics())
+    state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
     out = CycleOutcome(pod, state)
     try:
         result = alg.schedule_pod(fw, state, pod, snap)
@@ -94,15 +127,16 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
     if reserve is not None:
         fw.run_unreserve(state, assumed, node)
         cache.forget_pod(assumed.uid)
-        out.status = reserve
+        out.status = single_node_rejection(pod, node, reserve) if reserve.is_rejected() else reserve
         return out
-    permit, timeout = fw.run_permit(state, assumed, node)
-    if permit is not None and permit.code != Code.WAIT:
+    waits, permit = fw.run_permit(state, assumed, node)
+    if permit is not None and permit.code == Code.WAIT:
+        fw.add_waiting_pod(assumed, waits)
+    elif permit is not None:
         fw.run_unreserve(state, assumed, node)
         cache.forget_pod(assumed.uid)
-        out.status = permit
+        out.status = single_node_rejection(pod, node, permit) if permit.is_rejected() else permit
         return out
-    if permit is not None:
-        out.permit_timeout = timeout
+    activate_pods(fw, state)
     out.assumed = assumed
     return out

@@ -15,12 +15,17 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import structlog
+
 from scheduler.config import ConfigError, PluginRef, PluginSet, Profile, SchedulerConfig
 from scheduler.config.types import MULTI_POINT
+from scheduler.framework.informers import GroupVersionResource, is_resource_event
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
+    EventSink,
     Handle,
     Plugin,
+    PodActivator,
     PodBinder,
     PreemptionActuator,
     ScorePlugin,
@@ -30,7 +35,12 @@ from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import DurationObserver, Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, MAX_TOTAL_SCORE, go_quote
+from scheduler.framework.waiting_pods import PermitTimer, WaitingPodsMap
+from scheduler.model.pod import set_resource_gates
+from scheduler.model.podrequests import ResourceGates
 from scheduler.plugins.registry import default_registry
+
+log = structlog.get_logger(__name__)
 
 Registry = Mapping[str, type[Plugin]]
 # Profile name -> what the framework reports its extension-point durations to (metrics).
@@ -201,14 +211,26 @@ def build_frameworks(
     preemption: PreemptionActuator | None = None,
     seed: int | None = None,
     observers: ObserverFactory | None = None,
+    permit_timer: PermitTimer | None = None,
+    activator: PodActivator | None = None,
+    client_set: Any = None,
+    events: EventSink | None = None,
 ) -> dict[str, Framework]:
     """Scheduler name -> framework, for every profile of ``cfg``. The handles share the snapshot,
-    the listers and the API side (``client``: the binder; ``volume_api``: PV/PVC writes; both
-    None offline); ``seed`` seeds each handle's random source. ConfigError for a profile that
-    does not fit the registry, FrameworkError for args a plugin refuses."""
+    the listers (the plugins' informers among them), one map of waiting pods and the API side
+    (``client``: the binder; ``volume_api``: PV/PVC writes; ``client_set``: the kubernetes client
+    plugins may use; ``events``: the Event sink; all None offline); ``permit_timer`` runs the
+    Permit timeouts on the edge's clock; ``activator`` moves pods to activeQ; ``seed`` seeds each
+    handle's random source. ConfigError for a profile that does not fit the registry,
+    FrameworkError for args a plugin refuses."""
     if registry is None:
         registry = default_registry()
     checked = check_profiles(cfg, registry)
+    features = cfg.feature_gates.features()
+    # What PodInfo counts of every pod follows the process's gates (upstream's global gate).
+    resize = features.enable_in_place_pod_level_resources_vertical_scaling
+    set_resource_gates(ResourceGates(features.enable_pod_level_resources, resize))
+    waiting_pods = WaitingPodsMap(permit_timer)
     frameworks: dict[str, Framework] = {}
     for prof, lists in zip(cfg.profiles, checked):
         handle = Handle(
@@ -220,6 +242,11 @@ def build_frameworks(
             volume_api=volume_api,
             preemption=preemption,
             rng=random.Random(seed),
+            features=features,
+            waiting_pods=waiting_pods,
+            activator=activator,
+            client_set=client_set,
+            events=events,
         )
         frameworks[prof.scheduler_name] = new_framework(
             prof,
@@ -230,3 +257,30 @@ def build_frameworks(
             lists=lists,
         )
     return frameworks
+
+
+def plugin_resources(frameworks: Mapping[str, Framework]) -> list[GroupVersionResource]:
+    """The resources plugins need watched: the informers they asked for while being built, and
+    every ``<plural>.<version>.<group>`` they registered a cluster event on (upstream starts a
+    dynamic informer for those), which gets an informer here too. A name with an empty part
+    is logged and skipped, as upstream does with a name it cannot use."""
+    for fw in frameworks.values():
+        factory = fw.handle.shared_informer_factory
+        for name, pl in fw.enqueue_extensions():
+            try:
+                events = pl.events_to_register()
+            except NotImplementedError:
+                continue
+            for ewh in events:
+                resource = ewh.event.resource
+                if not is_resource_event(resource):
+                    continue
+                try:
+                    factory.for_resource(resource)
+                except ValueError as exc:
+                    log.error("incorrect_event_registration", plugin=name, error=str(exc))
+    seen: dict[GroupVersionResource, None] = {}
+    for fw in frameworks.values():
+        for gvr in fw.handle.shared_informer_factory.resources():
+            seen.setdefault(gvr)
+    return list(seen)

@@ -114,8 +114,9 @@ def assigned_pod_update_action(old: PodInfo, new: PodInfo) -> ActionType:
     return a
 
 
-def node_update_action(old: NodeInfo, new: NodeInfo) -> ActionType:
-    """Which scheduling-relevant properties of a node changed (upstream nodeSchedulingPropertiesChange)."""
+def node_update_action(old: NodeInfo, new: NodeInfo, declared_features: bool = True) -> ActionType:
+    """Which scheduling-relevant properties of a node changed (upstream nodeSchedulingPropertiesChange);
+    declared features only with the NodeDeclaredFeatures gate (``declared_features``)."""
     a = ActionType(0)
     if old.unschedulable != new.unschedulable:
         a |= ActionType.UPDATE_NODE_TAINT  # NodeSpecUnschedulableChange is registered as a taint update
@@ -135,7 +136,7 @@ def node_update_action(old: NodeInfo, new: NodeInfo) -> ActionType:
         a |= ActionType.UPDATE_NODE_CONDITION
     if (o_raw.get("metadata") or {}).get("annotations") != (n_raw.get("metadata") or {}).get("annotations"):
         a |= ActionType.UPDATE_NODE_ANNOTATION
-    if old.declared_features != new.declared_features:
+    if declared_features and old.declared_features != new.declared_features:
         a |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return a
 

@@ -12,16 +12,19 @@ when a batch method returns ``None``.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.informers import InformerFactory
 from scheduler.framework.metrics import NOOP, MetricsRecorder
 from scheduler.framework.status import Status
+from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 
@@ -146,13 +149,65 @@ class PreemptionActuator(Protocol):
         ...
 
 
+# Moves pods to activeQ (upstream PodActivator.Activate): pods keyed by namespace/name.
+PodActivator = Callable[[Mapping[str, PodInfo]], None]
+
+
+class EventSink(Protocol):
+    """Where Events go: the live app's Recorder (events.k8s.io, off the scheduling path)."""
+
+    def event(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str) -> bool: ...
+
+
+class EventRecorder:
+    """A profile's event recorder (upstream Handle.EventRecorder()): Events about pods, reported
+    by the profile's scheduler name. Offline (no sink) it drops them."""
+
+    __slots__ = ("controller", "sink")
+
+    def __init__(self, sink: EventSink | None, controller: str) -> None:
+        self.sink = sink
+        self.controller = controller
+
+    def eventf(self, regarding: PodInfo, related: Any, eventtype: str, reason: str, action: str, note: str) -> None:
+        """One Event: ``eventtype`` "Normal" or "Warning", a CamelCase ``reason``, the
+        ``action`` taken and a human ``note``. ``related`` is accepted for upstream's shape."""
+        if self.sink is not None:
+            self.sink.event(regarding, self.controller, eventtype, reason, action, note)
+
+
+# Reserved CycleState key: pods a plugin wants moved to activeQ once this attempt's scheduling
+# cycle succeeds, and again when its binding cycle does (upstream PodsToActivateKey).
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+class PodsToActivate:
+    """``pods``: namespace/name -> pod. Shared by the state's clones, as upstream."""
+
+    __slots__ = ("pods",)
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodInfo] = {}
+
+    def clone(self) -> PodsToActivate:
+        return self
+
+
 class Handle:
-    """What plugins may use from the framework: the current snapshot, the cluster listers, the
-    binder (``client``), the volume API and the preemption actuator, all given when it is built
-    (core/profiles.py); the nominator once the queue exists (upstream SetPodNominator)."""
+    """What plugins may use from the framework (upstream framework.Handle), all given when it
+    is built (core/profiles.py), the nominator once the queue exists (upstream SetPodNominator):
+
+    * ``snapshot``, ``listers`` (``shared_informer_factory`` among them) and ``nominator``;
+    * the waiting pods: ``get_waiting_pod``, ``iterate_over_waiting_pods``, ``reject_waiting_pod``;
+    * ``activate`` (the queue), ``event_recorder``, ``client_set`` (the live app's kubernetes
+      ApiClient; None offline), ``client`` (the binder), ``volume_api`` and ``preemption``."""
 
     __slots__ = (
+        "activator",
         "client",
+        "client_set",
+        "event_recorder",
+        "features",
         "listers",
         "metrics",
         "nominator",
@@ -162,6 +217,7 @@ class Handle:
         "rng",
         "snapshot",
         "volume_api",
+        "waiting_pods",
     )
 
     def __init__(
@@ -175,6 +231,11 @@ class Handle:
         volume_api: Any = None,
         preemption: PreemptionActuator | None = None,
         rng: random.Random | None = None,
+        features: Features = DEFAULT_FEATURES,
+        waiting_pods: WaitingPodsMap | None = None,
+        activator: PodActivator | None = None,
+        client_set: Any = None,
+        events: EventSink | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.listers = listers
@@ -189,6 +250,35 @@ class Handle:
         self.rng = rng if rng is not None else random.Random()
         # Where the framework and plugins report metrics; the live edge sets its recorder.
         self.metrics: MetricsRecorder = NOOP
+        # The feature gates plugins read (upstream feature.Features, given to every factory).
+        self.features = features
+        # One map for every profile (the builder passes the same one to each handle).
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
+        self.activator = activator
+        # Typed Any so the core never imports kubernetes: the live app's ApiClient, None offline.
+        self.client_set = client_set
+        self.event_recorder = EventRecorder(events, profile_name)
+
+    @property
+    def shared_informer_factory(self) -> InformerFactory:
+        return self.listers.informers
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        self.waiting_pods.iterate(callback)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject a waiting pod (upstream: no plugin, message "removed"); False if none waits."""
+        wp = self.waiting_pods.get(uid)
+        return wp.reject("", "removed") if wp is not None else False
+
+    def activate(self, pods: Mapping[str, PodInfo]) -> None:
+        """Move ``pods`` (namespace/name -> pod) from unschedulable or backoff to activeQ; a pod
+        in flight is moved when its attempt ends; others are ignored (upstream Activate)."""
+        if self.activator is not None and pods:
+            self.activator(pods)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,7 +371,9 @@ class ReservePlugin(Plugin):
 
 class PermitPlugin(Plugin):
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
-        """Status (None = allow, WAIT = wait up to the returned seconds) and the timeout."""
+        """(None to allow, a WAIT status to make the pod wait, a rejection; the wait's timeout
+        in seconds, capped at 15 minutes). A waiting pod is let go through the Handle's
+        waiting-pod API: ``handle.get_waiting_pod(uid).allow(self.name)`` or ``.reject(...)``."""
         raise NotImplementedError
 
 

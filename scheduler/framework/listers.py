@@ -1,6 +1,7 @@
 """What plugins read besides the snapshot's nodes (upstream framework's listers and the DRA
-manager): namespaces, default spreading's owners, PodDisruptionBudgets, and the stores of
-storage and DRA objects, fed by the watch (live) or the input file (simulate).
+manager): namespaces, default spreading's owners, PodDisruptionBudgets, the stores of storage
+and DRA objects, and the informers of kinds plugins name (framework/informers.py), fed by the
+watch (live) or the input file (simulate).
 
 A store's ``on_event(kind, etype, raw)`` is the live event handlers' hook, ``apply(kind, raw)``
 is simulate's for each object of its input file. Lookups mirror upstream listers, including
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from scheduler.framework.informers import InformerFactory
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, add_allocated
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
@@ -307,6 +309,8 @@ class Listers:
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         # ResourceClaims, templates, DeviceClasses, ResourceSlices for DynamicResources.
         self.dra = DraStore()
+        # Informers for the kinds plugins name (Handle.shared_informer_factory).
+        self.informers = InformerFactory()
 
     def namespace_labels(self, name: str) -> dict[str, str] | None:
         ns = self.namespaces.get(name)

@@ -41,14 +41,12 @@ from scheduler.framework.status import (
     StatusError,
     go_quote,
 )
+from scheduler.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
-
-# Upstream caps the time a Permit plugin may make a pod wait.
-MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 # Observer called as (extension_point, plugin_or_empty, status_code_name, seconds); metrics hook in here.
 DurationObserver = Callable[[str, str, str, float], None]
@@ -626,27 +624,74 @@ class Framework:
                 self._timed("Unreserve", pl.name, None, t0)
         self._observe("Unreserve", "", None, started)
 
-    def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status | None, float]:
-        """None to allow; a WAIT status with the wait timeout; or a rejection/error."""
-        wait = False
-        timeout = MAX_PERMIT_TIMEOUT
+    def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[dict[str, float], Status | None]:
+        """Upstream RunPermitPlugins: ({}, None) to allow; a rejection or an error at the first
+        plugin that gives one; else, when some plugins asked to wait, their capped timeouts
+        (plugin -> seconds) and a WAIT status. It makes no waiting pod: ``add_waiting_pod`` does."""
+        started = time.perf_counter()
+        waits: dict[str, float] = {}
+        wait_status: Status | None = None
         for pl in self.permit_plugins:
             try:
-                s, t = pl.permit(state, pod, node)
+                s, timeout = pl.permit(state, pod, node)
             except Exception as exc:
-                s, t = _as_status(exc), 0.0
+                s, timeout = _as_status(exc), 0.0
             if s is None or s.is_success():
                 continue
             if s.is_rejected():
-                return s.with_plugin(pl.name), 0.0
+                st = s.with_plugin(pl.name)
+                self._observe("Permit", "", st, started)
+                return {}, st
             if s.code == Code.WAIT:
-                wait = True
-                timeout = min(timeout, t)
+                waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                wait_status = s
                 continue
-            return Status(Code.ERROR, f"running Permit plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name), 0.0
-        if wait:
-            return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod"), timeout
-        return None, 0.0
+            msg = f"running Permit plugin {go_quote(pl.name)}: {s.message}"
+            st = Status(Code.ERROR, msg, plugin=pl.name, err=s.err)
+            self._observe("Permit", "", st, started)
+            return {}, st
+        if wait_status is not None:
+            st = Status(Code.WAIT, *wait_status.reasons, "one or more plugins asked to wait and no plugin rejected pod")
+            self._observe("Permit", "", st, started)
+            return waits, st
+        self._observe("Permit", "", None, started)
+        return {}, None
+
+    # -- waiting pods (upstream AddWaitingPod, WillWaitOnPermit, WaitOnPermit) ---------------
+    def add_waiting_pod(self, pod: PodInfo, plugins_wait_time: Mapping[str, float]) -> WaitingPod:
+        """Park ``pod`` (assumed) until the plugins in ``plugins_wait_time`` allow it, one
+        rejects it or a timeout ends; the timers start now, on the map's PermitTimer."""
+        wp = WaitingPod(pod, plugins_wait_time, self.handle.waiting_pods.timer)
+        self.handle.waiting_pods.add(wp)
+        return wp
+
+    def will_wait_on_permit(self, pod: PodInfo) -> bool:
+        return self.handle.waiting_pods.get(pod.uid) is not None
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.handle.get_waiting_pod(uid)
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        self.handle.iterate_over_waiting_pods(callback)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return self.handle.reject_waiting_pod(uid)
+
+    def end_wait_on_permit(self, pod: PodInfo, outcome: Status) -> Status | None:
+        """The tail of upstream WaitOnPermit, once the edge has the waiting pod's ``outcome``:
+        the pod leaves the map; None if allowed, the rejection as it is, any other outcome (a
+        preemption) as an Error that names the wait."""
+        self.handle.waiting_pods.remove(pod.uid)
+        if outcome.is_success():
+            return None
+        if outcome.is_rejected():
+            return outcome
+        return Status(Code.ERROR, f"waiting on permit for pod: {outcome.message}", plugin=outcome.plugin,
+                      err=outcome.err)
+
+    def discard_waiting_pod(self, pod: PodInfo) -> None:
+        """The binding cycle was cancelled while the pod waited: it leaves the map, timers stopped."""
+        self.handle.waiting_pods.remove(pod.uid)
 
     # -- binding cycle -----------------------------------------------------------------------
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:

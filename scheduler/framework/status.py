@@ -33,6 +33,11 @@ _CODE_NAMES = {
 }
 
 
+def code_string(code: Code) -> str:
+    """The code as upstream's Code.String() prints it (metric labels)."""
+    return _CODE_NAMES[code]
+
+
 class Status:
     """Result of a plugin call. Plugins return ``None`` for success, a Status otherwise.
 

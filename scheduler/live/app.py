@@ -21,6 +21,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,8 +33,9 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
-from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles
+from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles, plugin_resources
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
@@ -41,9 +43,10 @@ from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.live.kube.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
 from scheduler.live.kube.preemptor import LivePreemption
+from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
-from scheduler.live.loop import Scheduler
+from scheduler.live.loop import Scheduler, permit_timer
 from scheduler.live.metrics import Metrics
 from scheduler.live.metrics.resources import PodResources
 from scheduler.live.serving.options import ServingError, options_from_args
@@ -102,9 +105,18 @@ class App:
         )
         # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.
         self.volume_api = KubeVolumeAPI(self.api_client, self.binder.limiter, self.executor)
+        # Events from the loop, preemption and plugins (Handle.event_recorder) share one recorder.
+        self.recorder = Recorder(self.binder.events_api, self.binder.events,
+                                 on_drop=lambda reason: metrics.events_dropped.labels(reason).inc())
         snapshot, listers = Snapshot(), Listers()
+        # The Handle's pieces: Permit timeouts on the loop's clock, the queue's Activate (the
+        # queue is built from the frameworks, so the call is resolved then), plugins' client.
         frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
-                                      volume_api=self.volume_api, observers=metrics.extension_point_observer)
+                                      volume_api=self.volume_api, observers=metrics.extension_point_observer,
+                                      permit_timer=permit_timer, activator=self._activate_pods,
+                                      client_set=self.api_client, events=self.recorder)
+        # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
+        self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
         self.cache = Cache()
         self.queue = SchedulingQueue(
             frameworks,
@@ -114,11 +126,12 @@ class App:
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
         )
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
-                                   Algorithm(np.random.default_rng()), self.binder, metrics)
+                                   Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder)
         # DefaultPreemption: the queue's nominator and the API side of preemption.
         self.preemption = LivePreemption(
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
             activate=self._activate, release=self._release_preemptor,
+            waiting_pods=next(iter(frameworks.values())).handle.waiting_pods,
         )
         metrics.attach(frameworks, self.queue, self.cache.sizes, lambda: len(self.scheduler.binding_tasks))
         # The queue (which needs the frameworks' QueueSort) owns the nominator, and preemption
@@ -127,7 +140,7 @@ class App:
             fw.handle.nominator = self.queue.nominator
             fw.handle.preemption = self.preemption
         self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
-                               on_error=metrics.object_error)
+                               on_error=metrics.object_error, resources=self.plugin_resources)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         self.synced = False
         self.shutdown = asyncio.Event()
@@ -136,6 +149,10 @@ class App:
     def _activate(self, pod: PodInfo) -> None:
         """A failed preemption: move the preemptor back to activeQ (upstream fh.Activate)."""
         self.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE, None, pod, pre_check=lambda p: p.uid == pod.uid)
+
+    def _activate_pods(self, pods: Mapping[str, PodInfo]) -> None:
+        """Handle.activate: the plugins' PodsToActivate and direct calls (upstream PodActivator)."""
+        self.queue.activate(pods)
 
     def _release_preemptor(self, pod: PodInfo) -> None:
         """A preemption ended: its preemptor, if still gated by DefaultPreemption, is let through."""
@@ -194,7 +211,8 @@ class App:
         from kubernetes import client
 
         core = client.CoreV1Api(self.api_client)
-        resp = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
+        # _preload_content=False: the raw urllib3 response (the method's annotation says the model).
+        resp: Any = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
                                                 _request_timeout=60)
         data = resp.read()
         resp.release_conn()
@@ -280,6 +298,7 @@ class App:
                     raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
                 return 0
             self.synced = True
+            self.scheduler.listers.informers.mark_synced()
             log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
                      pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
             if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
@@ -358,10 +377,13 @@ class App:
 def main(args: argparse.Namespace) -> int:
     logconf.configure()
     cfg_name = args.config or "default configuration"
+    gates: FeatureGates = getattr(args, "gates", DEFAULT_GATES)
+    for message, gate, value in gates.warnings:
+        log.warning(message, featureGate=gate, value=value)
     # Everything that can be checked offline is checked before touching the cluster.
     try:
         with long_lived_objects():
-            cfg = load_run_config(args.config)
+            cfg = load_run_config(args.config, gates)
             registry = default_registry()
             check_profiles(cfg, registry)
     except ConfigError as exc:
@@ -382,7 +404,9 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         with long_lived_objects():
-            app = App(cfg, registry, Metrics(), creds, server)
+            metrics = Metrics()
+            metrics.feature_gates(gates)
+            app = App(cfg, registry, metrics, creds, server)
     except FrameworkError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG

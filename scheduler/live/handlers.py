@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
@@ -61,6 +62,8 @@ class EventHandlers:
         # Metrics: one watch event handled, as the cluster events (or their labels) it made and
         # the seconds it took (scheduler_event_handling_duration_seconds).
         self.observe_event: Callable[[Iterable[ClusterEvent | str], float], None] | None = None
+        # The NodeDeclaredFeatures gate (one set of gates for every profile).
+        self._declared_features = all(fw.handle.features.enable_node_declared_features for fw in frameworks.values())
 
     def informer_pods(self) -> list[Raw]:
         """Every pod the pod informer would hold: bound and assumed (the cache), pending ours and
@@ -124,6 +127,10 @@ class EventHandlers:
             return
         if self.cache.is_assumed(uid):
             # Our own binding is in flight; a stale unbound version must not requeue it.
+            prev = self._pending.get(uid)
+            if pod.deleting and (prev is None or not prev.deleting):
+                self._pending[uid] = pod
+                self.assumed_pod_deleted(uid)
             return
         prev = self._pending.get(uid)
         self._pending[uid] = pod
@@ -143,6 +150,9 @@ class EventHandlers:
         self._foreign.pop(uid, None)
         self.queue.delete(uid)
         self.recorder.forget_pod(uid)
+        if self.cache.is_assumed(uid):
+            self.assumed_pod_deleted(uid)
+            return
         old = self.cache.get_pod(uid)
         if old is not None:
             self.cache.remove_pod(uid)
@@ -150,6 +160,18 @@ class EventHandlers:
             self._handled(started, ASSIGNED_DELETE)
         elif ours:
             self._handled(started, UNSCHEDULED_DELETE)
+
+    def assumed_pod_deleted(self, uid: str) -> None:
+        """An assumed pod is being deleted (upstream handleAssumedPodDeletion): waiting at
+        Permit, it is rejected and its binding cycle cleans up; past Permit its room is freed
+        here. Either way the others may fit now."""
+        old = self.cache.get_pod(uid)
+        if old is None:
+            return
+        fw = next(iter(self.frameworks.values()), None)  # one map of waiting pods for all
+        if fw is None or not fw.reject_waiting_pod(uid):
+            self.cache.forget_pod(uid)
+        self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
 
     def on_node(self, etype: str | None, raw: Raw) -> None:
         started = time.perf_counter()
@@ -164,7 +186,7 @@ class EventHandlers:
         if old is None:
             self._move(ClusterEvent("Node", ActionType.ADD), None, new, started)
             return
-        action = node_update_action(old, new)
+        action = node_update_action(old, new, self._declared_features)
         if action:
             self._move(ClusterEvent("Node", action), old, new, started)
 
@@ -210,6 +232,11 @@ class EventHandlers:
         if change is None:
             return
         old, new = change
+        self._moved_by(kind, old, new, started)
+
+    def _moved_by(self, kind: str, old: Any, new: Any, started: float) -> None:
+        """Move the pods an add, update or delete of ``kind`` may help, if some plugin
+        registered that action (``old``/``new`` None on the missing side)."""
         action, verb = (
             (ActionType.DELETE, "Delete") if new is None
             else (ActionType.ADD, "Add") if old is None
@@ -220,6 +247,20 @@ class EventHandlers:
             registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
         if registered & action:
             self._move(ClusterEvent(kind, action, f"{kind}{verb}"), old, new, started)
+
+    def on_resource(self, resource: str, etype: str | None, raw: Raw) -> None:
+        """An object of a kind plugins named (``<plural>.<version>.<group>``): into its informer
+        (the plugins' handlers run there), then the pods the plugins' registered events may help
+        (upstream's dynamic-informer handlers)."""
+        started = time.perf_counter()
+        inf = self.listers.informers.get(resource)
+        if inf is None:
+            return
+        change = inf.on_event(etype, raw)
+        if change is None:
+            return
+        old, new = change
+        self._moved_by(resource, old, new, started)
 
     def on_pdb(self, etype: str | None, raw: Raw) -> None:
         """PodDisruptionBudgets, for DefaultPreemption (no plugin requeues pods on them)."""

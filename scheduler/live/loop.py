@@ -3,9 +3,12 @@ failure handling); the watch events that feed it are in handlers.py.
 
 The loop pops a pod, runs the profile's scheduling cycle synchronously (core/cycle.py: decide,
 assume, Reserve, Permit), and hands the binding cycle (Permit wait, PreBind, Bind, PostBind) to
-its own task so the next pod's cycle starts at once. Every path out of an attempt ends with the
-pod bound, requeued, or known gone: no pod is lost. The API server refuses a second Binding of
-a bound pod (409) and the cache refuses to assume a pod twice: no pod is bound twice.
+its own task so the next pod's cycle starts at once. A pod a Permit plugin made wait stays
+assumed while its task awaits the outcome: the framework's WaitingPod signals it through a
+callback (from any thread), and its timeouts run on this loop's clock (``permit_timer``). Every
+path out of an attempt ends with the pod bound, requeued, or known gone: no pod is lost. The API
+server refuses a second Binding of a bound pod (409) and the cache refuses to assume a pod
+twice: no pod is bound twice.
 
 With leader election, no cycle starts while the lease fence is closed (see kube/elector.py); the
 loop then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
@@ -15,6 +18,7 @@ assumptions. Events and conditions go through the Recorder's queue, never awaite
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -24,20 +28,60 @@ import structlog
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
-from scheduler.core.cycle import CycleOutcome, rejecting_plugins, scheduling_cycle
+from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, rejecting_plugins, scheduling_cycle
 from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, code_string
+from scheduler.framework.waiting_pods import Cancel, WaitingPod
 from scheduler.live.handlers import EventHandlers
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
+
+
+def permit_timer(seconds: float, fire: Callable[[], None]) -> Cancel:
+    """The live PermitTimer: ``fire`` after ``seconds`` on the running loop (the scheduling
+    cycle arms it, in the loop's thread); the cancel it returns may be called from any thread."""
+    loop = asyncio.get_running_loop()
+    handle = loop.call_later(max(0.0, seconds), fire)
+
+    def cancel() -> None:
+        try:
+            here = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            here = False
+        if here:
+            handle.cancel()
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing will fire
+            loop.call_soon_threadsafe(handle.cancel)
+
+    return cancel
+
+
+async def wait_on_permit(wp: WaitingPod) -> Status:
+    """The waiting pod's outcome, awaited: the callback may run in any thread (a plugin's
+    informer or its own), so it hands the result to the loop thread-safely."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Status] = loop.create_future()
+
+    def settle(st: Status) -> None:
+        if not fut.done():
+            fut.set_result(st)
+
+    def done(st: Status) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, st)
+
+    wp.on_done(done)
+    return await fut
 
 
 class Scheduler(EventHandlers):
@@ -68,6 +112,7 @@ class Scheduler(EventHandlers):
         self.clock = clock
         self.fenced = False
         self.binding_tasks: set[asyncio.Task[None]] = set()
+        self.permit_waits: set[asyncio.Task[Any]] = set()  # binding tasks waiting at Permit
         self._stopping = False
         self.cycles = 0
         # Awaited before each cycle: the watcher holds cycles while it re-lists after a gap.
@@ -206,13 +251,27 @@ class Scheduler(EventHandlers):
         state = out.state
         uid = assumed.uid
         s: Status | None = None
+        at_permit = False  # the attempt ended in the wait at Permit, not in PreBind or Bind
         try:
-            if out.permit_timeout is not None:
-                # No waiting-pod API for plugins yet: a Permit wait ends in its timeout.
-                await asyncio.sleep(out.permit_timeout)
-                s = Status(
-                    Code.UNSCHEDULABLE, f"rejected due to timeout after waiting {out.permit_timeout}s at plugin Permit"
-                )
+            wp = fw.get_waiting_pod(uid)
+            if wp is not None:
+                # Upstream WaitOnPermit: the pod stays in flight (events are recorded for it)
+                # and assumed until every waiting plugin allows it, one rejects it or time runs out.
+                log.info("pod_waiting_on_permit", pod=assumed.key, node=node, plugins=sorted(wp.get_pending_plugins()))
+                await self._nominate_while_waiting(assumed, node)
+                began = time.perf_counter()
+                task = asyncio.current_task()
+                assert task is not None  # this coroutine runs as its own task
+                self.permit_waits.add(task)
+                try:
+                    outcome = await wait_on_permit(wp)
+                finally:
+                    self.permit_waits.discard(task)
+                self.metrics.permit_waited(code_string(outcome.code), time.perf_counter() - began)
+                s = fw.end_wait_on_permit(assumed, outcome)
+                at_permit = s is not None
+                if s is not None and s.is_rejected():
+                    s = binding_rejection(assumed, node, s)
             if s is None:
                 # Past Permit the pod can no longer be "unschedulable" for in-flight events:
                 # upstream calls Done here, so a burst of binds does not make every watch event
@@ -225,6 +284,7 @@ class Scheduler(EventHandlers):
                     s = Status(Code.ERROR, "no bind plugin bound the pod")
         except asyncio.CancelledError:
             # Shutting down mid-binding: release the reservation; the next run retries the pod.
+            fw.discard_waiting_pod(assumed)
             fw.run_unreserve(state, assumed, node)
             self.cache.forget_pod(uid)
             self.queue.done(uid)
@@ -243,15 +303,16 @@ class Scheduler(EventHandlers):
                 f"Successfully assigned {assumed.namespace}/{assumed.name} to {node}",
             )
             fw.run_post_bind(state, assumed, node)
+            activate_pods(fw, state)
             return
-        # Binding failed: undo Reserve and the assumption.
+        # Binding failed (or the wait at Permit did not end in an allow): undo Reserve and the
+        # assumption. The room it freed is an AssignedPod delete for the others (upstream
+        # handleBindingCycleError); for a rejection that move waits until the pod is requeued,
+        # so the pod's own event is not among its in-flight events.
         fw.run_unreserve(state, assumed, node)
         self.cache.forget_pod(uid)
-        # The forgotten assumption freed its room: an AssignedPod delete for the others
-        # (upstream handleBindingCycleError; the pod itself is requeued as a failed attempt).
-        self.queue.move_all_to_active_or_backoff(
-            ClusterEvent("AssignedPod", ActionType.DELETE), assumed, None, pre_check=lambda p: p.uid != uid
-        )
+        if not s.is_rejected():
+            self._freed(assumed)
         err = s.err
         if isinstance(err, Fenced):
             # Not sent: we may no longer lead. The next leader schedules the pod.
@@ -268,15 +329,45 @@ class Scheduler(EventHandlers):
             self.queue.delete(uid)
             self._pending.pop(uid, None)
             return
-        self.metrics.binding_errors.labels("error").inc()
+        if not at_permit:
+            self.metrics.binding_errors.labels("error").inc()
+            log.warning("bind_failed", pod=assumed.key, node=node, error=s.message)
         result = UNSCHEDULABLE if s.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
-        log.warning("bind_failed", pod=assumed.key, node=node, error=s.message)
         q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(s)
         self._handle_scheduling_failure(fw, q, s)
+        if s.is_rejected():
+            self._freed(assumed)
+
+    async def _nominate_while_waiting(self, pod: PodInfo, node: str) -> None:
+        """NominatedNodeNameForExpectation (beta, on in v1.36.3): a pod about to wait at Permit
+        gets status.nominatedNodeName, so autoscalers and others see where it is going. Not
+        critical: a failure is logged and the binding cycle goes on (upstream bindingCycle)."""
+        if pod.nominated_node_name == node:
+            return
+        try:
+            await self.binder.binds.run(
+                self.binder.api.patch_pod_status, pod.namespace, pod.name, {"status": {"nominatedNodeName": node}}
+            )
+        except Exception as exc:
+            log.warning("nominated_node_update_failed", pod=pod.key, node=node, error=str(exc))
+
+    def _freed(self, assumed: PodInfo) -> None:
+        uid = assumed.uid
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent("AssignedPod", ActionType.DELETE), assumed, None, pre_check=lambda p: p.uid != uid
+        )
 
     async def drain(self, timeout: float) -> bool:
-        """Wait for in-flight bindings (SIGTERM). True if all finished in time."""
+        """Wait for in-flight bindings (SIGTERM). True if all finished in time. Pods still
+        waiting at Permit have nothing in flight: their waits end at once (Unreserve, the
+        assumption forgotten; the next run schedules them again)."""
+        waiting = [t for t in self.permit_waits if not t.done()]
+        for t in waiting:
+            t.cancel()
+        if waiting:
+            log.info("permit_waits_cancelled", count=len(waiting))
+            await asyncio.gather(*waiting, return_exceptions=True)
         pending = set(self.binding_tasks)
         if pending:
             log.info("draining_bindings", count=len(pending))

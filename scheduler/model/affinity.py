@@ -113,6 +113,9 @@ class TopologySpreadConstraint:
     node_affinity_policy: str  # Honor | Ignore (default Honor)
     node_taints_policy: str  # Honor | Ignore (default Ignore)
     match_label_keys: tuple[str, ...]
+    # labelSelector as written, without matchLabelKeys folded in (``selector`` has them): what
+    # PodTopologySpread uses when the MatchLabelKeysInPodTopologySpread gate is off.
+    label_selector: LabelSelector = NOTHING
 
 
 def parse_spread_constraints(raw: list[Raw] | None, labels: Mapping[str, str]) -> tuple[TopologySpreadConstraint, ...]:
@@ -120,6 +123,7 @@ def parse_spread_constraints(raw: list[Raw] | None, labels: Mapping[str, str]) -
     for c in raw or []:
         sel = LabelSelector.parse(c.get("labelSelector"))
         keys = tuple(str(k) for k in c.get("matchLabelKeys") or [])
+        written = NOTHING if sel is None else sel
         if sel is None:
             sel = NOTHING
         elif keys:
@@ -136,6 +140,7 @@ def parse_spread_constraints(raw: list[Raw] | None, labels: Mapping[str, str]) -
                 node_affinity_policy=str(c.get("nodeAffinityPolicy") or "Honor"),
                 node_taints_policy=str(c.get("nodeTaintsPolicy") or "Ignore"),
                 match_label_keys=keys,
+                label_selector=written,
             )
         )
     return tuple(out)

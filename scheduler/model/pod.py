@@ -9,6 +9,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from scheduler.model import podrequests
 from scheduler.model.affinity import (
     checked_node_affinity,
     parse_affinity_term,
@@ -20,6 +21,7 @@ from scheduler.model.memo import memoized
 from scheduler.model.podrequests import (
     ContainerResources,
     PodResourceInputs,
+    ResourceGates,
     StatusResources,
     calculate_resource,
 )
@@ -134,6 +136,15 @@ def pod_resource_inputs(raw: Raw) -> PodResourceInputs:
 _requests_memo: dict[bytes, tuple[dict[str, int], int, int]] = {}
 
 
+def set_resource_gates(gates: ResourceGates) -> None:
+    """Set the process's PodLevelResources / InPlacePodLevelResourcesVerticalScaling for every
+    PodInfo built from now on (upstream reads the global gate in CalculateResource); the
+    frameworks' builder calls it with the resolved gates."""
+    if gates != podrequests.resource_gates():
+        podrequests._gates[0] = gates
+        _requests_memo.clear()
+
+
 def _requests_key(raw: Raw) -> list[Any] | None:
     """What a pod's requests follow from when its status reports no resources; None otherwise."""
     status = raw.get("status") or {}
@@ -168,7 +179,6 @@ def has_status_resources(raw: Raw) -> bool:
         for key in ("containerStatuses", "initContainerStatuses")
         for cs in status.get(key) or []
     )
-
 
 
 def _pod_level_supported(name: str) -> bool:

@@ -5,9 +5,10 @@ framework ``PodInfo.CalculateResource``, on already-parsed integer resource maps
 bytes, counts). Which *keys* are present matters, not only their values: upstream adds the
 non-zero cpu/memory defaults only where a key is missing, and a zero request is a present key.
 
-Feature gates at their v1.36 defaults: PodLevelResources (beta, on), InPlacePodVerticalScaling
-(GA), InPlacePodLevelResourcesVerticalScaling (beta, on), DRANodeAllocatableResources (alpha,
-off: status.nodeAllocatableResourceClaimStatuses is not counted).
+Feature gates: PodLevelResources and InPlacePodLevelResourcesVerticalScaling as the process's
+gates set them (``ResourceGates``, like upstream's global gate; on by default);
+InPlacePodVerticalScaling is GA and locked on; DRANodeAllocatableResources (alpha, off) is not
+modelled: status.nodeAllocatableResourceClaimStatuses is not counted.
 
 This module knows no Kubernetes field paths; ``scheduler.model.pod`` parses a pod into
 ``PodResourceInputs``.
@@ -30,6 +31,23 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 NON_MISSING_DEFAULTS: Mapping[str, int] = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 
 ResourceMap = Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGates:
+    """The gates PodInfo.CalculateResource reads (from the process-wide gate upstream)."""
+
+    pod_level_resources: bool = True  # PodLevelResources
+    pod_level_resize: bool = True  # InPlacePodLevelResourcesVerticalScaling
+
+
+DEFAULT_RESOURCE_GATES = ResourceGates()
+# The process's gates: set once, where frameworks are built (scheduler.model.pod.set_resource_gates).
+_gates: list[ResourceGates] = [DEFAULT_RESOURCE_GATES]
+
+
+def resource_gates() -> ResourceGates:
+    return _gates[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,16 +166,19 @@ def pod_requests(
     *,
     use_status: bool,
     pod_level: bool = True,
+    pod_level_status: bool | None = None,
     non_missing: ResourceMap | None = None,
     exclude_overhead: bool = False,
 ) -> dict[str, int]:
-    """resource.PodRequests. ``use_status`` is UseStatusResources together with
-    InPlacePodLevelResourcesVerticalScalingEnabled (every scheduler caller sets both or neither);
-    ``pod_level`` is the negation of SkipPodLevelResources."""
+    """resource.PodRequests. ``use_status`` is UseStatusResources; ``pod_level`` the negation of
+    SkipPodLevelResources; ``pod_level_status`` InPlacePodLevelResourcesVerticalScalingEnabled
+    (default: as ``use_status``), which lets the pod-level status count too."""
+    if pod_level_status is None:
+        pod_level_status = use_status
     reqs = aggregate_container_requests(inp, use_status=use_status, non_missing=non_missing)
     if pod_level and inp.pod_level:
         eff = None
-        if use_status and inp.pod_status is not None:
+        if use_status and pod_level_status and inp.pod_status is not None:
             eff = effective_requests(inp.pod_level, inp.pod_status, inp.resize_infeasible)
         for k, v in inp.pod_level.items():
             # An infeasible resize with nothing reported leaves a present zero, as upstream.
@@ -167,17 +188,25 @@ def pod_requests(
     return reqs
 
 
-def calculate_resource(inp: PodResourceInputs) -> tuple[dict[str, int], int, int]:
-    """PodInfo.CalculateResource: (requests, non-zero milli-CPU, non-zero memory).
+def calculate_resource(inp: PodResourceInputs, gates: ResourceGates | None = None) -> tuple[dict[str, int], int, int]:
+    """PodInfo.CalculateResource: (requests, non-zero milli-CPU, non-zero memory), under
+    ``gates`` (default: the process's).
 
-    Without pod-level requests every container lacking cpu/memory counts the default. With
-    them, a default applies only when the whole pod (containers, pod level, overhead) names no
-    cpu (or memory) at all; then each container lacking it gets the default.
+    Without pod-level requests (or without the PodLevelResources gate) every container lacking
+    cpu/memory counts the default. With them, a default applies only when the whole pod
+    (containers, pod level, overhead) names no cpu (or memory) at all; then each container
+    lacking it gets the default.
     """
-    requests = pod_requests(inp, use_status=True)
-    if not inp.pod_level:
+    g = gates or _gates[0]
+    pl, pls = g.pod_level_resources, g.pod_level_resize
+    requests = pod_requests(inp, use_status=True, pod_level=pl, pod_level_status=pls)
+    if not (pl and inp.pod_level):
         non_missing: ResourceMap = NON_MISSING_DEFAULTS
     else:
         non_missing = {k: v for k, v in NON_MISSING_DEFAULTS.items() if k not in requests}
-    non0 = pod_requests(inp, use_status=True, non_missing=non_missing) if non_missing else requests
+    non0 = (
+        pod_requests(inp, use_status=True, pod_level=pl, pod_level_status=pls, non_missing=non_missing)
+        if non_missing
+        else requests
+    )
     return requests, non0.get(CPU, 0), non0.get(MEMORY, 0)

@@ -37,9 +37,13 @@ class _TaintLike(Protocol):
     def effect(self) -> str: ...
 
 
-def toleration_matches(key: str, operator: str, value: str, effect: str, taint: _TaintLike) -> bool:
+def toleration_matches(
+    key: str, operator: str, value: str, effect: str, taint: _TaintLike, comparison: bool = False
+) -> bool:
     """ToleratesTaint, shared by node taints (v1.Toleration) and device taints (DRA's
-    DeviceToleration): effect and key must match unless empty; Exists ignores the value."""
+    DeviceToleration): effect and key must match unless empty; Exists ignores the value; Lt and
+    Gt compare integer values, only with the TaintTolerationComparisonOperators gate
+    (``comparison``; device tolerations have no such operators)."""
     if effect and effect != taint.effect:
         return False
     if key and key != taint.key:
@@ -48,7 +52,27 @@ def toleration_matches(key: str, operator: str, value: str, effect: str, taint: 
         return True
     if operator in ("", "Equal"):
         return value == taint.value
+    if operator in ("Lt", "Gt") and comparison:
+        tol, tnt = _decimal_int64(value), _decimal_int64(taint.value)
+        if tol is None or tnt is None:
+            return False
+        return tnt < tol if operator == "Lt" else tnt > tol
     return False
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _decimal_int64(s: str) -> int | None:
+    """content.IsDecimalInteger (an optional '-', no leading zero, ASCII digits) then
+    strconv.ParseInt(s, 10, 64); None where upstream logs an error and does not tolerate."""
+    digits = s[1:] if s.startswith("-") else s
+    if not digits or not all("0" <= c <= "9" for c in digits):
+        return None
+    if digits[0] == "0" and s != "0":
+        return None
+    v = int(s)
+    return v if _INT64[0] <= v <= _INT64[1] else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,24 +84,24 @@ class Toleration:
     # Kept only so that comparing tolerations compares what upstream's DeepEqual does.
     toleration_seconds: int | None = None
 
-    def tolerates(self, taint: Taint) -> bool:
-        """v1.Toleration.ToleratesTaint."""
-        return toleration_matches(self.key, self.operator, self.value, self.effect, taint)
+    def tolerates(self, taint: Taint, comparison: bool = False) -> bool:
+        """v1.Toleration.ToleratesTaint (``comparison``: the TaintTolerationComparisonOperators gate)."""
+        return toleration_matches(self.key, self.operator, self.value, self.effect, taint, comparison)
 
 
-def tolerates_taint(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+def tolerates_taint(tolerations: tuple[Toleration, ...], taint: Taint, comparison: bool = False) -> bool:
     for t in tolerations:
-        if t.tolerates(taint):
+        if t.tolerates(taint, comparison):
             return True
     return False
 
 
 def find_untolerated_taint(
-    taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...], effects: tuple[str, ...]
+    taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...], effects: tuple[str, ...], comparison: bool = False
 ) -> Taint | None:
     """The first taint with one of ``effects`` that no toleration tolerates (v1helper.FindMatchingUntoleratedTaint)."""
     for taint in taints:
-        if taint.effect in effects and not tolerates_taint(tolerations, taint):
+        if taint.effect in effects and not tolerates_taint(tolerations, taint, comparison):
             return taint
     return None
 

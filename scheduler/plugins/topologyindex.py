@@ -55,8 +55,9 @@ def node_matches_required_affinity(pod: PodInfo, node: NodeInfo) -> bool:
 _DO_NOT_SCHEDULE = ("NoSchedule", "NoExecute")
 
 
-def node_taints_tolerated(pod: PodInfo, node: NodeInfo) -> bool:
-    return find_untolerated_taint(node.taints, pod.tolerations, _DO_NOT_SCHEDULE) is None
+def node_taints_tolerated(pod: PodInfo, node: NodeInfo, comparison: bool = False) -> bool:
+    """``comparison``: Lt/Gt tolerations (the TaintTolerationComparisonOperators gate)."""
+    return find_untolerated_taint(node.taints, pod.tolerations, _DO_NOT_SCHEDULE, comparison) is None
 
 
 def term_key(all_namespaces: bool, namespaces: frozenset[str], selector: LabelSelector) -> tuple[Any, ...]:

@@ -2,6 +2,14 @@
 
 The same Cache, Snapshot, Framework, Algorithm and scheduling cycle as the live scheduler; the
 binder is a stand-in that always succeeds.
+
+Permit ``Wait``, deterministically: the pod stays assumed (its room held) while the next pods
+are tried. When a later pod's cycle allows it (a plugin calls ``allow`` on the waiting pod), its
+outcome is printed right after that pod's; a rejection likewise. Waits still open when every pod
+has been tried end in their timeout, shortest first (ties in the order the pods waited), with
+the live scheduler's message. Objects of kinds that plugins asked informers for are read from
+the cluster file into those informers (before any pod is tried); ``Handle.activate`` tries a pod
+that failed earlier once more, after the others.
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ import copy
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -20,13 +28,16 @@ import yaml
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import sort_queued
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_config
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
-from scheduler.core.cycle import CycleOutcome, scheduling_cycle
+from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
 from scheduler.core.profiles import FrameworkError, build_frameworks
 from scheduler.framework.interface import Plugin, QueuedPodInfo
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Status
+from scheduler.framework.waiting_pods import Cancel, WaitingPodsMap
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.dra import pod_claim_refs, pod_has_claims
 from scheduler.model.kinds import KINDS, Role
@@ -94,6 +105,8 @@ class Cluster:
     listers: Listers = field(default_factory=Listers)
     ignored_kinds: set[str] = field(default_factory=set)
     priority_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Objects of kinds the scheduler does not read itself: offered to the plugins' informers.
+    others: list[dict[str, Any]] = field(default_factory=list)
 
 
 def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
@@ -130,6 +143,7 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
         elif kind == "PriorityClass":
             c.priority_classes[str(d["metadata"]["name"])] = d
         else:
+            c.others.append(d)
             c.ignored_kinds.add(kind)
     c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]
     return c
@@ -176,13 +190,18 @@ def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any
 
 
 class _SimulatedPreemption:
-    """Stands in for the API side of preemption: the victims leave the cluster at once."""
+    """Stands in for the API side of preemption: the victims leave the cluster at once (a
+    victim waiting at Permit is preempted in memory, as live)."""
 
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
+        self.waiting_pods: WaitingPodsMap | None = None
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None:
         for v in victims:
+            wp = self.waiting_pods.get(v.uid) if self.waiting_pods is not None else None
+            if wp is not None and wp.preempt(plugin, "preempted"):
+                continue
             self.cache.remove_pod(v.uid)
 
     def is_running(self, uid: str) -> bool:
@@ -190,6 +209,21 @@ class _SimulatedPreemption:
 
     def attempted(self) -> None:
         return None
+
+
+class _Timer:
+    """One Permit timeout: simulate has no clock, it fires what is still armed at the end."""
+
+    __slots__ = ("armed", "fire", "seconds", "seq")
+
+    def __init__(self, seconds: float, seq: int, fire: Callable[[], None]) -> None:
+        self.seconds = seconds
+        self.seq = seq
+        self.fire = fire
+        self.armed = True
+
+    def cancel(self) -> None:
+        self.armed = False
 
 
 class _StaticBinder:
@@ -226,15 +260,26 @@ class Simulator:
         self.snapshot = Snapshot()
         self.listers = cluster.listers
         self.algorithm = Algorithm(np.random.default_rng(seed))
+        self._timers: list[_Timer] = []
+        self._waiting: dict[str, CycleOutcome] = {}  # uid -> the attempt that waits
+        self._ended: list[tuple[CycleOutcome, Status]] = []  # waits that ended, in order
+        self._failed: dict[str, QueuedPodInfo] = {}  # uid -> a pod whose attempt failed
+        preemption = _SimulatedPreemption(self.cache)
         self.frameworks: dict[str, Framework] = build_frameworks(
             config,
             self.snapshot,
             self.listers,
             registry=registry,
             client=_StaticBinder(),
-            preemption=_SimulatedPreemption(self.cache),
+            preemption=preemption,
             seed=seed,
+            permit_timer=self._timer,
+            activator=self._activate,
         )
+        preemption.waiting_pods = next(iter(self.frameworks.values())).handle.waiting_pods
+        # Kinds the plugins' informers asked for: the file's objects of those kinds go there.
+        self.ignored_kinds = {str(d["kind"]) for d in cluster.others if not self.listers.informers.offer(d)}
+        self.listers.informers.mark_synced()
         for n in cluster.nodes:
             self.cache.add_node(n)
         self.pending: list[QueuedPodInfo] = []
@@ -263,28 +308,93 @@ class Simulator:
         first = next(iter(self.frameworks.values()))
         self.pending = sort_queued(self.pending, first.queue_sort)
 
+    # -- the edge's parts of the Handle --------------------------------------------------------
+    def _timer(self, seconds: float, fire: Callable[[], None]) -> Cancel:
+        t = _Timer(seconds, len(self._timers), fire)
+        self._timers.append(t)
+        return t.cancel
+
+    def _activate(self, pods: Mapping[str, PodInfo]) -> None:
+        """Handle.activate: a pod whose attempt failed is tried again after the pending ones."""
+        for pod in pods.values():
+            q = self._failed.pop(pod.uid, None)
+            if q is not None:
+                self.pending.append(q)
+
+    # -- attempts ----------------------------------------------------------------------------
     def attempts(self) -> Iterator[CycleOutcome]:
-        for q in self.pending:
+        i = 0
+        while i < len(self.pending):  # Handle.activate may append
+            q = self.pending[i]
+            i += 1
             q.attempts += 1
             self.current = q.pod
             out = self.attempt(q.pod)
-            yield out
-            pf = out.post_filter
-            if out.node is None and pf is not None and pf.nominated_node_name:
-                # Preempted: the victims are gone; the pod is tried again at once, its
-                # nominated node first (as the live scheduler's next cycle would).
-                retry = copy.copy(q.pod)
-                retry.nominated_node_name = pf.nominated_node_name
-                q.attempts += 1
-                yield self.attempt(retry)
+            if out is not None:
+                yield self._settled(q, out)
+                pf = out.post_filter
+                if out.node is None and pf is not None and pf.nominated_node_name:
+                    # Preempted: the victims are gone; the pod is tried again at once, its
+                    # nominated node first (as the live scheduler's next cycle would).
+                    retry = copy.copy(q.pod)
+                    retry.nominated_node_name = pf.nominated_node_name
+                    q.attempts += 1
+                    again = self.attempt(retry)
+                    if again is not None:
+                        yield self._settled(q, again)
+            yield from self._ended_waits()
+        # Every pod tried: the waits still open run out, the shortest timeout first.
+        for t in sorted(self._timers, key=lambda t: (t.seconds, t.seq)):
+            if t.armed:
+                t.armed = False
+                t.fire()
+                yield from self._ended_waits()
         self.current = None
 
-    def attempt(self, pod: PodInfo) -> CycleOutcome:
+    def _settled(self, q: QueuedPodInfo, out: CycleOutcome) -> CycleOutcome:
+        if out.node is None:
+            self._failed[q.pod.uid] = q
+        else:
+            self._failed.pop(q.pod.uid, None)
+        return out
+
+    def attempt(self, pod: PodInfo) -> CycleOutcome | None:
+        """One scheduling cycle and, unless the pod waits at Permit (None), its binding cycle."""
         fw = self.frameworks[pod.scheduler_name]
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
         assumed = out.assumed
         if assumed is None:
             return out
+        wp = fw.get_waiting_pod(assumed.uid)
+        if wp is not None:
+            self._waiting[assumed.uid] = out
+            wp.on_done(lambda st: self._ended.append((out, st)))
+            return None
+        return self._bind(fw, out)
+
+    def _ended_waits(self) -> Iterator[CycleOutcome]:
+        """The waits that ended since the last look: bound, or rejected and released."""
+        while self._ended:
+            out, outcome = self._ended.pop(0)
+            assumed = out.assumed
+            assert assumed is not None
+            self._waiting.pop(assumed.uid, None)
+            fw = self.frameworks[out.pod.scheduler_name]
+            s = fw.end_wait_on_permit(assumed, outcome)
+            if s is None:
+                out = self._bind(fw, out)
+            else:
+                node = assumed.node_name
+                fw.run_unreserve(out.state, assumed, node)
+                self.cache.forget_pod(assumed.uid)
+                out.status = binding_rejection(out.pod, node, s) if s.is_rejected() else s
+                out.assumed = None
+            q = next((p for p in self.pending if p.pod.uid == out.pod.uid), None)
+            yield self._settled(q, out) if q is not None else out
+
+    def _bind(self, fw: Framework, out: CycleOutcome) -> CycleOutcome:
+        assumed = out.assumed
+        assert assumed is not None
         node = assumed.node_name
         # Binding cycle, synchronously: nothing here waits on I/O.
         s = _run_sync(fw.run_pre_bind(out.state, assumed, node))
@@ -298,6 +408,7 @@ class Simulator:
             return out
         self.cache.confirm_pod(assumed.uid)
         fw.run_post_bind(out.state, assumed, node)
+        activate_pods(fw, out.state)
         return out
 
 
@@ -406,12 +517,13 @@ def run(
     output: str,
     stream: IO[str] | None = None,
     stats: bool = False,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> int:
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
-        config = load_config(config_path)
+        config = load_config(config_path, gates)
         sim = Simulator(cluster, config, seed)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -429,8 +541,8 @@ def run(
         # Last resort for a shape the checks above do not know: still one line, still exit 2.
         print(f"error: {cluster_path}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    if cluster.ignored_kinds:
-        print(f"note: ignored kinds: {', '.join(sorted(cluster.ignored_kinds))}", file=sys.stderr)
+    if sim.ignored_kinds:
+        print(f"note: ignored kinds: {', '.join(sorted(sim.ignored_kinds))}", file=sys.stderr)
     placed = 0
     attempts = 0
     write = stream.write

@@ -29,6 +29,39 @@ class FakeClock:
         self.t += d
 
 
+class FakePermitTimer:
+    """A PermitTimer on virtual time: ``advance`` fires, in deadline order, the timers that
+    come due (upstream tests drive waitingPod timers with short real timeouts instead)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._timers: list[list[Any]] = []  # [deadline, seq, fire, armed]
+
+    def __call__(self, seconds: float, fire: Any) -> Any:
+        t = [self.now + seconds, len(self._timers), fire, True]
+        self._timers.append(t)
+
+        def cancel() -> None:
+            t[3] = False
+
+        return cancel
+
+    def armed(self) -> list[float]:
+        """The deadlines still armed, in order."""
+        return sorted(t[0] for t in self._timers if t[3])
+
+    def advance(self, seconds: float) -> int:
+        """Move time on; returns how many timers fired."""
+        self.now += seconds
+        fired = 0
+        for t in sorted(self._timers, key=lambda t: (t[0], t[1])):
+            if t[3] and t[0] <= self.now:
+                t[3] = False
+                t[2]()
+                fired += 1
+        return fired
+
+
 class FakeCoreAPI:
     """The binder's CoreAPI in memory: records every write; ``bind_error`` fails every Binding."""
 

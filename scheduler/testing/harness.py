@@ -4,37 +4,53 @@ cycle per ``step`` (upstream: schedule_one_test.go's scheduler built around a fa
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
-from scheduler.config import load_config
+from scheduler.config import SchedulerConfig, load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
+from scheduler.framework.interface import Plugin
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
 from scheduler.live.kube.binder import Binder
+from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import TokenBucket
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
-from scheduler.testing.fakes import FakeClock, FakeCoreAPI, FakeFence
+from scheduler.testing.fakes import FakeClock, FakeCoreAPI, FakeFence, FakePermitTimer
 
 
 class Harness:
+    """``config``/``registry``: the profiles and plugins (default: the default configuration);
+    Permit timeouts run on ``permit_timer`` (a FakePermitTimer, advanced by the test)."""
+
     def __init__(self, api: FakeCoreAPI | None = None, fence: FakeFence | None = None,
-                 limiter: TokenBucket | None = None) -> None:
+                 limiter: TokenBucket | None = None, *, config: SchedulerConfig | None = None,
+                 registry: Mapping[str, type[Plugin]] | None = None) -> None:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
         self.binder = Binder(self.api, limiter or TokenBucket(0, 1), fence=fence)
+        self.permit_timer = FakePermitTimer()
+        recorder = Recorder(self.binder.events_api, self.binder.events,
+                            on_drop=lambda reason: self.metrics.events_dropped.labels(reason).inc())
         snap, listers = Snapshot(), Listers()
-        fws = build_frameworks(load_config(None), snap, listers, client=self.binder,
-                               observers=self.metrics.extension_point_observer)
+        fws = build_frameworks(config or load_config(None), snap, listers, client=self.binder, registry=registry,
+                               observers=self.metrics.extension_point_observer, permit_timer=self.permit_timer,
+                               activator=self._activate, events=recorder)
         self.cache = Cache()
         self.queue = SchedulingQueue(fws, self.clock)
         self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
-                               self.binder, self.metrics, clock=self.clock)
+                               self.binder, self.metrics, clock=self.clock, recorder=recorder)
+
+    def _activate(self, pods: Mapping[str, Any]) -> None:
+        self.queue.activate(pods)
 
     async def step(self) -> bool:
         """One scheduling cycle plus its binding and API side effects."""
@@ -46,12 +62,19 @@ class Harness:
         return True
 
     async def settle(self) -> None:
-        for _ in range(3):
-            tasks = set(self.sched.binding_tasks)
+        """Run every binding to its end, except those of pods still waiting at Permit."""
+        for _ in range(5):
+            waiting: list[WaitingPod] = []
+            self.waiting_pods().iterate(waiting.append)
+            names = {f"bind {wp.pod.key}" for wp in waiting}
+            tasks = {t for t in self.sched.binding_tasks if t.get_name() not in names or t.done()}
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             await self.sched.recorder.flush()
             await asyncio.sleep(0)
+
+    def waiting_pods(self) -> WaitingPodsMap:
+        return next(iter(self.sched.frameworks.values())).handle.waiting_pods
 
     def bound(self) -> dict[str, str]:
         return {name: body["target"]["name"] for _, name, body in self.api.bindings}

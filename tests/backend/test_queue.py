@@ -134,7 +134,14 @@ NODE_SMALL = NodeInfo(make_node("small", cpu="1"))
          pod_info("victim", node_name="small", cpu="1"), None, True),
         ("TaintToleration", ClusterEvent("Node", ActionType.ADD), None, NODE_BIG, True),
         ("NodeAffinity", ClusterEvent("Service", ActionType.ADD), None, None, False),  # not registered
-        ("NoSuchPluginWithoutExtensions", ClusterEvent("Service", ActionType.ADD), None, None, True),
+        # A plugin of the profile without EnqueueExtensions is interested in every event...
+        ("DefaultBinder", ClusterEvent("Service", ActionType.ADD), None, None, True),
+        # ...a name no plugin of the profile has (a waiting pod rejected through the API is
+        # recorded with plugin "") matches no registration (isPodWorthRequeuing): only
+        # wildcards move the pod.
+        ("", ClusterEvent("Service", ActionType.ADD), None, None, False),
+        ("NoSuchPlugin", ClusterEvent("Node", ActionType.ADD), None, NODE_BIG, False),
+        ("", EVENT_UNSCHEDULABLE_TIMEOUT, None, None, True),
         ("NodeResourcesFit", EVENT_UNSCHEDULABLE_TIMEOUT, None, None, True),
     ],
 )
@@ -301,3 +308,44 @@ async def test_async_pop_wakes_on_add_and_on_backoff_expiry(frameworks):
     assert got.pod.name == "a"
     q.close()
     assert await asyncio.wait_for(q.pop(), 1) is None
+
+
+# -- Activate ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("where", "want"),
+    [
+        ("active", ACTIVE),  # pod already in activeQ: stays there
+        ("nowhere", ""),  # pod not in unschedulablePods/backoffQ: ignored
+        ("unschedulable", ACTIVE),  # moved straight to activeQ, backoff or not
+        ("backoff", ACTIVE),
+    ],
+)
+def test_activate(frameworks, where, want):
+    # TestPriorityQueue_Activate
+    q, _ = new_queue(frameworks)  # no time passes: activation skips the backoff
+    pod = pod_info("p")
+    if where != "nowhere":
+        q.add(pod)
+    if where in ("unschedulable", "backoff"):
+        qi = q.pop_nowait()
+        if where == "unschedulable":
+            fail(q, qi, "NodeResourcesFit")
+        else:
+            fail(q, qi)  # an error: backoff
+        assert q.where(pod.uid) == where
+    q.activate({pod.key: pod})
+    assert q.where(pod.uid) == want
+
+
+def test_activate_in_flight_pod_is_requeued_when_its_attempt_fails(frameworks):
+    # TestPriorityQueue_Activate "[QHint] pod not in unschedulablePods/backoffQ but in-flight":
+    # the ForceActivate event is recorded for that pod only.
+    q, _ = new_queue(frameworks)
+    a, b = pod_info("a"), pod_info("b")
+    q.add(a)
+    q.add(b)
+    qa, qb = q.pop_nowait(), q.pop_nowait()
+    q.activate({a.key: a})
+    assert fail(q, qb, "NodeResourcesFit") == UNSCHEDULABLE
+    assert fail(q, qa, "NodeResourcesFit") == BACKOFF

@@ -26,6 +26,7 @@ GUIDE = ROOT / "docs" / "plugins.md"
 README = ROOT / "README.md"
 PLUGINS = ROOT / "examples" / "plugins"
 LABEL_PREFERENCE = ROOT / "examples" / "pyscheduler-node-label-preference"
+APPROVAL_GATE = ROOT / "examples" / "pyscheduler-approval-gate"
 SCENARIOS = PLUGINS / "scenarios"
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
@@ -66,18 +67,19 @@ def guide_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     """What `pip install -e examples/plugins` (and the label-preference package) would give:
     the modules importable and their entry points, read from their pyproject.toml, installed."""
     eps: dict[str, str] = {}
-    for project in (PLUGINS, LABEL_PREFERENCE):
+    for project in (PLUGINS, LABEL_PREFERENCE, APPROVAL_GATE):
         meta = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
         eps.update(meta["project"]["entry-points"][GROUP])
     dist = tmp_path / "plugin_guide_examples-0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: plugin-guide-examples\nVersion: 0\n")
     (dist / "entry_points.txt").write_text(f"[{GROUP}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
-    for path in (tmp_path, PLUGINS, LABEL_PREFERENCE):
+    for path in (tmp_path, PLUGINS, LABEL_PREFERENCE, APPROVAL_GATE):
         monkeypatch.syspath_prepend(str(path))
     monkeypatch.chdir(ROOT)
     yield
-    for name in [m for m in sys.modules if m == "plugin_guide" or m.startswith(("plugin_guide.", "node_label_pref"))]:
+    ours = ("plugin_guide.", "node_label_pref", "approval_gate")
+    for name in [m for m in sys.modules if m == "plugin_guide" or m.startswith(ours)]:
         del sys.modules[name]
 
 

@@ -50,7 +50,7 @@ from scheduler.plugins.nodedeclaredfeatures.featureset import (
 )
 from scheduler.simulate.simulator import run
 from scheduler.testing.builders import MakeNode, make_node, make_pod, pod_info
-from scheduler.testing.framework import new_snapshot
+from scheduler.testing.framework import build_handle, new_snapshot
 
 V = Version.parse
 
@@ -511,7 +511,7 @@ def test_user_namespaces_host_network_inference(host_network: bool | None, host_
 
 
 def test_default_plugin_end_to_end() -> None:
-    pl = NodeDeclaredFeatures.new(None, None)  # type: ignore[arg-type]
+    pl = NodeDeclaredFeatures.new(None, build_handle([]))
     assert pl.version == V(TARGET_VERSION)
     state = CycleState()
     userns = pod(hostNetwork=True, hostUsers=False)

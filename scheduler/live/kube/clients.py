@@ -209,7 +209,7 @@ class CredentialSource:
         from kubernetes import client
 
         b = self._base
-        conf = client.Configuration()
+        conf: Any = client.Configuration()  # typed hook attribute says None; ours is a callable
         conf.host = b.host
         conf.ssl_ca_cert = b.ssl_ca_cert
         conf.cert_file = b.cert_file

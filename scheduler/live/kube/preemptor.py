@@ -21,6 +21,7 @@ import structlog
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.nominator import PodNominator
+from scheduler.framework.waiting_pods import WaitingPodsMap
 from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import ApiError
@@ -78,6 +79,7 @@ class LivePreemption:
         activate: Callable[[PodInfo], None] | None = None,
         release: Callable[[PodInfo], None] | None = None,
         clock: Callable[[], float] = time.time,
+        waiting_pods: WaitingPodsMap | None = None,
     ) -> None:
         self.binder = binder
         self.recorder = recorder
@@ -91,6 +93,8 @@ class LivePreemption:
         # wake the gated preemptor until the 5-minute unschedulable flush.
         self.release = release
         self.clock = clock
+        # A victim waiting at Permit is preempted in memory, not deleted (upstream PreemptPod).
+        self.waiting_pods = waiting_pods
         self._running: set[str] = set()
         self._last_victim: dict[str, str] = {}  # preemptor uid -> uid of the victim deleted last
         self.tasks: set[asyncio.Task[None]] = set()
@@ -141,7 +145,7 @@ class LivePreemption:
             last_ok = True
             if len(victims) > 1:
                 outcomes = await asyncio.gather(
-                    *(self._preempt_pod(preemptor, node, v) for v in victims[:-1]), return_exceptions=True
+                    *(self._preempt_pod(preemptor, node, v, plugin) for v in victims[:-1]), return_exceptions=True
                 )
                 errs = [o for o in outcomes if isinstance(o, BaseException)]
                 if errs:
@@ -152,7 +156,7 @@ class LivePreemption:
                 last = victims[-1]
                 self._last_victim[preemptor.uid] = last.uid
                 try:
-                    await self._preempt_pod(preemptor, node, last)
+                    await self._preempt_pod(preemptor, node, last, plugin)
                 except Exception as exc:
                     result = "error"
                     log.warning("preemption_failed", pod=preemptor.key, node=node, victim=last.key, error=str(exc))
@@ -173,9 +177,18 @@ class LivePreemption:
         body = {"status": {"nominatedNodeName": None}}
         await self.binder.binds.run(self.binder.api.patch_pod_status, p.namespace, p.name, body)
 
-    async def _preempt_pod(self, preemptor: PodInfo, node: str, victim: PodInfo) -> None:
+    async def _preempt_pod(self, preemptor: PodInfo, node: str, victim: PodInfo, plugin: str = "") -> None:
         """Upstream PreemptPod: condition, delete, then the Preempted Event. A victim already
-        gone is fine; any other API error fails this preemption."""
+        gone is fine; any other API error fails this preemption. A victim waiting at Permit
+        is only told so: its binding cycle gives its room back and retries it after backoff."""
+        wp = self.waiting_pods.get(victim.uid) if self.waiting_pods is not None else None
+        if wp is not None and wp.preempt(plugin, "preempted"):
+            log.info("waiting_pod_preempted", pod=victim.key, preemptor=preemptor.key, node=node)
+            self.recorder.event(
+                victim, preemptor.scheduler_name, "Normal", "Preempted", "Preempting",
+                f"Preempted by pod {preemptor.uid} on node {node} (in kube-scheduler memory).",
+            )
+            return
         cond = disruption_condition(preemptor, victim, self.clock())
         if not condition_already_set(victim, cond):
             try:

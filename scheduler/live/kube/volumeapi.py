@@ -99,8 +99,7 @@ class KubeVolumeAPI:
         self, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         def call(*args: Any, **kw: Any) -> Any:
-            return self.resource.patch_namespaced_resource_claim_status(
-                *args, _content_type="application/strategic-merge-patch+json", **kw
-            )
+            kw["_content_type"] = "application/strategic-merge-patch+json"
+            return self.resource.patch_namespaced_resource_claim_status(*args, **kw)
 
         return await self._run(call, name, namespace, dict(patch))

@@ -68,6 +68,9 @@ _HISTOGRAMS: dict[str, tuple[str, str, str, tuple[str, ...], list[float]]] = {
         "scheduler_queueing_hint_execution_duration_seconds", ALPHA,
         "Duration for running a queueing hint function of a plugin.",
         ("plugin", "event", "hint"), exponential_buckets(0.00001, 1.5, 20)),
+    "permit_wait_duration": (
+        "scheduler_permit_wait_duration_seconds", BETA, "Duration of waiting on permit.",
+        ("result",), exponential_buckets(0.001, 2, 15)),
     "preemption_goroutines_duration": (
         "scheduler_preemption_goroutines_duration_seconds", ALPHA,
         "Duration in seconds for running goroutines for the preemption.",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from scheduler.config.features import FeatureGates
 from scheduler.framework.events import ClusterEvent, event_label
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.metrics import MetricsRecorder
@@ -103,6 +104,7 @@ class Metrics:
         self.preemption_victims = h["preemption_victims"]
         self.preemption_attempts = c["preemption_attempts"]
         self.preemption_goroutines_duration = h["preemption_goroutines_duration"]
+        self.permit_wait_duration = h["permit_wait_duration"]
         self.preemption_goroutines_execution_total = c["preemption_goroutines_execution"]
         self.batch_attempts = c["batch_attempts"]
         self.batch_cache_flushed = c["batch_cache_flushed"]
@@ -137,6 +139,7 @@ class Metrics:
         self._attempt_duration = self.scheduling_attempt_duration.labels
         self._hint = self.queueing_hint_execution_duration.labels
         self._event = self.event_handling_duration.labels
+        self._permit_wait = self.permit_wait_duration.labels
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(
@@ -203,6 +206,15 @@ class Metrics:
             self.pod_scheduling_sli_duration.labels(attempts_label(q.attempts)).observe(since_first_attempt)
         if q.flushed:
             self.pod_scheduled_after_flush.inc()
+
+    def permit_waited(self, result: str, seconds: float) -> None:
+        """One wait at Permit ended; ``result`` is its outcome's status code (Success, Unschedulable, Error)."""
+        self._permit_wait(result).observe(seconds)
+
+    def feature_gates(self, gates: FeatureGates) -> None:
+        """kubernetes_feature_enabled{name,stage} (component-base featuregate AddMetrics): every
+        gate the process knows, 1 when on; a GA gate has an empty stage."""
+        self.component.set_features((spec.name, spec.stage, on) for spec, on in gates.all())
 
     def object_error(self, kind: str, stage: str = "watch") -> None:
         self.object_errors.labels(kind, stage).inc()

@@ -15,6 +15,9 @@ resourceVersion, re-list on 410 Gone) with three differences that matter here:
   and no-op updates are dropped before any parsing (informer.Store);
 * pods are filtered server-side as kube-scheduler does (no Succeeded/Failed pods).
 
+Kinds a plugin names (its informers, or cluster events it registers on ``<plural>.<version>.<group>``)
+are watched the same way, keyed by that name, and handed whole to the handlers' ``on_resource``.
+
 The first completed LIST of every kind is the informer "synced" barrier (``synced``).
 """
 
@@ -26,7 +29,7 @@ import logging
 import random
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,6 +66,8 @@ class Handlers(Protocol):
     def on_storage(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
     def on_pdb(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
+    def on_resource(self, resource: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
 
 # kube-scheduler's pod informer skips finished pods (scheduler.go, NewInformerFactory): they hold
@@ -124,15 +129,21 @@ class Watcher:
         kinds: Iterable[str] = WATCHED_KINDS,
         scheduler_names: Iterable[str] | None = None,
         on_error: Callable[[str], None] | None = None,
+        resources: Mapping[str, str] | None = None,
     ) -> None:
+        """``resources``: kinds plugins named, ``<plural>.<version>.<group>`` -> collection path,
+        watched like ours and delivered whole (no fingerprint) to ``handlers.on_resource``."""
         self.handlers = handlers
         self.on_error = on_error  # called with the kind of an object that could not be handled
         self.credentials = credentials
         self._server_host: str | None = None  # host:port of the API server, for rest_client_*
         self.settings = settings or WatchSettings()
         self.kopf_settings = make_kopf_settings(self.settings)
-        self.kinds = tuple(kinds)
-        self.stores: dict[str, Store] = {kind: store_for(kind) for kind in self.kinds}
+        self.resources: dict[str, str] = dict(resources or {})
+        self.kinds = tuple(kinds) + tuple(r for r in self.resources if r not in kinds)
+        self.stores: dict[str, Store] = {
+            kind: Store(kind) if kind in self.resources else store_for(kind) for kind in self.kinds
+        }
         # Unbound pods of other schedulers are dropped before parsing (None: deliver all).
         self.scheduler_names = frozenset(scheduler_names) if scheduler_names is not None else None
         self.events = 0  # events delivered to the handlers
@@ -187,6 +198,8 @@ class Watcher:
                 self.handlers.on_storage(kind, etype, raw)
             elif kind == "PodDisruptionBudget":
                 self.handlers.on_pdb(etype, raw)
+            elif kind in self.resources:
+                self.handlers.on_resource(kind, etype, raw)
             else:
                 if "kind" not in raw:
                     raw["kind"] = kind
@@ -246,7 +259,8 @@ class Watcher:
         sel = FIELD_SELECTORS.get(kind)
         if sel:
             params = {**params, "fieldSelector": sel}
-        return f"{KINDS[kind].path}?{urllib.parse.urlencode(params)}"
+        path = self.resources.get(kind) or KINDS[kind].path
+        return f"{path}?{urllib.parse.urlencode(params)}"
 
     async def _get(self, url: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
         # One rest_client_* observation per request, until the response headers (as client-go

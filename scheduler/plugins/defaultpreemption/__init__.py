@@ -1,9 +1,10 @@
 """DefaultPreemption (upstream plugins/defaultpreemption): PostFilter that evicts lower-priority
 pods so an unschedulable pod fits, plus the PreEnqueue gate of async preemption.
 
-SchedulerAsyncPreemption is on by default in v1.36.3 (beta since 1.33): PostFilter nominates
-the node at once and the victims are deleted off the scheduling loop; until that is done the
-preemptor stays out of activeQ ("waiting for the preemption for this pod to be finished").
+With SchedulerAsyncPreemption (beta, on by default in v1.36.3) PostFilter nominates the node at
+once and the victims are deleted off the scheduling loop; until that is done the preemptor stays
+out of activeQ ("waiting for the preemption for this pod to be finished"). Without the gate
+PreEnqueue lets every pod through.
 """
 
 from __future__ import annotations
@@ -98,8 +99,10 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
     def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
         Evaluator.__init__(self, handle)
         self.args = args
-        # Whether the victims' deletion runs off the scheduling loop (the v1.36.3 default).
-        self.async_preemption = True
+        # SchedulerAsyncPreemption (beta, on): without it PreEnqueue never holds a preemptor back
+        # and no event is registered. The victims are still deleted off the scheduling loop here
+        # (the loop cannot wait for API calls), where upstream's synchronous mode waits for them.
+        self.async_preemption = handle.features.enable_async_preemption
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> DefaultPreemption:

@@ -9,6 +9,11 @@ the chosen allocation in flight so the next pod sees the devices taken; PreBind 
 ``status.allocation`` (with the finalizer) and ``status.reservedFor`` through the API;
 Unreserve and PostFilter undo as upstream.
 
+The allocator's features follow the gates (DRAPrioritizedList, DRAPartitionableDevices,
+DRADeviceTaints, DRADeviceBindingConditions with DRAResourceClaimDeviceStatus,
+DRAConsumableCapacity); without DRAPrioritizedList a claim with subrequests is unschedulable
+and Score is 0.
+
 Not modelled (all default-off or outside the pod's own claims in v1.36.3): extended resources
 backed by DRA (DRAExtendedResource, beta/on: pods asking for an extended resource that a
 DeviceClass maps are not turned into a special claim), PodGroup claims, node-allocatable
@@ -24,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import structlog
 
+from scheduler.config.duration import format_duration_ns, parse_duration_ns
+from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import (
@@ -53,7 +60,7 @@ from scheduler.model.dra import (
 from scheduler.model.labels import NodeSelector
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
+from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, AllocatorFeatures, FailedOnNode
 from scheduler.plugins.dynamicresources.celcache import CelCache
 from scheduler.plugins.helper import default_normalize_score
 
@@ -90,6 +97,39 @@ class _State:
         return [i for i, c in enumerate(self.claims) if c.allocation is None]
 
 
+def _validate_args(args: Mapping[str, Any], f: Features) -> None:
+    """ValidateDynamicResourcesArgs: each timeout only with its gates, and then in range. The
+    timeouts themselves are not modelled (no filter deadline, no waiting in PreBind)."""
+    errs: list[str] = []
+    for key, gated, check, forbidden in (
+        (
+            "filterTimeout",
+            f.enable_dra_scheduler_filter_timeout,
+            (lambda ns: ns >= 0, "must be zero or positive"),
+            "DRASchedulingFilterTimeout feature gate is disabled",
+        ),
+        (
+            "bindingTimeout",
+            f.enable_dra_device_binding_conditions and f.enable_dra_resource_claim_device_status,
+            (lambda ns: ns >= 1_000_000_000, "must be at least 1 second"),
+            "DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
+        ),
+    ):
+        raw = args.get(key)
+        if raw is None:
+            continue
+        try:
+            ns = parse_duration_ns(str(raw))
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+        if not gated:
+            errs.append(f"{key}: Forbidden: {forbidden}")
+        elif not check[0](ns):
+            errs.append(f'{key}: Invalid value: "{format_duration_ns(ns)}": {check[1]}')
+    if errs:
+        raise ValueError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
+
+
 class DynamicResources(
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -108,12 +148,24 @@ class DynamicResources(
         self.handle = handle
         self._api = api
         self.cel_cache = CelCache()
+        f = handle.features if handle is not None else DEFAULT_FEATURES
+        self.features = f
+        # AllocatorFeatures(fts).
+        self.allocator_features = AllocatorFeatures(
+            prioritized_list=f.enable_dra_prioritized_list,
+            partitionable_devices=f.enable_dra_partitionable_devices,
+            device_taints=f.enable_dra_device_taints,
+            device_binding_and_status=f.enable_dra_device_binding_conditions
+            and f.enable_dra_resource_claim_device_status,
+            consumable_capacity=f.enable_dra_consumable_capacity,
+        )
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> DynamicResources:
         for key in dict(args or {}):
             if key not in ("filterTimeout", "bindingTimeout", "apiVersion", "kind"):
                 raise ValueError(f'unknown field "{key}"')
+        _validate_args(args or {}, handle.features)
         store = getattr(handle.listers, "dra", None)
         return cls(store if isinstance(store, DraStore) else DraStore(), handle)
 
@@ -186,6 +238,11 @@ class DynamicResources(
                     if st is not None:
                         return st
                 elif req.first_available:
+                    if not self.features.enable_dra_prioritized_list:
+                        return _unschedulable(
+                            f"resource claim {claim.kobj}, request {req.name}: has subrequests, but the "
+                            "DRAPrioritizedList feature is disabled"
+                        )
                     for sub in req.first_available:
                         st = self._validate_class(sub.device_class_name, f"{req.name}/{sub.name}")
                         if st is not None:
@@ -193,8 +250,19 @@ class DynamicResources(
                 else:
                     return _unschedulable(f"resource claim {claim.kobj}, request {req.name}: unknown request type")
         if to_allocate > 0:
-            dedicated, _shared, consumed = self.store.allocated_devices()
-            s.allocator = Allocator(dedicated, consumed, self.store.get_class, self.store.list_slices(), self.cel_cache)
+            dedicated, shared, consumed = self.store.allocated_devices()
+            if not self.allocator_features.consumable_capacity:
+                # ListAllAllocatedDevices: a shared allocation takes its device like any other.
+                dedicated = dedicated | {sid[:3] for sid in shared}
+                consumed = {}
+            s.allocator = Allocator(
+                dedicated,
+                consumed,
+                self.store.get_class,
+                self.store.list_slices(),
+                self.cel_cache,
+                features=self.allocator_features,
+            )
         s.claims = claims
         return None
 
@@ -295,6 +363,8 @@ class DynamicResources(
 
     # -- Score ---------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        if not self.features.enable_dra_prioritized_list:
+            return 0
         s = self._state(state)
         if s is None or not s.claims:
             return 0
@@ -328,7 +398,7 @@ class DynamicResources(
         """All zeros for a pod without claims to allocate (every pod without DRA): the common
         case, without a Python call per node."""
         s = self._state(state)
-        if s is None or not s.claims or not s.node_allocations:
+        if s is None or not s.claims or not s.node_allocations or not self.features.enable_dra_prioritized_list:
             # Score is 0 on every node that Filter did not allocate for (upstream too).
             return np.zeros(len(idx), dtype=np.int64)
         return None

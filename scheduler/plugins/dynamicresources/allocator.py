@@ -1,7 +1,8 @@
 """The structured-parameters allocator (upstream k8s.io/dynamic-resource-allocation/structured,
 the "incubating" variant that v1.36.3 picks with its default features: admin access,
 prioritized list, partitionable devices, device taints, binding conditions and consumable
-capacity all on).
+capacity all on). ``AllocatorFeatures`` turns each off as its gates do (upstream would then
+pick its "stable" variant, a subset of "incubating" that behaves the same for what is left).
 
 ``Allocator(...)`` is built once per PreFilter from the allocated devices and the slices;
 ``allocate(node_name, labels, claims)`` runs per node in Filter. It returns one allocation
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -87,6 +89,21 @@ class _Result:
         return f"{self.parent}/{self.request.name}" if self.parent is not None else self.request.name
 
 
+@dataclass(frozen=True, slots=True)
+class AllocatorFeatures:
+    """structured.Features as dynamicresources.AllocatorFeatures fills it from the gates
+    (AdminAccess is locked on)."""
+
+    prioritized_list: bool = True  # DRAPrioritizedList
+    partitionable_devices: bool = True  # DRAPartitionableDevices
+    device_taints: bool = True  # DRADeviceTaints
+    device_binding_and_status: bool = True  # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
+    consumable_capacity: bool = True  # DRAConsumableCapacity
+
+
+DEFAULT_ALLOCATOR_FEATURES = AllocatorFeatures()
+
+
 class Allocator:
     def __init__(
         self,
@@ -96,7 +113,9 @@ class Allocator:
         slices: Sequence[ResourceSlice],
         cel_cache: CelCache,
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        features: AllocatorFeatures = DEFAULT_ALLOCATOR_FEATURES,
     ) -> None:
+        self.features = features
         self.allocated = allocated
         self.aggregated: dict[DeviceID, dict[str, Fraction]] = {
             d: {n: q.exact for n, q in caps.items()} for d, caps in aggregated_capacity.items()
@@ -142,10 +161,30 @@ class _Run:
     # -- set-up ----------------------------------------------------------------------------
     def run(self) -> list[dict[str, Any]] | None:
         slices_for_node = self.a.on_node.get(self.node_name, []) + self.a.shared
-        self.pools = gather_pools(slices_for_node, self.node_name, self.labels, self.a.all_slices)
+        f = self.a.features
+        self.pools = gather_pools(
+            slices_for_node, self.node_name, self.labels, self.a.all_slices, f.partitionable_devices
+        )
         for ci, claim in enumerate(self.claims):
             min_per_claim = 0
             for ri, req in enumerate(claim.requests):
+                if not f.prioritized_list and req.first_available:
+                    raise AllocationError(
+                        f"claim {claim.kobj}, request {req.name}: has subrequests, but the DRAPrioritizedList "
+                        "feature is disabled"
+                    )
+                if not f.consumable_capacity:
+                    if req.exactly is not None and req.exactly.capacity is not None:
+                        raise AllocationError(
+                            f"claim {claim.kobj}, request {req.name}: has capacity requests, but the "
+                            "DRAConsumableCapacity feature is disabled"
+                        )
+                    for sub in req.first_available:
+                        if sub.capacity is not None:
+                            raise AllocationError(
+                                f"claim {claim.kobj}, subrequest {sub.name}: has capacity requests, but the "
+                                "DRAConsumableCapacity feature is disabled"
+                            )
                 if req.first_available:
                     min_req = None
                     for si, sub in enumerate(req.first_available):
@@ -229,7 +268,7 @@ class _Run:
                         if self._selectable((ci, ri, si), rd, sl, di):
                             dev = sl.devices[di]
                             did = (sl.driver, sl.pool, dev.name)
-                            ok = self._capacity_ok(rd.request, did, dev)
+                            ok = not self.a.features.consumable_capacity or self._capacity_ok(rd.request, did, dev)
                             if ok:
                                 rd.all_devices.append((did, dev, sl, p))
             rd.num_devices = len(rd.all_devices)
@@ -308,7 +347,7 @@ class _Run:
                         continue
                     if not self._selectable((ci, ri, si), rd, sl, dvi):
                         continue
-                    if not self._capacity_ok(req, did, dev):
+                    if self.a.features.consumable_capacity and not self._capacity_ok(req, did, dev):
                         continue
                     ok, undo = self._allocate_device(ci, ri, si, did, dev, sl, pool, False)
                     if not ok:
@@ -328,6 +367,8 @@ class _Run:
 
     def _selectable(self, key: tuple[int, int, int], rd: _RequestData, sl: ResourceSlice, di: int) -> bool:
         dev = sl.devices[di]
+        if not self.a.features.device_binding_and_status and dev.binding_conditions:
+            return False  # devices with binding conditions need the feature
         did = (sl.driver, sl.pool, dev.name)
         mk = (did, *key)
         cached = self.match_cache.get(mk)
@@ -372,10 +413,13 @@ class _Run:
         rd = self.request_data[(ci, ri, si)]
         req = rd.request
         admin = bool(req.admin_access)
-        multi = dev.allow_multiple_allocations
+        f = self.a.features
+        multi = dev.allow_multiple_allocations and f.consumable_capacity
         if not multi and admin and ci in self.allocating.get(did, ()):
             return False, _noop
         if not admin and self._in_use(did):
+            return False, _noop
+        if not f.partitionable_devices and dev.consumes_counters:
             return False, _noop
         skip_counters = multi and (did in self.a.aggregated or did in self.allocating_capacity)
         counters_reserved = False
@@ -404,7 +448,7 @@ class _Run:
             if counters_reserved:
                 self._release_counters(pool, dev)
 
-        if _taint_prevents(dev, req):
+        if f.device_taints and _taint_prevents(dev, req):
             rollback()
             return False, _noop
         for c in self.constraints[ci]:
@@ -420,7 +464,7 @@ class _Run:
         if not multi:
             self.allocating.setdefault(did, set()).add(ci)
             marked = True
-        if not self._capacity_ok(req, did, dev):
+        if f.consumable_capacity and not self._capacity_ok(req, did, dev):
             rollback()
             return False, _noop
         result = _Result(req, rd.parent, did, dev, sl)

@@ -53,11 +53,21 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-def _build_pool(driver: str, name: str, slices: list[ResourceSlice], all_for_pool: list[ResourceSlice] | None) -> Pool:
+def _build_pool(
+    driver: str,
+    name: str,
+    slices: list[ResourceSlice],
+    all_for_pool: list[ResourceSlice] | None,
+    partitionable: bool = True,
+) -> Pool:
     p = Pool(driver, name)
     slices = sorted(slices, key=lambda s: s.name)
-    device_slices = [s for s in slices if not s.shared_counters]
-    counter_slices = [s for s in slices if s.shared_counters]
+    if not partitionable:
+        # No counter sets without DRAPartitionableDevices: device names are all there is to check.
+        device_slices, counter_slices = slices, []
+    else:
+        device_slices = [s for s in slices if not s.shared_counters]
+        counter_slices = [s for s in slices if s.shared_counters]
     seen: set[str] = set()
     for s in device_slices:
         for d in s.devices:
@@ -65,6 +75,9 @@ def _build_pool(driver: str, name: str, slices: list[ResourceSlice], all_for_poo
                 p.invalid, p.invalid_reason = True, f"duplicate device name {d.name}"
                 return p
             seen.add(d.name)
+    if not partitionable:
+        p.targeting = device_slices
+        return p
     for s in counter_slices:
         for cs_name, counters in s.shared_counters.items():
             if cs_name in p.counter_sets:
@@ -105,9 +118,12 @@ def gather_pools(
     node_name: str,
     labels: Mapping[str, str],
     all_slices: Sequence[ResourceSlice],
+    partitionable: bool = True,
 ) -> list[Pool]:
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices_for_node:
+        if not partitionable and (s.per_device_node_selection or s.shared_counters):
+            continue  # DRAPartitionableDevices off: such slices do not exist for the allocator
         if s.shared_counters:
             relevant = True
         elif s.node_name or s.all_nodes or s.node_selector is not None:
@@ -131,7 +147,7 @@ def gather_pools(
     for (driver, pname), ss in pools.items():
         gen, count = ss[0].generation, ss[0].resource_slice_count
         if len(ss) == count:
-            p = _build_pool(driver, pname, ss, None)
+            p = _build_pool(driver, pname, ss, None, partitionable)
         else:
             obsolete = False
             all_for_pool: list[ResourceSlice] = []
@@ -150,7 +166,7 @@ def gather_pools(
                 p.incomplete = True
                 result.append(p)
                 continue
-            p = _build_pool(driver, pname, ss, all_for_pool)
+            p = _build_pool(driver, pname, ss, all_for_pool, partitionable)
         if any(d.binding_conditions is not None for s in p.targeting for d in s.devices):
             with_binding.append(p)
         else:

@@ -2,8 +2,8 @@
 
 A pod whose spec uses a feature that only some kubelets support (see ``features.py``) may only
 land on nodes that list that feature in ``status.declaredFeatures``. Pods that need nothing
-skip the plugin at PreFilter, so it costs nothing for them. The NodeDeclaredFeatures feature
-gate is beta and on in v1.36, and pyscheduler keeps gates at their defaults.
+skip the plugin at PreFilter, so it costs nothing for them. Without the NodeDeclaredFeatures
+gate (beta, on in v1.36) it skips every pod and registers no events.
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> NodeDeclaredFeatures:
         if args:
             raise ValueError(f"plugin {cls.name} takes no arguments")
-        return cls(DEFAULT_REGISTRY, Version.parse(TARGET_VERSION))
+        # Without the gate the plugin is built but does nothing (upstream New).
+        return cls(DEFAULT_REGISTRY, Version.parse(TARGET_VERSION), handle.features.enable_node_declared_features)
 
     def _infer(self, pod: PodInfo) -> FeatureSet:
         return self.registry.infer_for_pod_scheduling(_spec(pod), self.version)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
@@ -175,15 +176,22 @@ class _PreScoreState:
 class BalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
 
-    def __init__(self, args: BalancedAllocationArgs | None = None) -> None:
+    def __init__(self, args: BalancedAllocationArgs | None = None, features: Features = DEFAULT_FEATURES) -> None:
         self.args = args or BalancedAllocationArgs()
+        # NewBalancedAllocation: the scorer's flags are the gates.
         self.scorer = ResourceAllocationScorer(
-            self.args.resources, balanced_resource_score, balanced_resource_score_batch, use_requested=True
+            self.args.resources,
+            balanced_resource_score,
+            balanced_resource_score_batch,
+            use_requested=True,
+            pod_level=features.enable_pod_level_resources,
+            use_status=features.enable_in_place_pod_vertical_scaling,
+            pod_level_status=features.enable_in_place_pod_level_resources_vertical_scaling,
         )
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> BalancedAllocation:
-        return cls(BalancedAllocationArgs.parse(args))
+        return cls(BalancedAllocationArgs.parse(args), handle.features)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         reqs = self.scorer.pod_requests(pod)

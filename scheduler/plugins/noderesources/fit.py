@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.config.pluginargs import is_qualified_name
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
@@ -32,8 +33,8 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import NodeInfo
-from scheduler.model.pod import PodInfo, has_status_resources, pod_resource_inputs
-from scheduler.model.podrequests import pod_requests
+from scheduler.model.pod import PodInfo, has_pod_level_requests, has_status_resources, pod_resource_inputs
+from scheduler.model.podrequests import pod_requests, resource_gates
 from scheduler.model.resource import Resource, resource_from_map
 from scheduler.plugins.helper import as_node, as_pod
 from scheduler.plugins.noderesources.least_allocated import least_resource_score, least_resource_score_batch
@@ -142,7 +143,7 @@ class FitArgs:
                         ShapePoint(int(p.get("utilization") or 0), int(p.get("score") or 0))
                         for p in rtcr.get("shape") or []
                     )
-                    errs += _shape_errors(shape, "scoringStrategy.requestedToCapacityRatio.shape")
+                    errs += shape_errors(shape, "scoringStrategy.requestedToCapacityRatio.shape")
             elif rtcr is not None:
                 errs.append(
                     forbidden(
@@ -154,7 +155,7 @@ class FitArgs:
         return FitArgs(frozenset(ignored), frozenset(groups), strategy, resources, shape)
 
 
-def _shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
+def shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
     """validateFunctionShape."""
     if not shape:
         return [required(path, "at least one point must be specified")]
@@ -172,14 +173,10 @@ def _shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
     for i, p in enumerate(shape):
         if not 0 <= p.utilization <= MAX_UTILIZATION:
             errs.append(
-                invalid(
-                    f"{path}[{i}].utilization", p.utilization, f"not in valid range [0, {MAX_UTILIZATION}]"
-                )
+                invalid(f"{path}[{i}].utilization", p.utilization, f"not in valid range [0, {MAX_UTILIZATION}]")
             )
         if not 0 <= p.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errs.append(
-                invalid(f"{path}[{i}].score", p.score, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-            )
+            errs.append(invalid(f"{path}[{i}].score", p.score, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"))
     return errs
 
 
@@ -192,9 +189,7 @@ class _PreFilterState:
 
     __slots__ = ("cpu", "empty", "eph", "mem", "scalars")
 
-    def __init__(
-        self, cpu: int, mem: int, eph: int, scalars: tuple[tuple[str, int], ...], empty: bool
-    ) -> None:
+    def __init__(self, cpu: int, mem: int, eph: int, scalars: tuple[tuple[str, int], ...], empty: bool) -> None:
         self.cpu = cpu
         self.mem = mem
         self.eph = eph
@@ -209,12 +204,15 @@ class _PreScoreState:
         self.pod_requests = pod_requests
 
 
-def spec_requests(pod: PodInfo) -> Resource:
-    """computePodResourceRequest: the pod's requests from its spec alone (containers, pod level,
-    overhead); reported status resources do not count for the pod being placed."""
-    if not has_status_resources(pod.raw):
+def spec_requests(pod: PodInfo, pod_level: bool = True) -> Resource:
+    """computePodResourceRequest: the pod's requests from its spec alone (containers, pod level
+    with the PodLevelResources gate, overhead); reported status resources do not count for the
+    pod being placed."""
+    if not has_status_resources(pod.raw) and (
+        pod_level == resource_gates().pod_level_resources or not has_pod_level_requests(pod.raw)
+    ):
         return pod.requests
-    return resource_from_map(pod_requests(pod_resource_inputs(pod.raw), use_status=False))
+    return resource_from_map(pod_requests(pod_resource_inputs(pod.raw), use_status=False, pod_level=pod_level))
 
 
 def _insufficient(
@@ -260,8 +258,11 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     enable_sidecar_containers: bool = True
     enable_in_place_pod_vertical_scaling: bool = True
 
-    def __init__(self, args: FitArgs | None = None) -> None:
+    def __init__(self, args: FitArgs | None = None, features: Features = DEFAULT_FEATURES) -> None:
         self.args = args or FitArgs()
+        self.features = features
+        # computePodResourceRequest counts spec.resources only with PodLevelResources.
+        self.pod_level = features.enable_pod_level_resources
         a = self.args
         # v1.36.3 NewFit sets the PodLevelResources flag on Fit itself, but the embedded scorer
         # built by getScorer keeps its own flag unset, so scoring sizes the incoming pod from its
@@ -283,7 +284,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Fit:
-        return cls(FitArgs.parse(args))
+        return cls(FitArgs.parse(args), handle.features)
 
     # -- PreFilter -----------------------------------------------------------------------------
     def _ignored(self, name: str) -> bool:
@@ -295,7 +296,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         return bool(a.ignored_resource_groups) and name.split("/", 1)[0] in a.ignored_resource_groups
 
     def compute_state(self, pod: PodInfo) -> _PreFilterState:
-        r = spec_requests(pod)
+        r = spec_requests(pod, self.pod_level)
         scalars = tuple(
             (name, q)
             for name, q in r.scalar.items()
@@ -306,9 +307,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         empty = r.milli_cpu == 0 and r.memory == 0 and r.ephemeral_storage == 0 and not any_scalar
         return _PreFilterState(r.milli_cpu, r.memory, r.ephemeral_storage, scalars, empty)
 
-    def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> PreFilterResult | Status | None:
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> PreFilterResult | Status | None:
         # No Skip here: even a pod requesting nothing must pass the pod-count check.
         if not self.enable_sidecar_containers and _has_restartable_init_container(pod):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, SIDECAR_DISABLED)
@@ -323,9 +322,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unres else Code.UNSCHEDULABLE, *reasons)
 
-    def filter_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
-    ) -> np.ndarray:
+    def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
         s = state.read(PRE_FILTER_KEY, _PreFilterState)
         cols = snapshot.columns
         idx = np.asarray(idx, dtype=np.intp)
@@ -403,20 +400,22 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if modified is None:
             return QueueingHint.QUEUE_SKIP
         # isFit: the pod on an empty copy of the node, nothing ignored.
-        s = Fit().compute_state(pod)
+        s = Fit(features=self.features).compute_state(pod)
         reasons, _ = _insufficient(pod.requests, modified.allocatable, Resource(), 0, s)
         if reasons:
             return QueueingHint.QUEUE_SKIP
         if original is None:
             return QueueingHint.QUEUE
         return (
-            QueueingHint.QUEUE if _requested_increased(pod, original, modified) else QueueingHint.QUEUE_SKIP
+            QueueingHint.QUEUE
+            if _requested_increased(pod, original, modified, self.pod_level)
+            else QueueingHint.QUEUE_SKIP
         )
 
 
-def _requested_increased(pod: PodInfo, original: NodeInfo, modified: NodeInfo) -> bool:
+def _requested_increased(pod: PodInfo, original: NodeInfo, modified: NodeInfo, pod_level: bool = True) -> bool:
     """haveAnyRequestedResourcesIncreased."""
-    old, new, r = original.allocatable, modified.allocatable, spec_requests(pod)
+    old, new, r = original.allocatable, modified.allocatable, spec_requests(pod, pod_level)
     if new.allowed_pod_number > old.allowed_pod_number:
         return True
     if (r.milli_cpu > 0 and new.milli_cpu > old.milli_cpu) or (r.memory > 0 and new.memory > old.memory):

@@ -22,9 +22,7 @@ def least_requested_score(requested: int, capacity: int) -> int:
     return (capacity - requested) * MAX_NODE_SCORE // capacity
 
 
-def least_resource_score(
-    requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]
-) -> int:
+def least_resource_score(requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]) -> int:
     # Upstream passes the node-only amounts too; only BalancedAllocation reads them.
     return weighted_mean_score(least_requested_score, requested, allocatable, weights)
 

@@ -24,9 +24,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
     return requested * MAX_NODE_SCORE // capacity
 
 
-def most_resource_score(
-    requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]
-) -> int:
+def most_resource_score(requested: list[int], allocated: list[int], allocatable: list[int], weights: list[int]) -> int:
     # Upstream passes the node-only amounts too; only BalancedAllocation reads them.
     return weighted_mean_score(most_requested_score, requested, allocatable, weights)
 

@@ -56,9 +56,7 @@ class RequestedToCapacityRatioScorer:
         factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
         self.shape = tuple(ShapePoint(p.utilization, p.score * factor) for p in shape)
         # Utilization is always an integer in [0, 100], so the function is a 101-entry table.
-        self.table = np.array(
-            [broken_linear(self.shape, u) for u in range(MAX_UTILIZATION + 1)], dtype=np.int64
-        )
+        self.table = np.array([broken_linear(self.shape, u) for u in range(MAX_UTILIZATION + 1)], dtype=np.int64)
 
     def resource_score(self, requested: int, capacity: int) -> int:
         if capacity == 0 or requested > capacity:

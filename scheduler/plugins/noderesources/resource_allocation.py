@@ -20,7 +20,7 @@ import numpy as np
 
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, has_pod_level_requests, has_status_resources, pod_resource_inputs
-from scheduler.model.podrequests import NON_MISSING_DEFAULTS, pod_requests
+from scheduler.model.podrequests import NON_MISSING_DEFAULTS, pod_requests, resource_gates
 from scheduler.model.resource import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, resource_from_map
 
 if TYPE_CHECKING:
@@ -138,24 +138,41 @@ BatchScoreFn = Callable[
 ]
 
 
-def scorer_pod_requests(pod: PodInfo, pod_level: bool, non_zero: bool) -> tuple[Resource, int, int]:
+def scorer_pod_requests(
+    pod: PodInfo,
+    pod_level: bool,
+    non_zero: bool,
+    use_status: bool | None = None,
+    pod_level_status: bool | None = None,
+) -> tuple[Resource, int, int]:
     """What calculatePodResourceRequest sees of the incoming pod: (requests, cpu, memory), where
     cpu/memory carry the non-zero defaults per container lacking them when ``non_zero``.
 
-    ``pod_level`` is the scorer's PodLevelResources flag, which upstream sets together with its
-    InPlacePodVerticalScaling flags (both on in BalancedAllocation, all off in Fit's scorer).
-    PodInfo's own numbers are used whenever they are the same thing.
+    The scorer's flags: ``pod_level`` (PodLevelResources), ``use_status``
+    (InPlacePodVerticalScaling) and ``pod_level_status`` (InPlacePodLevelResourcesVerticalScaling);
+    the last two default to ``pod_level``. Upstream's BalancedAllocation sets them from the gates,
+    Fit's scorer leaves them all off. PodInfo's own numbers are used whenever they are the same
+    thing.
     """
-    if pod_level:
+    use_status = pod_level if use_status is None else use_status
+    pod_level_status = pod_level if pod_level_status is None else pod_level_status
+    g = resource_gates()
+    if use_status and pod_level == g.pod_level_resources and pod_level_status == g.pod_level_resize:
         # Same options as CalculateResource's first count; the non-zero variant differs only
-        # with pod-level requests (CalculateResource then defaults only what the pod lacks).
-        if not non_zero or not has_pod_level_requests(pod.raw):
+        # with pod-level requests counted (CalculateResource then defaults only what the pod lacks).
+        if not non_zero or not (pod_level and has_pod_level_requests(pod.raw)):
             return pod.requests, pod.non0_cpu, pod.non0_mem
     elif not has_pod_level_requests(pod.raw) and not has_status_resources(pod.raw):
         return pod.requests, pod.non0_cpu, pod.non0_mem
     inp = pod_resource_inputs(pod.raw)
-    reqs = pod_requests(inp, use_status=pod_level, pod_level=pod_level)
-    non0 = pod_requests(inp, use_status=pod_level, pod_level=pod_level, non_missing=NON_MISSING_DEFAULTS)
+    reqs = pod_requests(inp, use_status=use_status, pod_level=pod_level, pod_level_status=pod_level_status)
+    non0 = pod_requests(
+        inp,
+        use_status=use_status,
+        pod_level=pod_level,
+        pod_level_status=pod_level_status,
+        non_missing=NON_MISSING_DEFAULTS,
+    )
     return resource_from_map(reqs), non0.get(CPU, 0), non0.get(MEMORY, 0)
 
 
@@ -165,9 +182,11 @@ class ResourceAllocationScorer:
         "kinds",
         "names",
         "pod_level",
+        "pod_level_status",
         "resources",
         "score_fn",
         "use_requested",
+        "use_status",
         "weights",
     )
 
@@ -178,6 +197,9 @@ class ResourceAllocationScorer:
         batch_fn: BatchScoreFn,
         use_requested: bool,
         pod_level: bool = True,
+        *,
+        use_status: bool | None = None,
+        pod_level_status: bool | None = None,
     ) -> None:
         self.resources = tuple(resources)
         self.names = tuple(r.name for r in resources)
@@ -186,15 +208,19 @@ class ResourceAllocationScorer:
         self.score_fn = score_fn
         self.batch_fn = batch_fn
         self.use_requested = use_requested
-        # Whether the incoming pod's spec.resources and its status resources count (the scorer's
-        # own PodLevelResources and in-place resize flags; see Fit for why they are off there).
-        # Nodes always count both.
+        # Whether the incoming pod's spec.resources, its containers' status resources and its
+        # pod-level status count (the scorer's own PodLevelResources and in-place resize flags;
+        # see Fit for why they are off there). Nodes count as the process's gates say.
         self.pod_level = pod_level
+        self.use_status = pod_level if use_status is None else use_status
+        self.pod_level_status = pod_level if pod_level_status is None else pod_level_status
 
     # -- pod side ------------------------------------------------------------------------------
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         """calculatePodResourceRequestList: one request per configured resource."""
-        requests, non0_cpu, non0_mem = scorer_pod_requests(pod, self.pod_level, not self.use_requested)
+        requests, non0_cpu, non0_mem = scorer_pod_requests(
+            pod, self.pod_level, not self.use_requested, self.use_status, self.pod_level_status
+        )
         out = []
         for name, kind in zip(self.names, self.kinds):
             if kind == KIND_CPU:

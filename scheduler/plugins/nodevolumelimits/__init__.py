@@ -99,8 +99,13 @@ class _Columns:
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = NAME
 
-    def __init__(self, store: StorageStore | None = None, volume_id_prefix: str | None = None) -> None:
+    def __init__(
+        self, store: StorageStore | None = None, volume_id_prefix: str | None = None, limit_scaling: bool = False
+    ) -> None:
         self.store = store if store is not None else StorageStore()
+        # VolumeLimitScaling (alpha): a driver that opts in (preventPodSchedulingIfMissing) must be
+        # installed on the node.
+        self.limit_scaling = limit_scaling
         # Unbound claims get a made-up handle "<prefix>-<ns>/<name>" that never collides with
         # a real one (upstream: a random 32-character string per plugin instance).
         self.prefix = volume_id_prefix if volume_id_prefix is not None else secrets.token_hex(16)
@@ -112,7 +117,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> NodeVolumeLimits:
         if args:
             raise ValueError(f"plugin {NAME} takes no arguments")
-        return cls(handle.listers.storage)
+        return cls(handle.listers.storage, limit_scaling=handle.features.enable_volume_limit_scaling)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> PreFilterResult | Status | None:
         for vol in pod.volumes:
@@ -208,7 +213,18 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         new = self._new_volumes(pod, csi_node)
         if isinstance(new, Status):
             return new
+        if self.limit_scaling:
+            for driver in new.values():
+                if not self._driver_installed(driver, csi_node):
+                    return Status(Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node")
         return self._check_node(new, node, csi_node)
+
+    def _driver_installed(self, driver: str, csi_node: CSINode | None) -> bool:
+        """checkCSIDriverOnNode: true unless the CSIDriver opts in and the node lacks it."""
+        d = self.store.csi_drivers.get(driver)
+        if d is None or not d.prevent_if_missing:
+            return True
+        return csi_node is not None and any(x.name == driver for x in csi_node.drivers)
 
     def filter_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
@@ -222,6 +238,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             if without.code == Code.ERROR:
                 raise StatusError(without)
             return np.zeros(len(idx), dtype=bool)
+        if self.limit_scaling and any(d.prevent_if_missing for d in self.store.csi_drivers.values()):
+            return None  # the per-node form checks where an opted-in driver is installed
         if not self.store.csi_nodes:
             return np.ones(len(idx), dtype=bool)
         cols = self._columns(snapshot)

@@ -200,6 +200,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.default_constraints = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else args.default_constraints
         )
+        self.match_label_keys = handle.features.enable_match_label_keys_in_pod_topology_spread
+        self.taint_comparison = handle.features.enable_taint_toleration_comparison_operators
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> PodTopologySpread:
@@ -227,7 +229,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return hints.after_node_change(self.constraints(pod, DO_NOT_SCHEDULE), pod, old_obj, new_obj)
 
     def constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
-        return pod_constraints(pod, action, self.default_constraints, self.handle.listers)
+        return pod_constraints(pod, action, self.default_constraints, self.handle.listers, self.match_label_keys)
 
     # -- helpers -----------------------------------------------------------------------------
     def _inclusion(
@@ -239,7 +241,10 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             key = ("affinity", tuple(sorted(pod.node_selector.items())), pod.node_affinity_required)
             mask = idx.node_mask(snap, key, lambda ni: node_matches_required_affinity(pod, ni))
         if c.taints_honor:
-            tm = idx.node_mask(snap, ("taints", pod.tolerations), lambda ni: node_taints_tolerated(pod, ni))
+            cmp = self.taint_comparison
+            tm = idx.node_mask(
+                snap, ("taints", pod.tolerations, cmp), lambda ni: node_taints_tolerated(pod, ni, cmp)
+            )
             mask = tm if mask is None else mask & tm
         return mask
 
@@ -336,8 +341,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self._update(state.read(PRE_FILTER_KEY, _FilterState), pod_to_remove, pod, node, -1)
         return None
 
-    @staticmethod
-    def _update(s: _FilterState, updated: PodInfo, preemptor: PodInfo, node: NodeInfo, delta: int) -> None:
+    def _update(self, s: _FilterState, updated: PodInfo, preemptor: PodInfo, node: NodeInfo, delta: int) -> None:
         if updated.namespace != preemptor.namespace or not node.node_present:
             return
         labels = node.labels
@@ -349,7 +353,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 continue
             if c.affinity_honor and not node_matches_required_affinity(preemptor, node):
                 continue
-            if c.taints_honor and not node_taints_tolerated(preemptor, node):
+            if c.taints_honor and not node_taints_tolerated(preemptor, node, self.taint_comparison):
                 continue
             value = labels[c.topology_key]
             j = s.doms[i].vid.get(value)

@@ -188,15 +188,21 @@ def default_selector(pod: PodInfo, listers: Listers) -> LabelSelector:
 
 
 def pod_constraints(
-    pod: PodInfo, action: str, defaults: tuple[DefaultConstraint, ...], listers: Listers
+    pod: PodInfo,
+    action: str,
+    defaults: tuple[DefaultConstraint, ...],
+    listers: Listers,
+    match_label_keys: bool = True,
 ) -> list[Constraint]:
-    """filterTopologySpreadConstraints on the pod's own constraints, else buildDefaultConstraints."""
+    """filterTopologySpreadConstraints on the pod's own constraints (matchLabelKeys merged into
+    the selector only with the MatchLabelKeysInPodTopologySpread gate), else
+    buildDefaultConstraints."""
     if pod.spread_constraints:
         return [
             Constraint(
                 c.max_skew,
                 c.topology_key,
-                c.selector,
+                c.selector if match_label_keys else c.label_selector,
                 c.min_domains if c.min_domains is not None else 1,
                 c.node_affinity_policy == HONOR,
                 c.node_taints_policy == HONOR,

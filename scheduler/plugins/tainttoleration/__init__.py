@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreScorePlugin, ScorePlugin
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import MAX_NODE_SCORE, Status, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -40,12 +41,12 @@ def prefer_no_schedule_tolerations(tolerations: tuple[Toleration, ...]) -> tuple
     return tuple(t for t in tolerations if t.effect in ("", "PreferNoSchedule"))
 
 
-def count_intolerable_prefer_taints(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> int:
-    return sum(1 for t in taints if t.effect == "PreferNoSchedule" and not tolerates_taint(tolerations, t))
-
-
-def _untolerated(node: NodeInfo, tolerations: tuple[Toleration, ...]) -> bool:
-    return find_untolerated_taint(node.taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+def count_intolerable_prefer_taints(
+    taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...], comparison: bool = False
+) -> int:
+    return sum(
+        1 for t in taints if t.effect == "PreferNoSchedule" and not tolerates_taint(tolerations, t, comparison)
+    )
 
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
@@ -55,9 +56,22 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
     name = NAME
     has_normalize = True
 
+    def __init__(self, comparison: bool = False) -> None:
+        # Lt/Gt tolerations (the TaintTolerationComparisonOperators gate).
+        self.comparison = comparison
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> TaintToleration:
+        if args:
+            raise ValueError(f"plugin {cls.name} takes no arguments")
+        return cls(handle.features.enable_taint_toleration_comparison_operators)
+
+    def _untolerated(self, node: NodeInfo, tolerations: tuple[Toleration, ...]) -> bool:
+        return find_untolerated_taint(node.taints, tolerations, DO_NOT_SCHEDULE_EFFECTS, self.comparison) is not None
+
     # -- Filter --------------------------------------------------------------------------------
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        return _REJECT if _untolerated(node, pod.tolerations) else None
+        return _REJECT if self._untolerated(node, pod.tolerations) else None
 
     def filter_batch(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
@@ -75,7 +89,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
             taints = infos[idx[j]].taints
             ok = seen.get(taints)
             if ok is None:
-                ok = find_untolerated_taint(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is None
+                ok = find_untolerated_taint(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS, self.comparison) is None
                 seen[taints] = ok
             out[j] = ok
         return out
@@ -87,7 +101,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         s = state.read(PRE_SCORE_KEY, _PreScoreState)
-        return count_intolerable_prefer_taints(node.taints, s.tolerations)
+        return count_intolerable_prefer_taints(node.taints, s.tolerations, self.comparison)
 
     def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
         s = state.read(PRE_SCORE_KEY, _PreScoreState)
@@ -102,7 +116,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
             taints = infos[idx[j]].taints
             n = seen.get(taints)
             if n is None:
-                n = count_intolerable_prefer_taints(taints, s.tolerations)
+                n = count_intolerable_prefer_taints(taints, s.tolerations, self.comparison)
                 seen[taints] = n
             out[j] = n
         return out
@@ -122,14 +136,13 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
             ),
         ]
 
-    @staticmethod
-    def _after_node_change(pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+    def _after_node_change(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
         # Queue only on an untolerated -> tolerated transition (a new node counts as untolerated before).
         old, new = as_node(old_obj), as_node(new_obj)
         if new is None:
             return QueueingHint.QUEUE_SKIP
-        was_untolerated = old is None or _untolerated(old, pod.tolerations)
-        if was_untolerated and not _untolerated(new, pod.tolerations):
+        was_untolerated = old is None or self._untolerated(old, pod.tolerations)
+        if was_untolerated and not self._untolerated(new, pod.tolerations):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 

@@ -5,8 +5,10 @@ stop it); Filter finds, per node, PVs for the unbound WaitForFirstConsumer claim
 that they can be provisioned there; Reserve assumes the choice in the binder's assume cache so
 the next pod sees it; PreBind writes it through an injected ``VolumeAPI``.
 
-Score: v1.36.3 builds a scorer only with the StorageCapacityScoring gate, which is off by
-default, so PreScore always skips and Score is 0 (as upstream without the gate).
+Score: only with the StorageCapacityScoring gate (alpha, off by default) is there a scorer:
+the args' utilization shape (default: emptier is better) over each storage class the pod's
+volumes use on the node, statically bound PVs if any, else the CSIStorageCapacity the
+provisioned claims would draw on. Without the gate PreScore skips and Score is 0.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.listers import StorageStore
-from scheduler.framework.status import SKIP, Code, Status, go_quote
+from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError, go_quote
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.model.storage import (
@@ -43,6 +45,14 @@ from scheduler.model.storage import (
     as_storage_class,
     ephemeral_owned_by,
 )
+from scheduler.plugins.noderesources.fit import shape_errors
+from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MAX_UTILIZATION,
+    ShapePoint,
+    broken_linear,
+    go_round,
+)
 from scheduler.plugins.volumebinding.binder import PodVolumeClaims, PodVolumes, VolumeAPI, VolumeBinder
 from scheduler.plugins.volumebinding.errors import BinderError
 from scheduler.plugins.volumebinding.pv_helpers import migrated_node_affinity_ok
@@ -54,6 +64,8 @@ NAME = "VolumeBinding"
 STATE_KEY = NAME
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+# SetDefaults_VolumeBindingArgs with StorageCapacityScoring: the emptier the better.
+DEFAULT_SHAPE: tuple[ShapePoint, ...] = (ShapePoint(0, MAX_CUSTOM_PRIORITY_SCORE), ShapePoint(MAX_UTILIZATION, 0))
 
 
 class _State:
@@ -71,7 +83,11 @@ class _State:
         return self
 
 
-def _parse_args(args: Mapping[str, Any] | None) -> float:
+def _parse_args(
+    args: Mapping[str, Any] | None, capacity_scoring: bool = False
+) -> tuple[float, tuple[ShapePoint, ...] | None]:
+    """bindTimeoutSeconds (defaulted) and, with StorageCapacityScoring, the shape (defaulted when
+    empty; ValidateVolumeBindingArgsWithOptions); a shape without the gate is refused."""
     args = dict(args or {})
     for key in args:
         if key not in ("bindTimeoutSeconds", "shape", "apiVersion", "kind"):
@@ -86,16 +102,56 @@ def _parse_args(args: Mapping[str, Any] | None) -> float:
         errs.append(
             f"bindTimeoutSeconds: Invalid value: {timeout}: invalid BindTimeoutSeconds, should not be a negative value"
         )
-    if "shape" in args and args["shape"] is not None:
-        # The StorageCapacityScoring gate is off in v1.36.3, so any shape is refused.
+    raw_shape = args.get("shape")
+    shape: tuple[ShapePoint, ...] | None = None
+    if capacity_scoring:
+        if not raw_shape:
+            shape = DEFAULT_SHAPE
+        else:
+            if not isinstance(raw_shape, list) or not all(isinstance(p, Mapping) for p in raw_shape):
+                raise ValueError(f"shape: must be a list of utilization/score points, got {raw_shape!r}")
+            shape = tuple(ShapePoint(_int_field(p, "utilization"), _int_field(p, "score")) for p in raw_shape)
+        errs += shape_errors(shape, "shape")
+    elif raw_shape is not None:
         errs.append(
             "shape: Invalid value: "
-            + repr(args["shape"])
+            + repr(raw_shape)
             + ": unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring"
         )
     if errs:
         raise ValueError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
-    return float(timeout)
+    return float(timeout), shape
+
+
+def _int_field(point: Mapping[str, Any], key: str) -> int:
+    v = point.get(key)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"shape: {key} must be an integer, got {v!r}")
+    return v
+
+
+class CapacityScorer:
+    """buildScorerFunction: the shape (scores scaled to 0..100) over each class's utilization,
+    averaged over the classes and rounded half away from zero."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: Sequence[ShapePoint]) -> None:
+        factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+        self.shape = tuple(ShapePoint(p.utilization, p.score * factor) for p in shape)
+
+    def __call__(self, classes: Mapping[str, tuple[int, int]]) -> int:
+        if not classes:
+            return 0
+        total = 0
+        for requested, capacity in classes.values():
+            if capacity == 0 or requested > capacity:
+                total += broken_linear(self.shape, MAX_UTILIZATION)
+            else:
+                total += broken_linear(self.shape, requested * MAX_UTILIZATION // capacity)
+        return go_round(total / len(classes))
 
 
 class VolumeBinding(
@@ -110,16 +166,21 @@ class VolumeBinding(
         handle: Handle | None = None,
         api: VolumeAPI | None = None,
         node_lookup: Callable[[str], NodeInfo | None] | None = None,
+        scorer: CapacityScorer | None = None,
     ) -> None:
         self.store = store if store is not None else StorageStore()
         self.binder = VolumeBinder(self.store, bind_timeout)
+        # Only with StorageCapacityScoring (upstream's scorer and fts.EnableStorageCapacityScoring).
+        self.scorer = scorer
         self.handle = handle
         self._api = api
         self._node_lookup = node_lookup
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> VolumeBinding:
-        return cls(handle.listers.storage, _parse_args(args), handle)
+        timeout, shape = _parse_args(args, handle.features.enable_storage_capacity_scoring)
+        scorer = CapacityScorer(shape) if shape is not None else None
+        return cls(handle.listers.storage, timeout, handle, scorer=scorer)
 
     @property
     def api(self) -> VolumeAPI | None:
@@ -245,11 +306,38 @@ class VolumeBinding(
 
     # -- PreScore / Score --------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
-        # No scorer without StorageCapacityScoring (off by default in v1.36.3).
-        return SKIP
+        if self.scorer is None:
+            return SKIP
+        s = self._state(state)
+        if isinstance(s, Status):
+            return s
+        # With a scorer the gate is on, so dynamic provisions are scored too.
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        return 0
+        if self.scorer is None:
+            return 0
+        s = self._state(state)
+        if isinstance(s, Status):
+            raise StatusError(s)
+        vols = s.by_node.get(node.name)
+        if vols is None:
+            return 0
+        # storage class -> (requested, capacity) in bytes (Quantity.Value, rounded up).
+        classes: dict[str, tuple[int, int]] = {}
+        if vols.static_bindings:
+            for b in vols.static_bindings:
+                cls_name = str((b.pv.raw.get("spec") or {}).get("storageClassName") or "")
+                req, cap = classes.get(cls_name, (0, 0))
+                classes[cls_name] = (req + (b.pvc.request or 0), cap + (b.pv.capacity or 0))
+        else:
+            for p in vols.dynamic_provisions:
+                if p.capacity is None:
+                    continue
+                req, _ = classes.get(p.pvc.spec_class, (0, 0))
+                # The class's capacity on the node once, however many claims draw on it.
+                classes[p.pvc.spec_class] = (req + (p.pvc.request or 0), p.capacity.capacity or 0)
+        return self.scorer(classes)
 
     # -- Reserve / Unreserve -----------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
