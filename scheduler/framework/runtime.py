@@ -631,11 +631,15 @@ class Framework:
         started = time.perf_counter()
         waits: dict[str, float] = {}
         wait_status: Status | None = None
+        rec = state.record_plugin_metrics
         for pl in self.permit_plugins:
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 s, timeout = pl.permit(state, pod, node)
             except Exception as exc:
                 s, timeout = _as_status(exc), 0.0
+            if rec:
+                self._timed("Permit", pl.name, s, t0)
             if s is None or s.is_success():
                 continue
             if s.is_rejected():
