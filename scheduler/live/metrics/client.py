@@ -28,7 +28,7 @@ from prometheus_client import Counter
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import CollectorRegistry
 
-from scheduler.live.metrics.kit import ALPHA, BulkHistogram, ScrapeFamily, helptext
+from scheduler.live.metrics.kit import ALPHA, BulkHistogram, Schema, ScrapeFamily, collector_schema, helptext
 
 _LATENCY = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0]
 _SIZES = [64, 256, 512, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216]
@@ -107,6 +107,9 @@ class RestClientMetrics:
 
     def collect(self) -> Iterator[Metric]:
         yield from self._registry.collect()
+
+    def schema(self) -> list[Schema]:
+        return [s for c in list(self._registry._collector_to_names) for s in collector_schema(c)]  # noqa: SLF001
 
     # -- hooks -------------------------------------------------------------------------------
     def transport_created(self) -> None:

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from scheduler.live.metrics import client
-from scheduler.live.metrics.kit import ALPHA, BETA, ScrapeFamily, helptext
+from scheduler.live.metrics.kit import ALPHA, BETA, Schema, ScrapeFamily, helptext
 
 # The release whose behaviour this scheduler follows, for the version families.
 KUBE_MAJOR, KUBE_MINOR, KUBE_PATCH = "1", "36", "3"
@@ -141,6 +141,10 @@ class _Meta:
     def describe(self) -> Iterator[Metric]:
         yield from self._families()
 
+    def schema(self) -> list[Schema]:
+        labels = {"registered_metrics": ("deprecated_version", "stability_level")}
+        return [Schema(f.name + "_total", "counter", f.documentation, labels.get(f.name, ())) for f in self._families()]
+
     def collect(self) -> Iterator[Metric]:
         fams = self._families()
         for level in sorted(self.levels):
@@ -179,6 +183,9 @@ class _Process:
     def describe(self) -> Iterator[Metric]:
         for name in self._HELP:
             yield self._family(name)
+
+    def schema(self) -> list[Schema]:
+        return [Schema(name, kind, text, ()) for name, (kind, text) in self._HELP.items()]
 
     def collect(self) -> Iterator[Metric]:
         values = self.read()

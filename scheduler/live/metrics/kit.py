@@ -10,6 +10,7 @@ import decimal
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -19,6 +20,17 @@ from prometheus_client.metrics_core import (
     HistogramMetricFamily,
     Metric,
 )
+
+@dataclass(frozen=True)
+class Schema:
+    """A family as exposed: counters under their ``_total`` name; ``buckets`` for histograms."""
+
+    name: str
+    type: str
+    help: str
+    labels: tuple[str, ...]
+    buckets: tuple[float, ...] = ()
+
 
 ALPHA = "ALPHA"
 BETA = "BETA"
@@ -127,6 +139,9 @@ class BulkHistogram:
     def _family(self) -> HistogramMetricFamily:
         return HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
+    def schema(self) -> list[Schema]:
+        return [Schema(self.name, "histogram", self.documentation, self.labelnames, tuple(self.bounds))]
+
     def describe(self) -> Iterator[Metric]:
         yield self._family()
 
@@ -152,6 +167,12 @@ class ScrapeFamily:
         self.documentation = documentation
         self.labelnames = list(labelnames)
         self.read = read
+
+    def schema(self) -> list[Schema]:
+        name = self.name
+        if self.kind == "counter" and not name.endswith("_total"):
+            name += "_total"
+        return [Schema(name, self.kind, self.documentation, tuple(self.labelnames))]
 
     def _family(self) -> GaugeMetricFamily | CounterMetricFamily:
         if self.kind == "counter":
@@ -185,9 +206,20 @@ def exposition(registry: CollectorRegistry) -> bytes:
     return generate_latest(_NonEmpty(registry))  # type: ignore[arg-type]
 
 
-def families(registry: CollectorRegistry) -> dict[str, Any]:
-    """Name -> family as exposed (counters under their ``_total`` name), for tests."""
-    out: dict[str, Any] = {}
-    for fam in registry.collect():
-        out[fam.name + ("_total" if fam.type == "counter" else "")] = fam
+def schema(registry: CollectorRegistry) -> dict[str, Schema]:
+    """Every family the registry holds, samples or not, by exposed name (docs and tests)."""
+    out: dict[str, Schema] = {}
+    for collector in list(registry._collector_to_names):  # noqa: SLF001 - the client keeps no public list
+        for s in collector_schema(collector):
+            out[s.name] = s
     return out
+
+
+def collector_schema(collector: Any) -> list[Schema]:
+    own = getattr(collector, "schema", None)
+    if own is not None:
+        return list(own())
+    kind = collector._type  # a prometheus_client metric: Counter, Gauge, Histogram
+    name = collector._name + ("_total" if kind == "counter" else "")
+    buckets = tuple(b for b in getattr(collector, "_upper_bounds", ()) if not math.isinf(b))
+    return [Schema(name, kind, collector._documentation, tuple(collector._labelnames), buckets)]
