@@ -109,7 +109,7 @@ class RestClientMetrics:
         yield from self._registry.collect()
 
     def schema(self) -> list[Schema]:
-        return [s for c in list(self._registry._collector_to_names) for s in collector_schema(c)]  # noqa: SLF001
+        return [s for c in list(self._registry._collector_to_names) for s in collector_schema(c)]
 
     # -- hooks -------------------------------------------------------------------------------
     def transport_created(self) -> None:

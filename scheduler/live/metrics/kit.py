@@ -21,6 +21,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
+
 @dataclass(frozen=True)
 class Schema:
     """A family as exposed: counters under their ``_total`` name; ``buckets`` for histograms."""
@@ -209,7 +210,7 @@ def exposition(registry: CollectorRegistry) -> bytes:
 def schema(registry: CollectorRegistry) -> dict[str, Schema]:
     """Every family the registry holds, samples or not, by exposed name (docs and tests)."""
     out: dict[str, Schema] = {}
-    for collector in list(registry._collector_to_names):  # noqa: SLF001 - the client keeps no public list
+    for collector in list(registry._collector_to_names):
         for s in collector_schema(collector):
             out[s.name] = s
     return out
