@@ -181,6 +181,10 @@ class Algorithm:
             diagnosis.add_plugin_status(s)
             return np.empty(0, dtype=np.int64), diagnosis
 
+        # OpportunisticBatching's node hint (upstream GetNodeHint): nothing is batched here, so
+        # there is none; the metrics record the attempt as the binary does for unsigned pods.
+        started = time.perf_counter()
+        fw.handle.metrics.batch_hint(fw.profile_name, time.perf_counter() - started)
         if pod.nominated_node_name:
             ni = snap.get(pod.nominated_node_name)
             if ni is not None:
@@ -252,6 +256,7 @@ class Algorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         infos = snap.node_infos
         if len(feasible) == 1:
+            self._batch_stored(fw, "empty_list")
             return ScheduleResult(infos[int(feasible[0])].name, evaluated, 1, None, diagnosis)
         if not fw.has_score_plugins():
             # Upstream gives every node a total of 1; selection is then a pure tie-break.
@@ -265,4 +270,11 @@ class Algorithm:
                 raise StatusError(s)
             scores = fw.run_score(state, pod, snap, feasible)
         winner = self.select_host(scores.totals)
+        self._batch_stored(fw, "pod_not_batchable")
         return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis)
+
+    @staticmethod
+    def _batch_stored(fw: Framework, reason: str) -> None:
+        """Upstream StoreScheduleResults: an unsigned pod's results are not kept (``reason``)."""
+        started = time.perf_counter()
+        fw.handle.metrics.batch_stored(fw.profile_name, time.perf_counter() - started, reason)

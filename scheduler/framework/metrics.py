@@ -31,6 +31,14 @@ class MetricsRecorder:
         """One plugin ran at ``point`` ``count`` times (once per node for a batch form) in
         ``seconds`` all told, each ending in ``status``."""
 
+    def batch_hint(self, profile: str, seconds: float) -> None:
+        """OpportunisticBatching asked for a node hint and had none (no pod is signed here, so the
+        batch never holds results: upstream's behaviour for pods it cannot sign)."""
+
+    def batch_stored(self, profile: str, seconds: float, reason: str) -> None:
+        """OpportunisticBatching was handed a cycle's results and kept none: ``reason`` is
+        empty_list (no other feasible node) or pod_not_batchable."""
+
     def volume_stage_error(self, operation: str) -> None:
         """VolumeBinding's binder failed at ``operation``: predicate, assume or bind."""
 

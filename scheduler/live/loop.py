@@ -208,6 +208,7 @@ class Scheduler(EventHandlers):
         q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(st)
         result = UNSCHEDULABLE if st.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
+        self.metrics.rejected(q.unschedulable_plugins | q.pending_plugins, fw.profile_name)
         self._handle_scheduling_failure(fw, q, st, out.nominating)
 
     def _handle_scheduling_failure(
@@ -335,6 +336,7 @@ class Scheduler(EventHandlers):
         result = UNSCHEDULABLE if s.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
         q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(s)
+        self.metrics.rejected(q.unschedulable_plugins | q.pending_plugins, fw.profile_name)
         self._handle_scheduling_failure(fw, q, s)
         if s.is_rejected():
             self._freed(assumed)

@@ -66,10 +66,25 @@ class _FrameworkRecorder(MetricsRecorder):
         self._claims = _children(m.resourceclaim_creates)
         self._bc_total = _children(m.dra_bindingconditions_allocations)
         self._bc_wait = m.dra_bindingconditions_wait_duration.labels
+        self._hint_duration = m.get_node_hint_duration.labels
+        self._store_duration = m.store_schedule_results_duration.labels
+        self._batch = _children(m.batch_attempts)
+        self._flushed = _children(m.batch_cache_flushed)
+        self.batching = True  # the OpportunisticBatching gate (beta, on); feature_gates() reads it
 
     def plugin(self, point: str, plugin: str, status: str, seconds: float, count: int = 1) -> None:
         # Upstream observes each call; a batch over ``count`` nodes is that many calls of its mean.
         self._plugin(plugin, point, status).observe(seconds / count if count > 1 else seconds, count)
+
+    def batch_hint(self, profile: str, seconds: float) -> None:
+        if self.batching:
+            self._hint_duration("no_hint", profile).observe(seconds)
+            self._batch(profile, "no_hint").inc()
+
+    def batch_stored(self, profile: str, seconds: float, reason: str) -> None:
+        if self.batching:
+            self._store_duration(profile).observe(seconds)
+            self._flushed(profile, reason).inc()
 
     def volume_stage_error(self, operation: str) -> None:
         self._stage(operation).inc()
@@ -140,6 +155,7 @@ class Metrics:
         self._hint = self.queueing_hint_execution_duration.labels
         self._event = self.event_handling_duration.labels
         self._permit_wait = self.permit_wait_duration.labels
+        self._unschedulable: _Unschedulable | None = None
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(
@@ -158,8 +174,10 @@ class Metrics:
         self.watch_queue(queue.counts)
         self.watch_cache(cache_sizes)
         src = self.families.sources
-        src["unschedulable_pods"] = _Unschedulable(queue).read
-        src["inflight_events"] = lambda: _inflight_events(queue)
+        self._unschedulable = _Unschedulable(queue)
+        src["unschedulable_pods"] = self._unschedulable.read
+        inflight_seen: set[str] = set()
+        src["inflight_events"] = lambda: _inflight_events(queue, inflight_seen)
         src["plugin_evaluation"] = lambda: _evaluations(frameworks)
         src["goroutines"] = lambda: ((("binding",), binding_tasks()),)
 
@@ -195,6 +213,12 @@ class Metrics:
         for ev in events:
             self._event(ev if isinstance(ev, str) else event_label(ev)).observe(seconds)
 
+    def rejected(self, plugins: Iterable[str], profile: str) -> None:
+        """A failed attempt's rejecting plugins: their scheduler_unschedulable_pods series exist
+        from now on (upstream's gauge child is made at the first increment)."""
+        if self._unschedulable is not None:
+            self._unschedulable.seen.update((p, profile) for p in plugins)
+
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self._attempts(result, profile).inc()
         self._attempt_duration(result, profile).observe(seconds)
@@ -215,6 +239,7 @@ class Metrics:
         """kubernetes_feature_enabled{name,stage} (component-base featuregate AddMetrics): every
         gate the process knows, 1 when on; a GA gate has an empty stage."""
         self.component.set_features((spec.name, spec.stage, on) for spec, on in gates.all())
+        self.recorder.batching = gates.enabled("OpportunisticBatching")
 
     def object_error(self, kind: str, stage: str = "watch") -> None:
         self.object_errors.labels(kind, stage).inc()
@@ -247,11 +272,11 @@ class _Unschedulable:
         return [(key, counts.get(key, 0)) for key in sorted(self.seen)]
 
 
-def _inflight_events(queue: SchedulingQueue) -> Samples:
+def _inflight_events(queue: SchedulingQueue, seen: set[str]) -> Samples:
     """scheduler_inflight_events: upstream keeps one list of the events received while any pod
     is in flight, from the oldest in-flight pod on; here each pod in flight keeps its own, so
     the union of those lists (one entry per event, however many pods hold it) is that list.
-    ``PodPopped`` counts the pods in flight."""
+    ``PodPopped`` counts the pods in flight. A label once seen stays, at 0, as a Go gauge child."""
     lists = queue.in_flight_events()
     seen: set[tuple[int, int, int]] = set()
     counts: dict[str, int] = {"PodPopped": len(lists)}
@@ -262,7 +287,8 @@ def _inflight_events(queue: SchedulingQueue) -> Samples:
                 seen.add(key)
                 label = event_label(ev)
                 counts[label] = counts.get(label, 0) + 1
-    return [((label,), n) for label, n in counts.items()]
+    seen.update(counts)
+    return [((label,), counts.get(label, 0)) for label in sorted(seen)]
 
 
 def _evaluations(frameworks: Mapping[str, Framework]) -> Samples:
