@@ -278,13 +278,13 @@ def _inflight_events(queue: SchedulingQueue, seen: set[str]) -> Samples:
     the union of those lists (one entry per event, however many pods hold it) is that list.
     ``PodPopped`` counts the pods in flight. A label once seen stays, at 0, as a Go gauge child."""
     lists = queue.in_flight_events()
-    seen: set[tuple[int, int, int]] = set()
+    distinct: set[tuple[int, int, int]] = set()
     counts: dict[str, int] = {"PodPopped": len(lists)}
     for events in lists:
         for ev, old, new in events:
             key = (id(ev), id(old), id(new))
-            if key not in seen:
-                seen.add(key)
+            if key not in distinct:
+                distinct.add(key)
                 label = event_label(ev)
                 counts[label] = counts.get(label, 0) + 1
     seen.update(counts)
