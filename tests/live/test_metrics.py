@@ -286,3 +286,28 @@ def test_event_handling_is_timed_under_upstreams_labels() -> None:
 def test_goroutines_are_the_bindings_in_flight() -> None:
     h = attached()
     assert value(h.metrics, "scheduler_goroutines", operation="binding") == 0
+
+
+async def test_a_rejecting_plugin_has_its_series_even_if_never_scraped_while_counted() -> None:
+    # Upstream makes the gauge child at the first increment; it stays at 0 afterwards.
+    h = attached()
+    h.sched.on_node(None, make_node("small", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("big", cpu="2"))
+    await h.step()
+    h.clock.step(2)
+    h.sched.on_node(None, make_node("large", cpu="8"))
+    await h.step()  # popped and bound before any scrape
+    text = h.metrics.exposition()[0].decode()
+    assert 'scheduler_unschedulable_pods{plugin="NodeResourcesFit",profile="default-scheduler"} 0.0' in text
+
+
+def test_inflight_event_labels_stay_at_zero() -> None:
+    h = attached()
+    h.sched.on_node(None, make_node("n1", cpu="4"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    q = h.queue.pop_nowait()
+    assert q is not None
+    h.sched.on_node(None, make_node("n2", cpu="4"))
+    assert value(h.metrics, "scheduler_inflight_events", event="NodeAdd") == 1
+    h.queue.done(q.pod.uid)
+    assert 'scheduler_inflight_events{event="NodeAdd"} 0.0' in h.metrics.exposition()[0].decode()
