@@ -88,6 +88,8 @@ class Document:
     leader_election: LeaderElection
     client_connection: ClientConnection
     profiles: list[RawProfile]
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
 
 
 def _check_keys(path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -334,9 +336,10 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     percentage = opt_int("percentageOfNodesToScore", 0)
     initial_backoff = opt_int("podInitialBackoffSeconds", 1, _INT64)
     max_backoff = opt_int("podMaxBackoffSeconds", 10, _INT64)
+    flags: dict[str, bool] = {}
     for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
         if top_obj.get(key) is not None:
-            _bool(key, top_obj[key])
+            flags[key] = _bool(key, top_obj[key])
     if top_obj.get("percentageOfPlacementsToScore") is not None:
         raise ConfigError(
             "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
@@ -347,4 +350,6 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     le = _decode_leader_election(top_obj.get("leaderElection"))
     cc = _decode_client_connection(top_obj.get("clientConnection"))
     profiles = [_decode_profile(f"profiles[{i}]", p) for i, p in enumerate(_list("profiles", top_obj.get("profiles")))]
-    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles)
+    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles,
+                    enable_profiling=flags.get("enableProfiling", True),
+                    enable_contention_profiling=flags.get("enableContentionProfiling", True))

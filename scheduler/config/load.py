@@ -69,6 +69,8 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         pod_max_backoff_seconds=float(d.pod_max_backoff_seconds),
         client_connection=d.client_connection,
         leader_election=d.leader_election,
+        enable_profiling=d.enable_profiling,
+        enable_contention_profiling=d.enable_contention_profiling,
         feature_gates=gates,
     )
 

@@ -95,5 +95,8 @@ class SchedulerConfig:
     pod_max_in_unschedulable_pods_duration: float = 300
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    # /debug/pprof and /debug/flags/v (v1 defaults: both on).
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
     # --feature-gates (not in the file): what defaults and validation used, and what plugins get.
     feature_gates: FeatureGates = DEFAULT_GATES

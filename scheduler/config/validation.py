@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
 from scheduler.config.duration import format_duration
-from scheduler.config.types import PluginSet
+from scheduler.config.types import LeaderElection, PluginSet
 
 
 def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[str]:
@@ -17,24 +17,7 @@ def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[s
     errs: list[str] = []
     if cc.burst < 0:
         errs.append(invalid("clientConnection.burst", cc.burst, "must be non-negative"))
-    if le.leader_elect:
-        lp = "leaderElection"
-        if le.lease_duration <= 0:
-            errs.append(_invalid_d(f"{lp}.leaseDuration", le.lease_duration, "must be greater than zero"))
-        if le.renew_deadline <= 0:
-            errs.append(_invalid_d(f"{lp}.renewDeadline", le.renew_deadline, "must be greater than zero"))
-        if le.retry_period <= 0:
-            errs.append(_invalid_d(f"{lp}.retryPeriod", le.retry_period, "must be greater than zero"))
-        if le.lease_duration <= le.renew_deadline:
-            errs.append(_invalid_d(f"{lp}.leaseDuration", le.renew_deadline, "must be greater than `RenewDeadline`"))
-        if not le.resource_lock:
-            errs.append(required(f"{lp}.resourceLock"))
-        if not le.resource_namespace:
-            errs.append(required(f"{lp}.resourceNamespace"))
-        if not le.resource_name:
-            errs.append(required(f"{lp}.resourceName"))
-        if le.resource_lock != "leases":
-            errs.append(invalid(f"{lp}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"'))
+    errs.extend(validate_leader_election(le))
     if doc.parallelism <= 0:
         errs.append(invalid("parallelism", doc.parallelism, "should be an integer value greater than zero"))
 
@@ -66,6 +49,33 @@ def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[s
         errs.append(
             invalid("podMaxBackoffSeconds", maximum, "must be greater than or equal to PodInitialBackoffSeconds")
         )
+    return errs
+
+
+
+def validate_leader_election(le: LeaderElection) -> list[str]:
+    """component-base's ValidateLeaderElectionConfiguration; also run on the leader-election
+    flags applied over the configuration."""
+    errs: list[str] = []
+    if not le.leader_elect:
+        return errs
+    lp = "leaderElection"
+    if le.lease_duration <= 0:
+        errs.append(_invalid_d(f"{lp}.leaseDuration", le.lease_duration, "must be greater than zero"))
+    if le.renew_deadline <= 0:
+        errs.append(_invalid_d(f"{lp}.renewDeadline", le.renew_deadline, "must be greater than zero"))
+    if le.retry_period <= 0:
+        errs.append(_invalid_d(f"{lp}.retryPeriod", le.retry_period, "must be greater than zero"))
+    if le.lease_duration <= le.renew_deadline:
+        errs.append(_invalid_d(f"{lp}.leaseDuration", le.renew_deadline, "must be greater than `RenewDeadline`"))
+    if not le.resource_lock:
+        errs.append(required(f"{lp}.resourceLock"))
+    if not le.resource_namespace:
+        errs.append(required(f"{lp}.resourceNamespace"))
+    if not le.resource_name:
+        errs.append(required(f"{lp}.resourceName"))
+    if le.resource_lock != "leases":
+        errs.append(invalid(f"{lp}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"'))
     return errs
 
 

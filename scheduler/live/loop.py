@@ -40,10 +40,13 @@ from scheduler.live.handlers import EventHandlers
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced
+from scheduler.live.log import verbose
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
+# kube-scheduler's schedule_one.go log calls behind V(n), selected by -v or --vmodule=schedule_one=N.
+SCHEDULE_ONE = verbose("schedule_one")
 
 
 def permit_timer(seconds: float, fire: Callable[[], None]) -> Cancel:
@@ -179,6 +182,8 @@ class Scheduler(EventHandlers):
         start = time.perf_counter()
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
         self.metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+        if SCHEDULE_ONE.level >= 10 and out.result is not None:
+            self._log_scores(pod.key, out)
         if out.assumed is None:
             self._cycle_failed(fw, q, out, start)
             return
@@ -189,6 +194,19 @@ class Scheduler(EventHandlers):
         )
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
+
+    def _log_scores(self, pod: str, out: CycleOutcome) -> None:
+        """prioritizeNodes' V(10) lines: each plugin's weighted score per node, then each node's total."""
+        scores = out.result.scores if out.result is not None else None
+        if scores is None or not scores.plugins:
+            return  # one feasible node, or no Score plugin: upstream logs no scores either
+        infos = self.snapshot.node_infos
+        names = [infos[int(i)].name for i in scores.idx]
+        for k, node in enumerate(names):
+            for plugin, final in zip(scores.plugins, scores.final):
+                log.info("Plugin scored node for pod", v=10, pod=pod, plugin=plugin, node=node, score=int(final[k]))
+        for k, node in enumerate(names):
+            log.info("Calculated node's final score for pod", v=10, pod=pod, node=node, score=int(scores.totals[k]))
 
     def _cycle_crashed(self, q: QueuedPodInfo, exc: Exception) -> None:
         """A cycle that raised costs only its pod: logged, counted, evented, back with backoff."""

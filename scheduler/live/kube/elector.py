@@ -50,6 +50,26 @@ class LeadershipLost(Exception):
     pass
 
 
+class ElectorConfigError(ValueError):
+    """Timings the elector cannot work with, in client-go's words (NewLeaderElector)."""
+
+
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """client-go's NewLeaderElector checks, in its order. Config validation does not catch a
+    renew deadline within the jittered retry period; without this the elector would fail later."""
+    if lease_duration <= renew_deadline:
+        raise ElectorConfigError("leaseDuration must be greater than renewDeadline")
+    # Go truncates JitterFactor*retryPeriod to whole nanoseconds.
+    if round(renew_deadline * 1e9) <= int(JITTER_FACTOR * round(retry_period * 1e9)):
+        raise ElectorConfigError("renewDeadline must be greater than retryPeriod*JitterFactor")
+    if lease_duration < 1e-9:
+        raise ElectorConfigError("leaseDuration must be greater than zero")
+    if renew_deadline < 1e-9:
+        raise ElectorConfigError("renewDeadline must be greater than zero")
+    if retry_period < 1e-9:
+        raise ElectorConfigError("retryPeriod must be greater than zero")
+
+
 class LeaseAPI(Protocol):
     """Lease calls as dicts; ``get`` returns None when the Lease does not exist."""
 
@@ -125,10 +145,7 @@ class LeaderElector:
         on_change: Callable[[bool], None] | None = None,
         on_slowpath: Callable[[], None] | None = None,
     ) -> None:
-        if lease_duration <= renew_deadline:
-            raise ValueError("leaseDuration must be greater than renewDeadline")
-        if renew_deadline <= JITTER_FACTOR * retry_period:
-            raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+        check_timings(lease_duration, renew_deadline, retry_period)
         self.api = api
         self.name = name
         self.namespace = namespace
