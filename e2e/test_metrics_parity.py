@@ -25,7 +25,7 @@ from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.differential import kubescheduler
-from e2e.support.auth import create_sa_token, ensure_service_account
+from e2e.support.auth import path_reader_token
 from e2e.support.objects import make_pod, unique_name
 from e2e.support.waits import wait_bound, wait_for
 from scheduler.testing.process import SchedulerProcess, free_port, https_get
@@ -91,43 +91,20 @@ def differences(ref: dict[str, Family], ours: dict[str, Family]) -> list[str]:
 @pytest.fixture(scope="module")
 def reader_token(api_client: client.ApiClient) -> Iterator[str]:
     """A ServiceAccount allowed to get /metrics and /metrics/resources, as a Prometheus would be."""
-    ns, name = "kube-system", unique_name("metrics-parity")
-    core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
-    ensure_service_account(core, ns, name)
-    rbac.create_cluster_role({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-        "rules": [{"nonResourceURLs": ["/metrics", "/metrics/resources"], "verbs": ["get"]}],
-    })
-    rbac.create_cluster_role_binding({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
-    })
-    yield create_sa_token(core, ns, name)
-    for delete in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
-        with contextlib.suppress(ApiException):
-            delete(name)
-    with contextlib.suppress(ApiException):
-        core.delete_namespaced_service_account(name, ns)
+    with path_reader_token(api_client, unique_name("metrics-parity"), ["/metrics", "/metrics/resources"]) as token:
+        yield token
 
 
 @pytest.fixture(scope="module")
 def reference(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[kubescheduler.KubeScheduler]:
     """The binary under profile kube-reference, leading its own Lease (leader_election_* appear)."""
-    binary = kubescheduler.binary_path()
-    if not binary.exists():
-        pytest.fail(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler", pytrace=False)
-    d = pathlib.Path(tmp_path_factory.mktemp("kube-reference"))
-    cfg = kubescheduler.config(REFERENCE, kubeconfig, kubescheduler.disabled_plugins())
-    cfg["leaderElection"] = {"leaderElect": True, "resourceNamespace": "kube-system",
-                             "resourceName": unique_name("kube-reference")}
-    ks = kubescheduler.KubeScheduler(binary, kubescheduler.write_config(d / "config.yaml", cfg), kubeconfig,
-                                     d / "kube-scheduler.log")
-    ks.start()
+    lease = {"leaderElect": True, "resourceNamespace": "kube-system", "resourceName": unique_name("kube-reference")}
     try:
-        yield ks
-    finally:
-        ks.stop()
+        with kubescheduler.running(REFERENCE, kubeconfig, pathlib.Path(tmp_path_factory.mktemp("kube-reference")),
+                                   lease) as ks:
+            yield ks
+    except FileNotFoundError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -203,23 +180,30 @@ def drive(core: client.CoreV1Api, node_factory: Callable[..., list[str]], namesp
     del nodes
 
 
-def test_metric_families_match_kube_scheduler(
-    core_v1: client.CoreV1Api,
-    node_factory: Callable[..., list[str]],
-    namespace: str,
-    reference: kubescheduler.KubeScheduler,
-    ours: SchedulerProcess,
-    reader_token: str,
-    priority_classes: tuple[str, str],
-    tmp_path: pathlib.Path,
-) -> None:
-    def sampled(port: int) -> Callable[[], bool]:
-        return lambda: "scheduler_plugin_execution_duration_seconds_bucket" in scrape(port, "/metrics", reader_token)
+@dataclass(frozen=True)
+class Sides:
+    """The two schedulers' secure ports and a token that may read both."""
 
-    drive(core_v1, node_factory, namespace, REFERENCE, priority_classes, sampled(reference.port))
-    drive(core_v1, node_factory, namespace, OURS, priority_classes, sampled(ours.port))
+    reference: int
+    ours: int
+    token: str
+
+
+@pytest.fixture(scope="module")
+def sides(reference: kubescheduler.KubeScheduler, ours: SchedulerProcess, reader_token: str) -> Sides:
+    return Sides(reference.port, ours.port, reader_token)
+
+
+def test_metric_families_match_kube_scheduler(core_v1: client.CoreV1Api, node_factory: Callable[..., list[str]],
+                                              namespace: str, sides: Sides, priority_classes: tuple[str, str],
+                                              tmp_path: pathlib.Path) -> None:
+    def sampled(port: int) -> Callable[[], bool]:
+        return lambda: "scheduler_plugin_execution_duration_seconds_bucket" in scrape(port, "/metrics", sides.token)
+
+    drive(core_v1, node_factory, namespace, REFERENCE, priority_classes, sampled(sides.reference))
+    drive(core_v1, node_factory, namespace, OURS, priority_classes, sampled(sides.ours))
     time.sleep(2)  # the binary flushes its asynchronously recorded metrics every second
-    ref_text, our_text = scrape(reference.port, "/metrics", reader_token), scrape(ours.port, "/metrics", reader_token)
+    ref_text, our_text = scrape(sides.reference, "/metrics", sides.token), scrape(sides.ours, "/metrics", sides.token)
     (tmp_path / "kube-scheduler.metrics").write_text(ref_text)
     (tmp_path / "pyscheduler.metrics").write_text(our_text)
     print(f"scrapes in {tmp_path}")
@@ -234,14 +218,8 @@ def test_metric_families_match_kube_scheduler(
     assert not problems, "\n".join(problems)
 
 
-def test_metrics_resources_match_kube_scheduler(
-    core_v1: client.CoreV1Api,
-    node_factory: Callable[..., list[str]],
-    namespace: str,
-    reference: kubescheduler.KubeScheduler,
-    ours: SchedulerProcess,
-    reader_token: str,
-) -> None:
+def test_metrics_resources_match_kube_scheduler(core_v1: client.CoreV1Api, node_factory: Callable[..., list[str]],
+                                                namespace: str, sides: Sides) -> None:
     node_factory(1, labels={GROUP: "resources"}, cpu="4")
     for scheduler in (REFERENCE, OURS):
         body = make_pod(f"{scheduler}-res", namespace, scheduler_name=scheduler, node_selector={GROUP: "resources"},
@@ -252,10 +230,10 @@ def test_metrics_resources_match_kube_scheduler(
 
     def leading(port: int) -> str:
         # Served only by the leader: empty until the Lease is held.
-        return wait_for(lambda: scrape(port, "/metrics/resources", reader_token).strip(), timeout=60,
+        return wait_for(lambda: scrape(port, "/metrics/resources", sides.token).strip(), timeout=60,
                         interval=0.5, desc="a /metrics/resources body")
 
-    ref_text, our_text = leading(reference.port), leading(ours.port)
+    ref_text, our_text = leading(sides.reference), leading(sides.ours)
     assert not differences(families(ref_text), families(our_text))
     assert set(families(ref_text)) == {"kube_pod_resource_request", "kube_pod_resource_limit"}
 
@@ -264,5 +242,11 @@ def test_metrics_resources_match_kube_scheduler(
                 for f in text_string_to_metric_families(text) for s in f.samples
                 if s.labels.get("namespace") == namespace}
 
-    # Every pod both see, with the same values (each lists every pod of the cluster).
-    assert series(ref_text) == series(our_text)
+    # Every pod both see, with the same values (each lists every pod of the cluster); the
+    # watches may lag a moment behind the bindings.
+    def same() -> bool:
+        return series(leading(sides.reference)) == series(leading(sides.ours))
+
+    wait_for(same, timeout=30, interval=1.0, desc="the same kube_pod_resource_* series from both")
+    got = series(leading(sides.ours))
+    assert {dict(labels)["pod"] for _, labels, _ in got} == {f"{REFERENCE}-res", f"{OURS}-res"}

@@ -81,6 +81,13 @@ def _as_status(exc: Exception) -> Status:
     return exc.status if isinstance(exc, StatusError) else Status(Code.ERROR, str(exc), err=exc)
 
 
+def _failed(point: str, plugin: str, s: Status) -> Status:
+    """A plugin's failure at ``point``: a rejection as it is, anything else an Error naming it."""
+    if s.is_rejected():
+        return s.with_plugin(plugin)
+    return Status(Code.ERROR, f"running {point} plugin {go_quote(plugin)}: {s.message}", plugin=plugin)
+
+
 def _invalid_score(plugin: str, score: int) -> str:
     return (
         f"applying score defaultWeights on Score plugins: plugin {go_quote(plugin)} returns an invalid score "
@@ -604,11 +611,7 @@ class Framework:
             if rec:
                 self._timed("Reserve", pl.name, s, t0)
             if s is not None and not s.is_success():
-                if s.is_rejected():
-                    out = s.with_plugin(pl.name)
-                else:
-                    msg = f"running Reserve plugin {go_quote(pl.name)}: {s.message}"
-                    out = Status(Code.ERROR, msg, plugin=pl.name)
+                out = _failed("Reserve", pl.name, s)
                 break
         self._observe("Reserve", "", out, started)
         return out
@@ -711,11 +714,7 @@ class Framework:
             if rec:
                 self._timed("PreBind", pl.name, s, t0)
             if s is not None and not s.is_success() and s.code != Code.SKIP:
-                if s.is_rejected():
-                    out = s.with_plugin(pl.name)
-                else:
-                    msg = f"running PreBind plugin {go_quote(pl.name)}: {s.message}"
-                    out = Status(Code.ERROR, msg, plugin=pl.name)
+                out = _failed("PreBind", pl.name, s)
                 break
         self._observe("PreBind", "", out, started)
         return out
