@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import functools
 import heapq
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,14 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from scheduler.backend.nominator import PodNominator
-from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, pod_update_events
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    event_label,
+    pod_update_events,
+)
 from scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
 from scheduler.model.pod import PodInfo
 
@@ -126,6 +134,8 @@ class SchedulingQueue:
             self._hints[profile] = reg
         # Optional observer for metrics: (queue, event_label) per pod entering a queue.
         self.on_incoming: Callable[[str, str], None] | None = None
+        # Optional observer of each queueing hint run: (plugin, event, "Queue"|"QueueSkip"|"Error", seconds).
+        self.on_hint: Callable[[str, ClusterEvent, str, float], None] | None = None
         # Pods nominated to nodes by preemption (upstream PriorityQueue embeds the nominator).
         self.nominator = PodNominator()
 
@@ -262,7 +272,7 @@ class SchedulingQueue:
             return
         for ev in pod_update_events(old or prev, new):
             if self._worth_requeuing(q, ev, old or prev, new) == QueueingHint.QUEUE:
-                self._requeue(q, ev.label or "UnscheduledPodUpdate")
+                self._requeue(q, event_label(ev))
                 return
 
     def delete(self, uid: str) -> None:
@@ -303,11 +313,18 @@ class SchedulingQueue:
                     continue
                 if ewh.hint is None:
                     return QueueingHint.QUEUE
+                observe = self.on_hint
+                t0 = time.perf_counter() if observe is not None else 0.0
                 try:
                     h = ewh.hint(q.pod, old, new)
                 except Exception as exc:  # a failing hint must not strand the pod
+                    if observe is not None:
+                        observe(plugin, event, "Error", time.perf_counter() - t0)
                     log.warning("queueing_hint_failed", pod=q.pod.key, plugin=plugin, error=str(exc))
                     return QueueingHint.QUEUE
+                if observe is not None:
+                    label = "Queue" if h == QueueingHint.QUEUE else "QueueSkip"
+                    observe(plugin, event, label, time.perf_counter() - t0)
                 if h == QueueingHint.QUEUE:
                     return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
@@ -353,7 +370,7 @@ class SchedulingQueue:
             if pre_check is not None and not pre_check(q.pod):
                 continue
             if self._worth_requeuing(q, event, old, new) == QueueingHint.QUEUE:
-                self._requeue(q, event.label or f"{event.resource}{event.action.name}")
+                self._requeue(q, event_label(event))
                 moved += 1
         return moved
 
@@ -440,6 +457,7 @@ class SchedulingQueue:
         if uid in self._pods:
             return self._where[uid][0]
         q.timestamp = self.clock()
+        q.flushed = False
         if not q.unschedulable_plugins and not q.pending_plugins:
             q.gated = False
             self._push_backoff(q, "ScheduleAttemptFailure")
@@ -462,6 +480,10 @@ class SchedulingQueue:
     def in_flight(self) -> list[QueuedPodInfo]:
         return [fl.q for fl in self._in_flight.values()]
 
+    def in_flight_events(self) -> list[list[tuple[ClusterEvent, Any, Any]]]:
+        """The events recorded for each pod in flight, (event, old, new) each (for metrics)."""
+        return [fl.events for fl in self._in_flight.values()]
+
     # -- periodic flushes --------------------------------------------------------------------
     def flush_backoff_completed(self) -> int:
         now = self.clock()
@@ -482,6 +504,7 @@ class SchedulingQueue:
         now = self.clock()
         old = [q for q in self._unschedulable.values() if now - q.timestamp > self.max_in_unschedulable]
         for q in old:
+            q.flushed = True
             self._requeue(q, EVENT_UNSCHEDULABLE_TIMEOUT.label)
         return len(old)
 

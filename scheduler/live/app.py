@@ -56,6 +56,7 @@ from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler, permit_timer
 from scheduler.live.metrics import Metrics
+from scheduler.live.metrics.resources import PodResources
 from scheduler.live.serving.debug import DebugFlags, Profiling
 from scheduler.live.serving.health import HealthEndpoint, HealthSLIs, NamedCheck
 from scheduler.live.serving.options import ServingError, options_from_args
@@ -121,8 +122,9 @@ class App:
                 le.resource_namespace,
                 lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
                 limiter=TokenBucket(cc.qps, cc.burst),
-                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
+                on_change=metrics.component.leader_status, on_slowpath=metrics.component.leader_slowpath,
             )
+            metrics.component.leader_status(False)  # client-go's elector starts as a backup
         self.binder = Binder(
             KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
             executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
@@ -145,7 +147,6 @@ class App:
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
         self.cache = Cache()
-        metrics.watch_cache(self.cache.sizes)
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,
@@ -153,8 +154,6 @@ class App:
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
         )
-        self.queue.on_incoming = metrics.incoming
-        metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder)
         # DefaultPreemption: the queue's nominator and the API side of preemption.
@@ -163,6 +162,7 @@ class App:
             activate=self._activate, release=self._release_preemptor,
             waiting_pods=next(iter(frameworks.values())).handle.waiting_pods,
         )
+        metrics.attach(frameworks, self.queue, self.cache.sizes, lambda: len(self.scheduler.binding_tasks))
         # The queue (which needs the frameworks' QueueSort) owns the nominator, and preemption
         # needs the queue: both reach the handles afterwards, as upstream's SetPodNominator.
         for fw in frameworks.values():
@@ -205,6 +205,13 @@ class App:
         body, ctype = self.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": ctype})
 
+    async def _metrics_resources(self, _: web.Request) -> web.Response:
+        # kube-scheduler answers an empty 200 unless it leads (installMetricHandler).
+        if self.elector is not None and not self.elector.is_leader:
+            return web.Response(body=b"")
+        body, ctype = PodResources(self.scheduler.informer_pods).exposition()
+        return web.Response(body=body, headers={"Content-Type": ctype})
+
     def routes(self) -> dict[str, Handler]:
         """Every path served, as kube-scheduler's newEndpointsHandler installs them."""
         leader = [NamedCheck("leaderElection", self._leader_check)] if self.elector is not None else []
@@ -216,6 +223,7 @@ class App:
             "/readyz": HealthEndpoint("readyz", ready, self.slis).handler,
             "/configz": configz_handler(self.cfg),
             "/metrics": self._metrics,
+            "/metrics/resources": self._metrics_resources,
             "/metrics/slis": self.slis.handler,
         }
         gates = self.cfg.feature_gates

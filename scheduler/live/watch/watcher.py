@@ -48,6 +48,7 @@ from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
 from scheduler.framework.informers import GroupVersionResource
+from scheduler.live.metrics.client import REST, host_of
 from scheduler.live.watch.discovery import (
     Served,
     Target,
@@ -162,6 +163,7 @@ class Watcher:
         self.informer_users = frozenset(informer_users)
         self.on_error = on_error  # called with the kind of an object that could not be handled
         self.credentials = credentials
+        self._server_host: str | None = None  # host:port of the API server, for rest_client_*
         self.settings = settings or WatchSettings()
         self.kopf_settings = make_kopf_settings(self.settings)
         self.resources: dict[str, str] = dict(resources or {})
@@ -290,9 +292,20 @@ class Watcher:
         return f"{path}?{urllib.parse.urlencode(params)}"
 
     async def _get(self, url: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
-        resp: aiohttp.ClientResponse = await kopf_api.request(
-            "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
-        )
+        # One rest_client_* observation per request, until the response headers (as client-go
+        # times a watch); kopf's own retries of a transient failure are inside it.
+        started = time.perf_counter()
+        try:
+            resp: aiohttp.ClientResponse = await kopf_api.request(
+                "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
+            )
+        except kopf_errors.APIError as exc:
+            REST.request("GET", self._host(), exc.status, time.perf_counter() - started, 0, None)
+            raise
+        except Exception:
+            REST.request("GET", self._host(), None, time.perf_counter() - started, 0, None)
+            raise
+        REST.request("GET", self._host(), resp.status, time.perf_counter() - started, 0, resp.content_length)
         return resp
 
     def target(self, kind: str) -> Target:
@@ -358,6 +371,10 @@ class Watcher:
             log.error("watch_not_served", kind=kind, resource=f"{target[0]} {target[1]}", verb=verb,
                       reason=reason, retrying=True)
         return True
+    def _host(self) -> str:
+        if self._server_host is None:
+            self._server_host = host_of(self.credentials().server)
+        return self._server_host
 
     async def list_kind(self, kind: str, initial: bool = False) -> str:
         """One LIST, delivered item by item, closed by Replace. Returns the list's RV.
