@@ -1,11 +1,9 @@
 """What the queue asks about a cluster event: which plugins registered it and with which hint
-(upstream scheduler.go buildQueueingHintMap, framework/types.go MatchClusterEvents), and the
-label it is counted under (ClusterEvent.Label)."""
+(upstream scheduler.go buildQueueingHintMap, framework/types.go MatchClusterEvents)."""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 from typing import TYPE_CHECKING
 
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHintFn
@@ -32,20 +30,6 @@ def matches(registered: ClusterEvent, ev: ClusterEvent) -> bool:
     if not registered.matches(ev):
         return False
     return ev.action != ActionType.UPDATE or registered.action & ActionType.UPDATE == ActionType.UPDATE
-
-
-@functools.cache
-def event_label(ev: ClusterEvent) -> str:
-    """Upstream ClusterEvent.Label(): the custom label, or resource and action."""
-    if ev.label:
-        return ev.label
-    resource = "UnschedulablePod" if ev.resource == "UnscheduledPod" else ev.resource
-    if ev.action in (ActionType.ALL, ActionType.UPDATE):
-        action = "All" if ev.action == ActionType.ALL else "Update"
-    else:
-        bits = [a for a in ActionType if a in ev.action and a.bit_count() == 1]
-        action = "|".join(str(a.name).title().replace("_", "") for a in bits)
-    return resource + action
 
 
 #: The hints a profile's plugins registered, by event, in registration order (upstream

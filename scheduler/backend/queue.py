@@ -36,11 +36,18 @@ import structlog
 
 from scheduler.backend.active_queue import ActiveQueue, LoggedEvent
 from scheduler.backend.backoff_queue import WINDOW, BackoffQueue
-from scheduler.backend.hints import QueueingHintMap, build_hint_map, event_label, is_wildcard, matches
+from scheduler.backend.hints import QueueingHintMap, build_hint_map, is_wildcard, matches
 from scheduler.backend.nominator import PodNominator
 from scheduler.backend.unschedulable_pods import UnschedulablePods
 from scheduler.config.features import DEFAULT_GATES
-from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, QueueingHintFn, pod_update_events
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    QueueingHint,
+    QueueingHintFn,
+    event_label,
+    pod_update_events,
+)
 from scheduler.framework.interface import QueuedPodInfo, QueueSortPlugin
 from scheduler.model.pod import PodInfo
 
@@ -150,6 +157,8 @@ class SchedulingQueue:
         self._matching: dict[tuple[str, ClusterEvent], list[tuple[str, QueueingHintFn | None]]] = {}
         # Optional observer for metrics: (queue, event_label) per pod entering a queue.
         self.on_incoming: Callable[[str, str], None] | None = None
+        # Optional observer of each queueing hint run: (plugin, event, "Queue"|"QueueSkip"|"Error", seconds).
+        self.on_hint: Callable[[str, ClusterEvent, str, float], None] | None = None
         # Pods nominated to nodes by preemption (upstream PriorityQueue embeds the nominator).
         self.nominator = PodNominator()
 
@@ -357,7 +366,7 @@ class SchedulingQueue:
         for plugin, hint in self._hints_for(profile, event):
             if plugin not in unsched and plugin not in pending:
                 continue
-            if hint is not None and self._hint(q, plugin, hint, old, new) == QueueingHint.QUEUE_SKIP:
+            if hint is not None and self._hint(q, plugin, hint, event, old, new) == QueueingHint.QUEUE_SKIP:
                 continue
             if plugin in pending:
                 return IMMEDIATELY  # the strongest: nothing else to ask
@@ -366,13 +375,21 @@ class SchedulingQueue:
             strategy = AFTER_BACKOFF
         return strategy
 
-    @staticmethod
-    def _hint(q: QueuedPodInfo, plugin: str, hint: QueueingHintFn, old: Any, new: Any) -> QueueingHint:
+    def _hint(
+        self, q: QueuedPodInfo, plugin: str, hint: QueueingHintFn, event: ClusterEvent, old: Any, new: Any
+    ) -> QueueingHint:
+        observe = self.on_hint
+        t0 = time.perf_counter() if observe is not None else 0.0
         try:
-            return hint(q.pod, old, new)
+            h = hint(q.pod, old, new)
         except Exception as exc:  # a failing hint must not strand the pod: Queue (upstream)
+            if observe is not None:
+                observe(plugin, event, "Error", time.perf_counter() - t0)
             log.error("queueing_hint_failed", pod=q.pod.key, plugin=plugin, error=str(exc))
             return QueueingHint.QUEUE
+        if observe is not None:
+            observe(plugin, event, "Queue" if h == QueueingHint.QUEUE else "QueueSkip", time.perf_counter() - t0)
+        return h
 
     def _gating_interested(self, q: QueuedPodInfo, event: ClusterEvent) -> bool:
         """Upstream MatchAnyClusterEvent(event, GatingPluginEvents)."""
@@ -536,6 +553,11 @@ class SchedulingQueue:
 
     def in_flight(self) -> list[QueuedPodInfo]:
         return [fl.q for fl in self.active_q.in_flight.values()]
+
+    def in_flight_events(self) -> list[list[LoggedEvent]]:
+        """The events each pod in flight has seen, (event, old, new) each; pods share the
+        entries of one log (for metrics)."""
+        return [self.active_q.events_for(uid) or [] for uid in self.active_q.in_flight]
 
     # -- periodic flushes ----------------------------------------------------------------------
     def flush_backoff_completed(self) -> int:

@@ -22,6 +22,7 @@ from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.informers import InformerFactory
+from scheduler.framework.metrics import NOOP, MetricsRecorder
 from scheduler.framework.status import Status
 from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
 from scheduler.model.node import NodeInfo
@@ -214,6 +215,7 @@ class Handle:
         "event_recorder",
         "features",
         "listers",
+        "metrics",
         "nominator",
         "parallelism",
         "preemption",
@@ -252,6 +254,8 @@ class Handle:
         self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
         self.rng = rng if rng is not None else random.Random()
+        # Where the framework and plugins report metrics; the live edge sets its recorder.
+        self.metrics: MetricsRecorder = NOOP
         # The feature gates plugins read (upstream feature.Features, given to every factory).
         self.features = features
         # One map for every profile (the builder passes the same one to each handle).

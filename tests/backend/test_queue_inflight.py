@@ -370,3 +370,14 @@ def test_gated_pod_moves_only_on_its_gating_plugins_events():
     # Its gating plugin's event is looked at (the pod has no gates: PreEnqueue passes).
     assert q.move_all_to_active_or_backoff(qh.UNSCHEDULED_POD_UPDATE, None, P) == 1
     assert q.where(P.uid) == ACTIVE
+
+
+def test_each_hint_run_is_observed():
+    # ObserveQueueingHintDurationAsync: plugin, event, result ("Queue", "QueueSkip", "Error").
+    hints = qh.hint_map((qh.NODE_ADD, "a", qh.queue_hint_return_skip), (qh.NODE_ADD, "b", returns_error))
+    q, _ = qh.new_test_queue(hints)
+    seen: list[tuple[str, ClusterEvent, str]] = []
+    q.on_hint = lambda plugin, event, result, seconds: seen.append((plugin, event, result))
+    qi = qh.queued(qh.pod("p"), "a", "b")
+    assert q._strategy(qi, qh.NODE_ADD, None, NODE) == AFTER_BACKOFF
+    assert seen == [("a", qh.NODE_ADD, "QueueSkip"), ("b", qh.NODE_ADD, "Error")]
