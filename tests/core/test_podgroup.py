@@ -1159,7 +1159,7 @@ def test_no_feasible_placement_reports_every_placements_messages() -> None:
     first is a random map walk upstream, so the outcome also carries each placement's messages."""
     pl = placement_plugin(
         placements=TWO,
-        filter_status={"node1": Status(Code.UNSCHEDULABLE, "no room on 1"), "node2": Status(Code.UNSCHEDULABLE, "nope")},
+        filter_status={"node1": Status(Code.UNSCHEDULABLE, "no room"), "node2": Status(Code.UNSCHEDULABLE, "nope")},
     )
     env = Env(
         gates=TAS,
@@ -1174,7 +1174,7 @@ def test_no_feasible_placement_reports_every_placements_messages() -> None:
     assert list(res.alternatives) == ["placement1", "placement2"]
     out = env.cycle.submit(env.fw, CycleState(), group, res, 0.0)
     assert out.placement_messages == {
-        "placement1": ["0/1 nodes are available: 1 no room on 1."],
+        "placement1": ["0/1 nodes are available: 1 no room."],
         "placement2": ["0/1 nodes are available: 1 nope."],
     }
     # The reported pod status is the first placement's.
