@@ -187,6 +187,10 @@ class Scheduler(EventHandlers):
                 self.schedule_one(q)
             except Exception as exc:
                 self._cycle_crashed(q, exc)
+            if self.status_tasks:
+                # Upstream patches a PodGroup's condition inside its scheduling cycle: the next
+                # cycle (a retry of the group's leftover pods) starts once the write is done.
+                await asyncio.gather(*list(self.status_tasks), return_exceptions=True)
             # Let the watcher and the binding tasks run between cycles.
             await asyncio.sleep(0)
         if self.fenced:
