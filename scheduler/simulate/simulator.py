@@ -114,6 +114,7 @@ class Cluster:
 
 def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
     c = Cluster()
+    groups: list[dict[str, Any]] = []
     for d in docs:
         kind = d["kind"]
         role = KINDS[kind].role if kind in KINDS else None
@@ -146,12 +147,15 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
         elif kind == "PriorityClass":
             c.priority_classes[str(d["metadata"]["name"])] = d
         elif kind == "PodGroup":
-            pg = PodGroup.parse(d)
-            c.listers.pod_groups[pg.key] = pg
+            groups.append(d)
         else:
             c.others.append(d)
             c.ignored_kinds.add(kind)
     c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]
+    # PodGroups too (admission resolves theirs with WorkloadAwarePreemption, the only reader).
+    for d in groups:
+        pg = PodGroup.parse(resolve_priority(d, c.priority_classes, "PodGroup", preemption_policy=False))
+        c.listers.pod_groups[pg.key] = pg
     return c
 
 
@@ -159,9 +163,15 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
-def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """What the Priority admission plugin does to a pod without spec.priority: the value (and
-    preemptionPolicy) of its priorityClassName, or of the globalDefault class, else 0."""
+def resolve_priority(
+    raw: dict[str, Any],
+    classes: Mapping[str, Mapping[str, Any]],
+    kind: str = "Pod",
+    preemption_policy: bool = True,
+) -> dict[str, Any]:
+    """What the Priority admission plugin does to a pod (or PodGroup) without spec.priority:
+    the value (and, for a pod, preemptionPolicy) of its priorityClassName, or of the
+    globalDefault class, else 0."""
     spec = raw.get("spec") or {}
     if not isinstance(spec, Mapping) or spec.get("priority") is not None:
         return raw  # a malformed spec is reported when the pod is parsed
@@ -177,7 +187,7 @@ def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any
         else:
             meta = raw.get("metadata") or {}
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-            raise InputError(f"Pod {key}: no PriorityClass with name {name} was found")
+            raise InputError(f"{kind} {key}: no PriorityClass with name {name} was found")
     else:
         defaults = [pc for pc in classes.values() if pc.get("globalDefault")]
         if defaults:
@@ -189,7 +199,7 @@ def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any
     out = dict(raw)
     new_spec = dict(spec)
     new_spec["priority"] = value
-    if policy and not new_spec.get("preemptionPolicy"):
+    if preemption_policy and policy and not new_spec.get("preemptionPolicy"):
         new_spec["preemptionPolicy"] = policy
     out["spec"] = new_spec
     return out

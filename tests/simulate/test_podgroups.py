@@ -12,10 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
-from scheduler.simulate.simulator import run
+from scheduler.simulate.simulator import InputError, build_cluster, run
 from scheduler.testing.builders import make_node
 from tests.plugins._podgroup_helpers import group_pod, make_pod_group
 
@@ -127,3 +128,26 @@ def test_gang_waiting_for_its_pod_group_is_not_attempted(tmp_path: Path) -> None
     assert 'default/orphan: not attempted (waiting for pods\'s pod group "missing" to appear in scheduling queue)' in (
         buf.getvalue()
     )
+
+
+def _class(name: str, value: int, default: bool = False) -> dict[str, Any]:
+    pc: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}}
+    pc["value"] = value
+    if default:
+        pc["globalDefault"] = True
+    return pc
+
+
+def test_pod_group_priority_is_resolved_from_its_class() -> None:
+    """The Priority admission plugin resolves a PodGroup's spec.priority from its
+    priorityClassName (admitPodGroup, with WorkloadAwarePreemption), else the global default."""
+    named = make_pod_group("a", min_count=1)
+    named["spec"]["priorityClassName"] = "high"
+    given = make_pod_group("c", min_count=1, priority=7)
+    c = build_cluster([named, make_pod_group("b", min_count=1), given, _class("high", 100), _class("d", 5, True)])
+    got = {k: pg.priority for k, pg in c.listers.pod_groups.items()}
+    assert got == {"default/a": 100, "default/b": 5, "default/c": 7}
+    missing = make_pod_group("x", min_count=1)
+    missing["spec"]["priorityClassName"] = "nope"
+    with pytest.raises(InputError, match="PodGroup default/x: no PriorityClass with name nope was found"):
+        build_cluster([missing])
