@@ -1,11 +1,12 @@
 """The differential suite's workload mode (``--workload``): random gangs through the real
 kube-scheduler v1.36.3 and through ``simulate``, the same workload gates on both sides
-(GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling).
+(GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling; WorkloadAwarePreemption on
+half the seeds).
 
 Each seed: nodes with random CPU in racks and zones, bound filler pods (at the highest
 priority, so no gang preempts them), then gangs one at a time: random size, minCount, CPU per
 pod, topology key (none, rack or zone) and priority (a high gang may preempt an earlier low
-one, pod by pod: WorkloadAwarePreemption stays off). A gang's pods are created first (its
+one: pod by pod, or as a group with WorkloadAwarePreemption). A gang's pods are created first (its
 PodGroup missing, GangScheduling holds them), then its PodGroup: the binary's first pod-group
 cycle then sees the whole group, as ``simulate`` does.
 
@@ -22,7 +23,8 @@ upstream orders a gang's pods by a random map walk, so which pod fails is not fi
 placement is feasible, those of any placement, as upstream reports a random one), ``nodes``
 (the binary's nodes are simulate's, or each among simulate's top-scored nodes for that pod, or,
 for a topology gang, in a placement simulate scored as high as the one it chose),
-``domain`` (a topology gang lands in one domain on both sides).
+``domain`` (a topology gang lands in one domain on both sides), ``victims`` (the pods its
+preemption evicted, pod by pod or as a group, when either side evicted any).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import json
 import pathlib
 import random
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +52,8 @@ from .compare import Mismatch, Tally
 from .runner import SCHEDULER_NAME, SeedResult, _create, _raw, _wait_cache_synced, _wait_nodes_settled, dump_cluster
 
 GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+# Half the seeds add PodGroup preemption (both sides).
+WAP_GATES = GATES + ",WorkloadAwarePreemption=true"
 PG = ("scheduling.k8s.io", "v1alpha2", "podgroups")
 RACK, ZONE = "differential/rack", "differential/zone"
 KEYS = (None, RACK, ZONE)
@@ -72,12 +77,16 @@ class WorkloadScenario:
     filler: list[Obj] = field(default_factory=list)
     gangs: list[Gang] = field(default_factory=list)
     features: Counter[str] = field(default_factory=Counter)
+    gates: str = GATES
 
 
 def generate(seed: int, prefix: str) -> WorkloadScenario:
     r = random.Random(seed * 104729 + 3)
     ns = f"{prefix}-ns"
     sc = WorkloadScenario(prefix, ns)
+    if r.random() < 0.5:
+        sc.gates = WAP_GATES
+        sc.features["workload-aware preemption seeds"] += 1
     for suffix, value in (("low", 10), ("high", 100), ("filler", 1000)):
         sc.classes.append(
             {
@@ -98,12 +107,16 @@ def generate(seed: int, prefix: str) -> WorkloadScenario:
             pod = make_pod(f"filler-{i}", ns, scheduler_name=SCHEDULER_NAME, cpu="1", memory=None, node_name=node)
             pod["spec"]["priorityClassName"] = f"{prefix}-filler"
             sc.filler.append(pod)
-    for g in range(r.randint(2, 4)):
+    n_gangs = r.randint(2, 4)
+    for g in range(n_gangs):
         size = r.randint(2, 6)
         min_count = r.randint(1, size)
         key = r.choice(KEYS)
         cpu = r.choice(("500m", "1", "1", "2"))
         prio = r.choice(("low", "high"))
+        if sc.gates == WAP_GATES:
+            # Low gangs fill the nodes, then a high one that may have to preempt them.
+            prio = "high" if g == n_gangs - 1 else "low"
         name = f"g{g}"
         spec: Obj = {"schedulingPolicy": {"gang": {"minCount": min_count}}, "priorityClassName": f"{prefix}-{prio}"}
         if key is not None:
@@ -200,7 +213,7 @@ def _first_event(core: client.CoreV1Api, ns: str, name: str) -> str | None:
     return str(items[0].get("message") or "")
 
 
-def _simulate(cluster_file: pathlib.Path, config_file: pathlib.Path) -> list[Obj]:
+def _simulate(cluster_file: pathlib.Path, config_file: pathlib.Path, gates: str) -> list[Obj]:
     from scheduler.cli import main as cli_main
 
     argv = [
@@ -212,7 +225,7 @@ def _simulate(cluster_file: pathlib.Path, config_file: pathlib.Path) -> list[Obj
         "--output",
         "json",
         "--feature-gates",
-        GATES,
+        gates,
     ]
     buf, ebuf = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(ebuf):
@@ -234,8 +247,12 @@ def compare_gang(
     records: list[Obj],
     topology: str | None,
     node_labels: dict[str, dict[str, str]],
+    evicted: set[str] | None = None,
+    ranks: dict[str, tuple[int, str]] | None = None,
 ) -> Tally:
-    """The binary's decision on one gang against simulate's records (its pods' and the group's)."""
+    """The binary's decision on one gang against simulate's records (its pods' and the group's);
+    ``evicted``: the pods the binary's preemption removed; ``ranks``: each pod's (priority,
+    start time), what ranks preemption victims."""
     t = Tally()
     t.decisions += 1
     group = next((r for r in records if r.get("podGroup") == key), None)
@@ -283,6 +300,15 @@ def compare_gang(
             best = max(placements.values())
             ok = len(theirs_doms) == 1 and placements.get(str(next(iter(theirs_doms)))) == best
         check("nodes", ok, ours_bound, theirs_bound)
+    ours_evicted = set(group.get("victims") or ())
+    for p in pods.values():
+        ours_evicted.update(p.get("victims") or ())
+    if evicted is not None and (evicted or ours_evicted):
+        # Victims of equal rank come in a random order upstream (a map's values), and the
+        # reprieve walks them in that order: which of equals is spared is not fixed.
+        rank = (ranks or {}).get
+        same = evicted == ours_evicted or Counter(map(rank, evicted)) == Counter(map(rank, ours_evicted))
+        check("victims", same, sorted(ours_evicted), sorted(evicted))
     if topology is not None and theirs_bound and ours_bound:
         theirs_dom = {node_labels[n].get(topology) for n in theirs_bound}
         ours_dom = {node_labels[n].get(topology) for n in ours_bound}
@@ -328,7 +354,7 @@ def run_workload_seed(
             config_file,
             kubeconfig,
             workdir / "kube-scheduler.log",
-            extra_args=[f"--feature-gates={GATES}"],
+            extra_args=[f"--feature-gates={sc.gates}"],
         )
         ks.start()
         for obj in sc.nodes:
@@ -342,6 +368,7 @@ def run_workload_seed(
             name = gang.group["metadata"]["name"]
             key = f"{sc.namespace}/{name}"
             docs = [*dump_cluster(api), *_pod_groups(api)]
+            before = _alive(api, sc.namespace)
             stored = [_create_any(api, p) for p in gang.pods]
             conds = FirstConditions(api, sc.namespace)
             stored.append(_create_any(api, gang.group))
@@ -362,6 +389,7 @@ def run_workload_seed(
                 )
             finally:
                 conds.stop()
+            evicted = _evicted(api, sc.namespace, before)
             if cond["status"] != "True":
                 # Also when it went on to preempt: its victims' deletion is waited for below.
                 _delete_gang(api, sc.namespace, name, pod_names)
@@ -371,9 +399,16 @@ def run_workload_seed(
                         with contextlib.suppress(ApiException):
                             core.delete_namespaced_pod(p.split("/", 1)[1], sc.namespace, grace_period_seconds=0)
             _wait_cache_synced(api, ks)
-            t = compare_gang(
-                seed, key, cond, nodes, events, _simulate(cluster_file, config_file), gang.topology, labels
-            )
+            records = _simulate(cluster_file, config_file, sc.gates)
+            ranks = {
+                f"{d['metadata']['namespace']}/{d['metadata']['name']}": (
+                    int(d["spec"].get("priority") or 0),
+                    str((d.get("status") or {}).get("startTime") or ""),
+                )
+                for d in docs
+                if d.get("kind") == "Pod"
+            }
+            t = compare_gang(seed, key, cond, nodes, events, records, gang.topology, labels, evicted, ranks)
             for m in t.mismatches:
                 log(f"MISMATCH {m}  [{cluster_file}]")
             tally.merge(t)
@@ -406,6 +441,28 @@ def _decided(
                 return None
             events[f"{ns}/{p}"] = ev
     return cond, nodes, events
+
+
+def _alive(api: client.ApiClient, ns: str) -> set[str]:
+    """The pods of ``ns`` not being deleted, as namespace/name."""
+    items = _raw(client.CoreV1Api(api).list_namespaced_pod, ns)["items"]
+    return {f"{ns}/{i['metadata']['name']}" for i in items if not i["metadata"].get("deletionTimestamp")}
+
+
+def _evicted(api: client.ApiClient, ns: str, before: set[str]) -> set[str]:
+    """The pods of ``before`` the binary's preemption removed: its deletions are async, so the
+    set is read until it holds still for a second (five at most)."""
+    last: set[str] | None = None
+    steady_since = deadline = time.monotonic()
+    deadline += 5.0
+    while time.monotonic() < deadline:
+        gone = before - _alive(api, ns)
+        if gone != last:
+            last, steady_since = gone, time.monotonic()
+        elif time.monotonic() - steady_since >= 1.0:
+            break
+        time.sleep(0.2)
+    return last or set()
 
 
 def _create_any(api: client.ApiClient, obj: Obj) -> Obj:

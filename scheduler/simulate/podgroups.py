@@ -27,6 +27,7 @@ class GroupRun:
 
     outcome: PodGroupOutcome | None = None
     pods: list[CycleOutcome] = field(default_factory=list)
+    victims: list[str] = field(default_factory=list)  # pods evicted by PodGroup preemption
 
 
 class SimGroupHooks:

@@ -15,6 +15,7 @@ that failed earlier once more, after the others.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import sys
 import time
@@ -212,6 +213,8 @@ class _SimulatedPreemption:
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
         self.waiting_pods: WaitingPodsMap | None = None
+        # WorkloadAwarePreemption's victims since last taken, for the group's record.
+        self.group_victims: list[str] = []
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None:
         for v in victims:
@@ -224,6 +227,7 @@ class _SimulatedPreemption:
         self, pod_group: PodGroup, pods: Sequence[PodInfo], victims: Sequence[PodInfo], plugin: str
     ) -> None:
         """WorkloadAwarePreemption's victims leave just the same."""
+        self.group_victims.extend(v.key for v in victims)
         self.preempt(pods[0], "cluster", victims, plugin)
 
     def is_running(self, uid: str) -> bool:
@@ -287,7 +291,7 @@ class Simulator:
         self._waiting: dict[str, CycleOutcome] = {}  # uid -> the attempt that waits
         self._ended: list[tuple[CycleOutcome, Status]] = []  # waits that ended, in order
         self._failed: dict[str, QueuedPodInfo] = {}  # uid -> a pod whose attempt failed
-        preemption = _SimulatedPreemption(self.cache)
+        preemption = self.preemption = _SimulatedPreemption(self.cache)
         self.frameworks: dict[str, Framework] = build_frameworks(
             config,
             self.snapshot,
@@ -427,7 +431,17 @@ class Simulator:
         group = QueuedPodGroup(PodGroupInfo(first.namespace, first.scheduling_group or ""), [])
         group.set_queued(list(queued))
         run = self.group_hooks.start()
+        self.preemption.group_victims = []
         run.outcome = self.group_cycle.schedule_group(group)
+        run.victims = sorted(self.preemption.group_victims)
+        # A pod sent back carries its own attempt (filters, scores, preemption) in the report.
+        tried = {d.q.pod.uid: d.out for d in run.outcome.decisions if d.status is not None} if run.outcome else {}
+        run.pods = [
+            dataclasses.replace(tried[o.pod.uid], status=o.status, nominating=o.nominating, assumed=None)
+            if o.assumed is None and o.pod.uid in tried
+            else o
+            for o in run.pods
+        ]
         return run
 
     def _park_or_bind(self, fw: Framework, out: CycleOutcome) -> CycleOutcome | None:
@@ -609,6 +623,8 @@ def group_record(run: GroupRun) -> dict[str, Any] | None:
         "placements": oc.placement_scores,
         # No placement feasible: each placement's pod messages (the reported one is the first).
         "placementMessages": oc.placement_messages,
+        # WorkloadAwarePreemption: the pods its PodGroupPostFilter evicted.
+        "victims": run.victims,
     }
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.simulate.simulator import InputError, build_cluster, run
-from scheduler.testing.builders import make_node
+from scheduler.testing.builders import make_node, make_pod
 from tests.plugins._podgroup_helpers import group_pod, make_pod_group
 
 GANG = FeatureGates({"GenericWorkload": True, "GangScheduling": True})
@@ -66,6 +66,7 @@ def test_gang_of_n_on_room_for_n_minus_1_binds_nothing(tmp_path: Path) -> None:
         "pods": {"default/g-0": None, "default/g-1": None, "default/g-2": None},
         "placements": {},
         "placementMessages": {},
+        "victims": [],
     }
 
 
@@ -151,3 +152,30 @@ def test_pod_group_priority_is_resolved_from_its_class() -> None:
     missing["spec"]["priorityClassName"] = "nope"
     with pytest.raises(InputError, match="PodGroup default/x: no PriorityClass with name nope was found"):
         build_cluster([missing])
+
+
+def test_workload_aware_preemption_reports_its_victims(tmp_path: Path) -> None:
+    """A gang of 2 (priority 100) on two full nodes: PodGroup preemption evicts the low pods
+    and the group waits on it (schedule_one_podgroup.go runWorkloadAwarePreemption)."""
+    wap = FeatureGates(
+        {
+            "GenericWorkload": True,
+            "GangScheduling": True,
+            "TopologyAwareWorkloadScheduling": True,
+            "WorkloadAwarePreemption": True,
+        }
+    )
+    low = [make_pod(f"low-{i}", cpu="1", node_name=f"n{i}", priority=10) for i in range(2)]
+    group = make_pod_group("g", min_count=2, priority=100)
+    pods = [group_pod(f"g-{i}", "g", cpu="1", priority=100) for i in range(2)]
+    *_, rec = _run(tmp_path, [*_nodes(2), *low, group, *pods], wap)
+    assert rec["result"] == "waiting_on_preemption"
+    assert rec["victims"] == ["default/low-0", "default/low-1"]
+    # The placement algorithm's status stays the group's (the v1.36.3 binary writes the same,
+    # differential workload mode, WorkloadAwarePreemption seeds).
+    assert rec["condition"] == {
+        "type": "PodGroupScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/1 placements are available, first placement status: pod group is unschedulable",
+    }
