@@ -6,10 +6,11 @@ their defaults here, where a zero value means "unset" (v1 defaults.go).
 
 from __future__ import annotations
 
+import base64
 import copy
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.config.defaults import IN_TREE_PLUGINS
@@ -20,6 +21,9 @@ from scheduler.config.types import (
     KIND,
     ClientConnection,
     ConfigError,
+    Extender,
+    ExtenderManagedResource,
+    ExtenderTLSConfig,
     LeaderElection,
     PluginRef,
     PluginSet,
@@ -88,6 +92,7 @@ class Document:
     leader_election: LeaderElection
     client_connection: ClientConnection
     profiles: list[RawProfile]
+    extenders: list[Extender] = field(default_factory=list)
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
 
@@ -233,6 +238,140 @@ def _decode_args(path: str, plugin: str, raw: Any) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# Extenders (v1 Extender, ExtenderTLSConfig, ExtenderManagedResource; no defaults in v1)
+
+_EXTENDER_KEYS = (
+    "urlPrefix",
+    "filterVerb",
+    "preemptVerb",
+    "prioritizeVerb",
+    "weight",
+    "bindVerb",
+    "enableHTTPS",
+    "tlsConfig",
+    "httpTimeout",
+    "nodeCacheCapable",
+    "managedResources",
+    "ignorable",
+)
+_TLS_KEYS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
+_B64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _base64(path: str, value: Any) -> bytes:
+    """A []byte field: standard base64 with padding, as encoding/json reads it (CR and LF
+    skipped); a bad input names the offset Go's decoder stops at."""
+    text = _str(path, value).encode()
+    offset = _base64_error_offset(text)
+    if offset is not None:
+        raise ConfigError(f"{path}: illegal base64 data at input byte {offset}")
+    return base64.b64decode(bytes(c for c in text if c not in b"\r\n"))
+
+
+def _base64_error_offset(src: bytes) -> int | None:
+    """Where Go's base64.StdEncoding.Decode fails on ``src`` (its decodeQuantum, step by step);
+    None when the input decodes."""
+    si, n = 0, len(src)
+    newline = (ord("\n"), ord("\r"))
+    while True:
+        j = 0
+        while j < 4:
+            if si == n:
+                if j == 0:
+                    return None
+                return si - j  # a short final quantum: padding is required
+            c = src[si]
+            si += 1
+            if c in _B64:
+                j += 1
+                continue
+            if c in newline:
+                continue
+            if c != ord("="):
+                return si - 1
+            if j < 2:
+                return si - 1
+            if j == 2:
+                while si < n and src[si] in newline:
+                    si += 1
+                if si == n:
+                    return n
+                if src[si] != ord("="):
+                    return si - 1
+                si += 1
+            while si < n and src[si] in newline:
+                si += 1
+            return si if si < n else None
+
+
+def _decode_tls(path: str, raw: Any) -> ExtenderTLSConfig | None:
+    if raw is None:
+        return None
+    obj = _mapping(path, raw)
+    _check_keys(path, obj, _TLS_KEYS)
+
+    def text(key: str) -> str:
+        v = obj.get(key)
+        return "" if v is None else _str(f"{path}.{key}", v)
+
+    def data(key: str) -> bytes:
+        v = obj.get(key)
+        return b"" if v is None else _base64(f"{path}.{key}", v)
+
+    insecure = obj.get("insecure")
+    return ExtenderTLSConfig(
+        insecure=False if insecure is None else _bool(f"{path}.insecure", insecure),
+        server_name=text("serverName"),
+        cert_file=text("certFile"),
+        key_file=text("keyFile"),
+        ca_file=text("caFile"),
+        cert_data=data("certData"),
+        key_data=data("keyData"),
+        ca_data=data("caData"),
+    )
+
+
+def _decode_extender(path: str, raw: Any) -> Extender:
+    obj = _mapping(path, raw)
+    _check_keys(path, obj, _EXTENDER_KEYS)
+
+    def text(key: str) -> str:
+        v = obj.get(key)
+        return "" if v is None else _str(f"{path}.{key}", v)
+
+    def flag(key: str) -> bool:
+        v = obj.get(key)
+        return False if v is None else _bool(f"{path}.{key}", v)
+
+    resources: list[ExtenderManagedResource] = []
+    for j, item in enumerate(_list(f"{path}.managedResources", obj.get("managedResources"))):
+        rpath = f"{path}.managedResources[{j}]"
+        r = _mapping(rpath, item)
+        _check_keys(rpath, r, ("name", "ignoredByScheduler"))
+        name = "" if r.get("name") is None else _str(f"{rpath}.name", r["name"])
+        ignored = r.get("ignoredByScheduler")
+        resources.append(
+            ExtenderManagedResource(name, False if ignored is None else _bool(f"{rpath}.ignoredByScheduler", ignored))
+        )
+    weight = obj.get("weight")
+    timeout = obj.get("httpTimeout")
+    return Extender(
+        url_prefix=text("urlPrefix"),
+        filter_verb=text("filterVerb"),
+        preempt_verb=text("preemptVerb"),
+        prioritize_verb=text("prioritizeVerb"),
+        weight=0 if weight is None else _int(f"{path}.weight", weight, _INT64),
+        bind_verb=text("bindVerb"),
+        enable_https=flag("enableHTTPS"),
+        tls_config=_decode_tls(f"{path}.tlsConfig", obj.get("tlsConfig")),
+        http_timeout=0.0 if timeout is None else _duration(f"{path}.httpTimeout", timeout),
+        node_cache_capable=flag("nodeCacheCapable"),
+        managed_resources=tuple(resources),
+        ignorable=flag("ignorable"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # The top level, leader election and client connection
 
 _TOP_KEYS = (
@@ -345,11 +484,11 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
             "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
             "feature gate, which pyscheduler does not enable"
         )
-    if _list("extenders", top_obj.get("extenders")):
-        raise ConfigError("extenders: Forbidden: scheduler extenders are not supported by pyscheduler")
+    raw_extenders = _list("extenders", top_obj.get("extenders"))
+    extenders = [_decode_extender(f"extenders[{i}]", e) for i, e in enumerate(raw_extenders)]
     le = _decode_leader_election(top_obj.get("leaderElection"))
     cc = _decode_client_connection(top_obj.get("clientConnection"))
     profiles = [_decode_profile(f"profiles[{i}]", p) for i, p in enumerate(_list("profiles", top_obj.get("profiles")))]
-    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles,
+    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles, extenders,
                     enable_profiling=flags.get("enableProfiling", True),
                     enable_contention_profiling=flags.get("enableContentionProfiling", True))

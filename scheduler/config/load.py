@@ -72,6 +72,7 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         enable_profiling=d.enable_profiling,
         enable_contention_profiling=d.enable_contention_profiling,
         feature_gates=gates,
+        extenders=tuple(d.extenders),
     )
 
 

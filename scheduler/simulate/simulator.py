@@ -1,7 +1,8 @@
 """Offline what-if: the real framework against a cluster described in YAML, no API server.
 
 The same Cache, Snapshot, Framework, Algorithm and scheduling cycle as the live scheduler; the
-binder is a stand-in that always succeeds.
+binder is a stand-in that always succeeds. Configured extenders are asked over HTTP as live
+(filter, prioritize, preempt), except to bind: a binder extender would write to a cluster.
 
 Permit ``Wait``, deterministically: the pod stays assumed (its room held) while the next pods
 are tried. When a later pod's cycle allows it (a plugin calls ``allow`` on the waiting pod), its
@@ -32,6 +33,8 @@ from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
 from scheduler.core.profiles import FrameworkError, build_frameworks
+from scheduler.extender import build_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Plugin, QueuedPodInfo
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
@@ -254,7 +257,10 @@ class Simulator:
         config: SchedulerConfig,
         seed: int | None = None,
         registry: Mapping[str, type[Plugin]] | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
+        """``extenders``: the scheduler extenders to ask (their filter, prioritize and preempt
+        verbs; a binder extender is not asked to bind: simulate writes nothing anywhere)."""
         self.config = config
         self.cache = Cache()
         self.snapshot = Snapshot()
@@ -275,6 +281,7 @@ class Simulator:
             seed=seed,
             permit_timer=self._timer,
             activator=self._activate,
+            extenders=extenders,
         )
         preemption.waiting_pods = next(iter(self.frameworks.values())).handle.waiting_pods
         # Kinds the plugins' informers asked for: the file's objects of those kinds go there.
@@ -450,6 +457,18 @@ def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
                 "plugins": {name: {"score": raws[k][j], "final": finals[k][j]} for k, name in enumerate(sc.plugins)},
                 "total": totals[j],
             }
+        for ext in sc.extenders:
+            # What the extender answered for each node it scored, and what that added.
+            answered: dict[str, int] = {}
+            for hp in ext.priorities:
+                answered[hp.host] = answered.get(hp.host, 0) + hp.score
+            for j, i in enumerate(sc.idx.tolist()):
+                name = infos[i].name
+                if name in answered:
+                    scores[name].setdefault("extenders", {})[ext.name] = {
+                        "score": answered[name],
+                        "final": int(ext.final[j]),
+                    }
     rec["scores"] = scores
     if out.node is None:
         rec["message"] = out.message
@@ -497,13 +516,14 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
         names = ", ".join(f"{d['request']}={d['driver']}/{d['pool']}/{d['device']}" for d in devices)
         stream.write(f"  claim {claim}: {names}\n")
     sc = res.scores
-    if sc is None or not sc.plugins:
+    if sc is None or not (sc.plugins or sc.extenders):
         stream.write("  only one feasible node: no scoring\n\n" if sc is None else "  no score plugins\n\n")
         return
     order = np.argsort(-sc.totals, kind="stable")[:top]
     infos = sim.snapshot.node_infos
-    headers = ["NODE", "TOTAL", *sc.plugins]
-    rows = [[infos[int(sc.idx[j])].name, str(int(sc.totals[j]))] + [str(int(f[j])) for f in sc.final] for j in order]
+    headers = ["NODE", "TOTAL", *sc.plugins, *(e.name for e in sc.extenders)]
+    finals = [*sc.final, *(e.final for e in sc.extenders)]
+    rows = [[infos[int(sc.idx[j])].name, str(int(sc.totals[j]))] + [str(int(f[j])) for f in finals] for j in order]
     widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
     for r in [headers, *rows]:
         stream.write(("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() + "\n")
@@ -524,7 +544,8 @@ def run(
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
         config = load_config(config_path, gates)
-        sim = Simulator(cluster, config, seed)
+        extenders, config = build_extenders(config)
+        sim = Simulator(cluster, config, seed, extenders=extenders)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
