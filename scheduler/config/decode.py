@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import copy
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,70 +304,52 @@ def _base64_error_offset(src: bytes) -> int | None:
             return si if si < n else None
 
 
+def _opt(path: str, obj: Mapping[str, Any], key: str, conv: Callable[[str, Any], Any], default: Any) -> Any:
+    """An optional member: ``default`` when absent or null, else checked by ``conv``."""
+    v = obj.get(key)
+    return default if v is None else conv(f"{path}.{key}", v)
+
+
 def _decode_tls(path: str, raw: Any) -> ExtenderTLSConfig | None:
     if raw is None:
         return None
     obj = _mapping(path, raw)
     _check_keys(path, obj, _TLS_KEYS)
-
-    def text(key: str) -> str:
-        v = obj.get(key)
-        return "" if v is None else _str(f"{path}.{key}", v)
-
-    def data(key: str) -> bytes:
-        v = obj.get(key)
-        return b"" if v is None else _base64(f"{path}.{key}", v)
-
-    insecure = obj.get("insecure")
     return ExtenderTLSConfig(
-        insecure=False if insecure is None else _bool(f"{path}.insecure", insecure),
-        server_name=text("serverName"),
-        cert_file=text("certFile"),
-        key_file=text("keyFile"),
-        ca_file=text("caFile"),
-        cert_data=data("certData"),
-        key_data=data("keyData"),
-        ca_data=data("caData"),
+        insecure=_opt(path, obj, "insecure", _bool, False),
+        server_name=_opt(path, obj, "serverName", _str, ""),
+        cert_file=_opt(path, obj, "certFile", _str, ""),
+        key_file=_opt(path, obj, "keyFile", _str, ""),
+        ca_file=_opt(path, obj, "caFile", _str, ""),
+        cert_data=_opt(path, obj, "certData", _base64, b""),
+        key_data=_opt(path, obj, "keyData", _base64, b""),
+        ca_data=_opt(path, obj, "caData", _base64, b""),
     )
 
 
 def _decode_extender(path: str, raw: Any) -> Extender:
     obj = _mapping(path, raw)
     _check_keys(path, obj, _EXTENDER_KEYS)
-
-    def text(key: str) -> str:
-        v = obj.get(key)
-        return "" if v is None else _str(f"{path}.{key}", v)
-
-    def flag(key: str) -> bool:
-        v = obj.get(key)
-        return False if v is None else _bool(f"{path}.{key}", v)
-
     resources: list[ExtenderManagedResource] = []
     for j, item in enumerate(_list(f"{path}.managedResources", obj.get("managedResources"))):
         rpath = f"{path}.managedResources[{j}]"
         r = _mapping(rpath, item)
         _check_keys(rpath, r, ("name", "ignoredByScheduler"))
-        name = "" if r.get("name") is None else _str(f"{rpath}.name", r["name"])
-        ignored = r.get("ignoredByScheduler")
-        resources.append(
-            ExtenderManagedResource(name, False if ignored is None else _bool(f"{rpath}.ignoredByScheduler", ignored))
-        )
-    weight = obj.get("weight")
-    timeout = obj.get("httpTimeout")
+        ignored = _opt(rpath, r, "ignoredByScheduler", _bool, False)
+        resources.append(ExtenderManagedResource(_opt(rpath, r, "name", _str, ""), ignored))
     return Extender(
-        url_prefix=text("urlPrefix"),
-        filter_verb=text("filterVerb"),
-        preempt_verb=text("preemptVerb"),
-        prioritize_verb=text("prioritizeVerb"),
-        weight=0 if weight is None else _int(f"{path}.weight", weight, _INT64),
-        bind_verb=text("bindVerb"),
-        enable_https=flag("enableHTTPS"),
+        url_prefix=_opt(path, obj, "urlPrefix", _str, ""),
+        filter_verb=_opt(path, obj, "filterVerb", _str, ""),
+        preempt_verb=_opt(path, obj, "preemptVerb", _str, ""),
+        prioritize_verb=_opt(path, obj, "prioritizeVerb", _str, ""),
+        weight=_opt(path, obj, "weight", lambda p, v: _int(p, v, _INT64), 0),
+        bind_verb=_opt(path, obj, "bindVerb", _str, ""),
+        enable_https=_opt(path, obj, "enableHTTPS", _bool, False),
         tls_config=_decode_tls(f"{path}.tlsConfig", obj.get("tlsConfig")),
-        http_timeout=0.0 if timeout is None else _duration(f"{path}.httpTimeout", timeout),
-        node_cache_capable=flag("nodeCacheCapable"),
+        http_timeout=_opt(path, obj, "httpTimeout", _duration, 0.0),
+        node_cache_capable=_opt(path, obj, "nodeCacheCapable", _bool, False),
         managed_resources=tuple(resources),
-        ignorable=flag("ignorable"),
+        ignorable=_opt(path, obj, "ignorable", _bool, False),
     )
 
 
