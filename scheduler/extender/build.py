@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import structlog
-
 from scheduler.config.types import ConfigError, Profile, SchedulerConfig
 from scheduler.extender.http import HTTPExtender, TLSSetupError
-
-log = structlog.get_logger(__name__)
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 
@@ -32,7 +28,6 @@ def build_extenders(cfg: SchedulerConfig) -> tuple[list[HTTPExtender], Scheduler
     ignorable: list[HTTPExtender] = []
     ignored: list[str] = []
     for ext in cfg.extenders:
-        log.debug("extender_created", extender=ext.url_prefix)
         try:
             client = HTTPExtender(ext)
         except TLSSetupError as exc:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import numpy as np
+import structlog
 import yaml
 
 from scheduler.backend.cache import Cache
@@ -540,6 +541,10 @@ def run(
     gates: FeatureGates = DEFAULT_GATES,
 ) -> int:
     stream = stream or sys.stdout
+    if not structlog.is_configured():
+        # The output is the contract: whatever the core logs (an extender skipped, a plugin's
+        # warning) goes to stderr, not between the JSON lines.
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
