@@ -2,15 +2,18 @@
 (``scheduler.testing.extender.ExtenderServer``), asked by kube-scheduler v1.36.3 and by
 pyscheduler (``run`` and ``simulate``) alike.
 
-Every answer is a pure function of the pod's namespace/name and the node's name (a hash), so
-two schedulers asking about the same pod and nodes get the same answer, whichever asks first
-and however often. ``HashPolicy`` serves two extenders under two prefixes:
+Every answer is a pure function of the pod's key (its namespace/name, or its ``KEY_LABEL``
+label when it has one, so that two copies of a pod for two schedulers are one case) and the
+node's name (a hash): two schedulers asking about the same pod and nodes get the same answer,
+whichever asks first and however often. ``HashPolicy`` serves these extenders:
 
 ``/a`` filter, prioritize, preempt, bind; not node-cache-capable (whole nodes go back and
    forth, so the scheduler scores the NodeInfos it builds from the answer); some pods get an
    ``Error`` answer, some prioritize calls a 500 (ignored by the scheduler, as upstream).
 ``/b`` filter, prioritize; node-cache-capable (names only), ignorable, interested only in pods
    that request ``example.com/gpu``; some of its filter calls answer 503 (skipped: ignorable).
+``/c`` filter only, passing every node, but ``SLOW_LABEL`` pods wait ``slow_seconds`` first
+   (past the extender's httpTimeout when configured so: the pod's attempt fails).
 
 Binding (``/a/bind``) writes the pod's Binding through the API, as a binder extender must.
 """
@@ -18,6 +21,7 @@ Binding (``/a/bind``) writes the pod's Binding through the API, as a binder exte
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +31,8 @@ from kubernetes.client.rest import ApiException
 from scheduler.testing.extender import Answer, ExtenderServer
 
 GPU = "example.com/gpu"
+KEY_LABEL = "extender.e2e/key"
+SLOW_LABEL = "extender.e2e/slow"
 RESERVED = "node(s) reserved by the extender"
 FENCED = "node(s) fenced off by the extender"
 NO_GPU_SLOT = "node(s) without a free GPU slot"
@@ -38,7 +44,8 @@ def _h(*parts: str) -> int:
 
 def _pod_key(body: dict[str, Any]) -> str:
     meta = (body.get("Pod") or {}).get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    key = (meta.get("labels") or {}).get(KEY_LABEL)
+    return str(key) if key else f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _nodes(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]] | None]:
@@ -91,8 +98,9 @@ def score_b(pod: str, node: str) -> int:
 class HashPolicy:
     """The two extenders' answers; ``api`` (an admin ApiClient) writes the Bindings."""
 
-    def __init__(self, api: client.ApiClient | None = None) -> None:
+    def __init__(self, api: client.ApiClient | None = None, slow_seconds: float = 0.0) -> None:
         self.api = api
+        self.slow_seconds = slow_seconds
         self.binds: list[tuple[str, str]] = []  # (namespace/name, node) bound through /a/bind
 
     def handlers(self) -> dict[str, Callable[[Any], Answer]]:
@@ -103,6 +111,7 @@ class HashPolicy:
             "/a/bind": self.a_bind,
             "/b/filter": self.b_filter,
             "/b/prioritize": self.b_prioritize,
+            "/c/filter": self.c_filter,
         }
 
     def serve(self) -> ExtenderServer:
@@ -182,6 +191,14 @@ class HashPolicy:
         pod = _pod_key(body)
         names, _ = _nodes(body)
         return 200, [{"Host": n, "Score": score_b(pod, n)} for n in names]
+
+    # -- extender C ----------------------------------------------------------------------------
+    def c_filter(self, body: dict[str, Any]) -> Answer:
+        labels = ((body.get("Pod") or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get(SLOW_LABEL) == "true":
+            time.sleep(self.slow_seconds)
+        names, _ = _nodes(body)
+        return 200, {"NodeNames": names}
 
 
 def extenders_config(url: str) -> list[dict[str, Any]]:
