@@ -531,6 +531,16 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
     stream.write("\n")
 
 
+class _Stderr:
+    """Whatever ``sys.stderr`` is when a line is written (it may be replaced after start-up)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def run(
     cluster_path: str,
     config_path: str | None,
@@ -540,11 +550,11 @@ def run(
     stats: bool = False,
     gates: FeatureGates = DEFAULT_GATES,
 ) -> int:
-    stream = stream or sys.stdout
-    if not structlog.is_configured():
+    if stream is None and not structlog.is_configured():
         # The output is the contract: whatever the core logs (an extender skipped, a plugin's
         # warning) goes to stderr, not between the JSON lines.
-        structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(_Stderr()))
+    stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
