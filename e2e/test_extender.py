@@ -75,19 +75,9 @@ def ours(
 def reference(
     policy: tuple[ext.HashPolicy, ExtenderServer], kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[kubescheduler.KubeScheduler]:
-    binary = kubescheduler.binary_path()
-    if not binary.exists():
-        pytest.fail(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler", pytrace=False)
     d = pathlib.Path(tmp_path_factory.mktemp("kube-reference"))
-    cfg = kubescheduler.config(REFERENCE, kubeconfig, kubescheduler.disabled_plugins())
-    cfg["extenders"] = _extenders(policy[1].url)
-    ks = kubescheduler.KubeScheduler(binary, kubescheduler.write_config(d / "config.yaml", cfg), kubeconfig,
-                                     d / "kube-scheduler.log")
-    ks.start()
-    try:
+    with kubescheduler.running(REFERENCE, kubeconfig, d, extenders=_extenders(policy[1].url)) as ks:
         yield ks
-    finally:
-        ks.stop()
 
 
 def _find_key(accept: Callable[[str], bool]) -> str:

@@ -8,6 +8,7 @@ default minus NodeDeclaredFeatures while pyscheduler has no such plugin, every n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import random
@@ -16,6 +17,7 @@ import ssl
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -158,6 +160,23 @@ class KubeScheduler:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+
+@contextlib.contextmanager
+def running(scheduler_name: str, kubeconfig: str, directory: pathlib.Path, **fields: Any) -> Iterator[KubeScheduler]:
+    """The binary scheduling pods that name *scheduler_name* (the suite's configuration plus
+    top-level *fields*), its config and log in *directory*; stopped on exit."""
+    binary = binary_path()
+    if not binary.exists():
+        raise FileNotFoundError(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler")
+    cfg = {**config(scheduler_name, kubeconfig, disabled_plugins()), **fields}
+    path = write_config(directory / "config.yaml", cfg)
+    ks = KubeScheduler(binary, path, kubeconfig, directory / "kube-scheduler.log")
+    ks.start()
+    try:
+        yield ks
+    finally:
+        ks.stop()
 
 
 def write_config(path: pathlib.Path, cfg: dict[str, Any]) -> pathlib.Path:
