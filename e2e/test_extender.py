@@ -63,12 +63,8 @@ def ours(
     cfg["extenders"] = _extenders(policy[1].url)
     path = d / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    p = SchedulerProcess(str(path), scheduler_kubeconfig, d, "extender", port=free_port())
-    try:
-        p.wait_ready()
+    with SchedulerProcess(str(path), scheduler_kubeconfig, d, "extender", port=free_port()) as p:
         yield p
-    finally:
-        p.stop()
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 import numpy as np
 import structlog
@@ -553,7 +553,7 @@ def run(
     if stream is None and not structlog.is_configured():
         # The output is the contract: whatever the core logs (an extender skipped, a plugin's
         # warning) goes to stderr, not between the JSON lines.
-        structlog.configure(logger_factory=structlog.PrintLoggerFactory(_Stderr()))
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())))
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
