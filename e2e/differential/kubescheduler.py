@@ -162,23 +162,6 @@ class KubeScheduler:
         self.proc = None
 
 
-@contextlib.contextmanager
-def running(scheduler_name: str, kubeconfig: str, directory: pathlib.Path, **fields: Any) -> Iterator[KubeScheduler]:
-    """The binary scheduling pods that name *scheduler_name* (the suite's configuration plus
-    top-level *fields*), its config and log in *directory*; stopped on exit."""
-    binary = binary_path()
-    if not binary.exists():
-        raise FileNotFoundError(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler")
-    cfg = {**config(scheduler_name, kubeconfig, disabled_plugins()), **fields}
-    path = write_config(directory / "config.yaml", cfg)
-    ks = KubeScheduler(binary, path, kubeconfig, directory / "kube-scheduler.log")
-    ks.start()
-    try:
-        yield ks
-    finally:
-        ks.stop()
-
-
 def write_config(path: pathlib.Path, cfg: dict[str, Any]) -> pathlib.Path:
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     os.chmod(path, 0o600)
@@ -282,3 +265,24 @@ def varied_profile(seed: int) -> dict[str, Any]:
         if r.random() < 0.5
     }
     return {"pluginConfig": plugin_config, "weights": weights}
+
+
+@contextlib.contextmanager
+def running(scheduler_name: str, kubeconfig: str, workdir: pathlib.Path,
+            leader_election: dict[str, Any] | None = None, **fields: Any) -> Iterator[KubeScheduler]:
+    """The binary under profile ``scheduler_name`` (this module's configuration; leader election
+    off unless ``leader_election`` gives its section; other top-level ``fields`` as given),
+    stopped on exit; its files in ``workdir``."""
+    binary = binary_path()
+    if not binary.exists():
+        raise FileNotFoundError(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler")
+    cfg = config(scheduler_name, kubeconfig, disabled_plugins())
+    if leader_election is not None:
+        cfg["leaderElection"] = leader_election
+    cfg.update(fields)
+    ks = KubeScheduler(binary, write_config(workdir / "config.yaml", cfg), kubeconfig, workdir / "kube-scheduler.log")
+    ks.start()
+    try:
+        yield ks
+    finally:
+        ks.stop()
