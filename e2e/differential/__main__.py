@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="random gangs (PodGroups), the workload-aware scheduling gates on both sides (differential/workload.py)",
     )
+    p.add_argument(
+        "--extender", action="store_true", help="both sides ask the suite's extenders (e2e/support/extender.py)"
+    )
     args = p.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the binary is stopped and the seed's objects removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -99,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess_cli=args.simulate_subprocess,
                 vary_args=args.vary_args,
                 dra=args.dra,
+                extender=args.extender,
             )
             total.merge(res.tally)
             features.update(res.features)

@@ -4,7 +4,7 @@ cycle per ``step`` (upstream: schedule_one_test.go's scheduler built around a fa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ from scheduler.config import SchedulerConfig, load_config
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Plugin
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
@@ -29,11 +30,12 @@ from scheduler.testing.fakes import FakeClock, FakeCoreAPI, FakeFence, FakePermi
 
 class Harness:
     """``config``/``registry``: the profiles and plugins (default: the default configuration);
+    ``extenders``: the scheduler extenders every profile shares;
     Permit timeouts run on ``permit_timer`` (a FakePermitTimer, advanced by the test)."""
 
     def __init__(self, api: FakeCoreAPI | None = None, fence: FakeFence | None = None,
                  limiter: TokenBucket | None = None, *, config: SchedulerConfig | None = None,
-                 registry: Mapping[str, type[Plugin]] | None = None,
+                 registry: Mapping[str, type[Plugin]] | None = None, extenders: Sequence[Extender] = (),
                  gates: FeatureGates = DEFAULT_GATES) -> None:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
@@ -44,9 +46,9 @@ class Harness:
                             on_drop=lambda reason: self.metrics.events_dropped.labels(reason).inc())
         snap, listers = Snapshot(), Listers()
         cfg = config or load_config(None, gates)
-        fws = build_frameworks(cfg, snap, listers, client=self.binder,
-                               registry=registry, observers=self.metrics.extension_point_observer,
-                               permit_timer=self.permit_timer, activator=self._activate, events=recorder)
+        fws = build_frameworks(cfg, snap, listers, client=self.binder, registry=registry,
+                               observers=self.metrics.extension_point_observer, permit_timer=self.permit_timer,
+                               activator=self._activate, events=recorder, extenders=extenders)
         generic = cfg.feature_gates.enabled("GenericWorkload")
         self.cache = Cache(generic_workload=generic)
         self.queue = SchedulingQueue(fws, self.clock, generic_workload=generic)
