@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -51,31 +50,15 @@ def sched_name(
 ) -> Iterator[str]:
     """The scheduler under test, both with the workload gates on: ours (the manifests'
     configuration under its ServiceAccount, so the PodGroup RBAC is exercised) or the binary."""
+    flags = [f"--feature-gates={GATES}"]
     if request.param == "pyscheduler":
-        proc = SchedulerProcess(
-            scheduler_config_path,
-            scheduler_kubeconfig,
-            tmp_path,
-            port=free_port(),
-            extra_flags=[f"--feature-gates={GATES}"],
-        )
-        try:
-            proc.wait_ready()
+        with SchedulerProcess(
+            scheduler_config_path, scheduler_kubeconfig, tmp_path, port=free_port(), extra_flags=flags
+        ):
             yield "pyscheduler"
-        finally:
-            proc.stop()
         return
-    cfg = kubescheduler.config(BINARY, kubeconfig, kubescheduler.disabled_plugins())
-    cfg_path = tmp_path / "kube-scheduler.yaml"
-    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    ks = kubescheduler.KubeScheduler(
-        kubescheduler.binary_path(), cfg_path, kubeconfig, tmp_path / "ks.log", extra_args=[f"--feature-gates={GATES}"]
-    )
-    ks.start()
-    try:
+    with kubescheduler.running(BINARY, kubeconfig, tmp_path, extra_args=flags):
         yield BINARY
-    finally:
-        ks.stop()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -278,10 +278,11 @@ def varied_profile(seed: int) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def running(scheduler_name: str, kubeconfig: str, workdir: pathlib.Path,
-            leader_election: dict[str, Any] | None = None, **fields: Any) -> Iterator[KubeScheduler]:
+            leader_election: dict[str, Any] | None = None, extra_args: Sequence[str] = (),
+            **fields: Any) -> Iterator[KubeScheduler]:
     """The binary under profile ``scheduler_name`` (this module's configuration; leader election
-    off unless ``leader_election`` gives its section; other top-level ``fields`` as given),
-    stopped on exit; its files in ``workdir``."""
+    off unless ``leader_election`` gives its section; other top-level ``fields`` as given; more
+    command-line flags in ``extra_args``), stopped on exit; its files in ``workdir``."""
     binary = binary_path()
     if not binary.exists():
         raise FileNotFoundError(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler")
@@ -289,7 +290,8 @@ def running(scheduler_name: str, kubeconfig: str, workdir: pathlib.Path,
     if leader_election is not None:
         cfg["leaderElection"] = leader_election
     cfg.update(fields)
-    ks = KubeScheduler(binary, write_config(workdir / "config.yaml", cfg), kubeconfig, workdir / "kube-scheduler.log")
+    ks = KubeScheduler(binary, write_config(workdir / "config.yaml", cfg), kubeconfig, workdir / "kube-scheduler.log",
+                       extra_args=extra_args)
     ks.start()
     try:
         yield ks

@@ -34,6 +34,7 @@ import io
 import json
 import pathlib
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -369,6 +370,7 @@ def run_workload_seed(
             key = f"{sc.namespace}/{name}"
             docs = [*dump_cluster(api), *_pod_groups(api)]
             before = _alive(api, sc.namespace)
+            log_offset = ks.log_path.stat().st_size if ks.log_path.exists() else 0
             stored = [_create_any(api, p) for p in gang.pods]
             conds = FirstConditions(api, sc.namespace)
             stored.append(_create_any(api, gang.group))
@@ -389,7 +391,8 @@ def run_workload_seed(
                 )
             finally:
                 conds.stop()
-            evicted = _evicted(api, sc.namespace, before)
+            _evicted(api, sc.namespace, before)  # the evictions have settled
+            evicted = _first_cycle_victims(ks.log_path, log_offset, sc.namespace, name)
             if cond["status"] != "True":
                 # Also when it went on to preempt: its victims' deletion is waited for below.
                 _delete_gang(api, sc.namespace, name, pod_names)
@@ -443,6 +446,42 @@ def _decided(
     return cond, nodes, events
 
 
+_START = re.compile(r'"Start the preemption asynchronously" preemptor="([^"]+)" .*numVictims=(\d+)')
+_VICTIM = re.compile(r'"Preemptor Pod preempted victim Pod" preemptor="([^"]+)" victim="([^"]+)"')
+_GROUP_DONE = (
+    "Successfully scheduled a pod group",
+    "Pod group is waiting for preemption",
+    "Unable to schedule a pod group",
+)
+
+
+def _first_cycle_victims(log: pathlib.Path, offset: int, ns: str, group: str) -> set[str]:
+    """The pods the binary's first cycle on ``group`` set out to evict, from its log past
+    ``offset``: the preemptions started before the cycle's outcome line by the group (PodGroup
+    preemption) or its pods, and for each the first numVictims victims it logged. Later cycles
+    (the group's leftover pods, retried back to back) may preempt again: not counted."""
+    with log.open("rb") as f:
+        f.seek(offset)
+        lines = f.read().decode(errors="replace").splitlines()
+    gang = f"{ns}/{group}"
+    mine = re.compile(re.escape(gang) + r"(-p\d+)?$")
+    owed: Counter[str] = Counter()
+    done = False
+    victims: set[str] = set()
+    for line in lines:
+        if not done and f'podGroup="{gang}"' in line and any(s in line for s in _GROUP_DONE):
+            done = True
+        m = _START.search(line)
+        if m and not done and mine.match(m.group(1)):
+            owed[m.group(1)] += int(m.group(2))
+            continue
+        v = _VICTIM.search(line)
+        if v and owed[v.group(1)] > 0:
+            owed[v.group(1)] -= 1
+            victims.add(v.group(2))
+    return victims
+
+
 def _alive(api: client.ApiClient, ns: str) -> set[str]:
     """The pods of ``ns`` not being deleted, as namespace/name."""
     items = _raw(client.CoreV1Api(api).list_namespaced_pod, ns)["items"]
@@ -450,8 +489,9 @@ def _alive(api: client.ApiClient, ns: str) -> set[str]:
 
 
 def _evicted(api: client.ApiClient, ns: str, before: set[str]) -> set[str]:
-    """The pods of ``before`` the binary's preemption removed: its deletions are async, so the
-    set is read until it holds still for a second (five at most)."""
+    """The pods of ``before`` the binary's preemptions removed (its first cycle's and any
+    later one's): its deletions are async, so the set is read until it holds still for a second
+    (five at most)."""
     last: set[str] | None = None
     steady_since = deadline = time.monotonic()
     deadline += 5.0
