@@ -33,9 +33,9 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, rejecting_plugins, scheduling_cycle
+from scheduler.core.extenders import extenders_binding
 from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
 from scheduler.framework.cycle_state import CycleState
-from scheduler.core.extenders import extenders_binding
 from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.listers import Listers
