@@ -58,7 +58,19 @@ def _parser() -> argparse.ArgumentParser:
     _add_logs_flags(run)
     _add_version_flag(run)
     _add_feature_gates(run)
+    _add_record_flags(run)
     return p
+
+
+def _add_record_flags(run: argparse.ArgumentParser) -> None:
+    g = run.add_argument_group("decision records (pyscheduler explain, /debug/explain)")
+    g.add_argument("--decision-records", type=int, default=1000, metavar="N",
+                   help="pods whose latest attempts are kept for explain (the least recent dropped; 0: none)")
+    g.add_argument("--decision-top-nodes", type=int, default=10, metavar="N",
+                   help="score rows an older record keeps (the newest records keep every node)")
+    g.add_argument("--result-annotations", action="store_true",
+                   help="also write each attempt's record to its pod as kube-scheduler-simulator's result "
+                        "annotations (one write per attempt; needs patch on pods)")
 
 
 def _bool(text: str) -> bool:
