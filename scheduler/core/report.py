@@ -49,6 +49,11 @@ def render(
                            [[r.node, str(r.total), *(str(f) for f in r.final)] for r in rows])
             if detail and len(rows) < d.scored:
                 lines.append(f"  ({len(rows)} of {d.scored} scored nodes shown, the best first)")
+            if detail:
+                best = d.scores[0].total
+                tied = sum(1 for r in d.scores if r.total == best)
+                if tied > 1:
+                    lines.append(f"  {tied} nodes tied at {best}: the scheduler picked {d.node} at random among them")
     else:
         word = "error" if detail and d.outcome == ERROR else "unschedulable"
         lines.append(f"{d.pod}: {word}")

@@ -191,7 +191,7 @@ class ExplainPage:
         parts.append("<h2>Recent decisions</h2>" + _filterable(
             "recent", ["time (UTC)", "pod", "attempt", "outcome", "node", "message"], rows, "no attempt recorded yet"))
         parts.append("<h2>Nodes</h2><p class=sub>bars: CPU and memory requested out of allocatable</p>")
-        parts.append(_tile_grid(tiles(self.nodes()), None))
+        parts.append(_tile_grid(tiles(self.nodes()), None, None))
         return _page("pyscheduler: queue and decisions", "".join(parts))
 
     async def pod(self, request: web.Request) -> web.Response:
@@ -209,14 +209,19 @@ class ExplainPage:
             parts.append(f"<p class=empty>{_e(body['message'])}</p>")
             return _page(f"pyscheduler: {key}", "".join(parts), status=code)
         d = attempts[0]
+        latest = self.store.latest(key)
+        need = (latest.pod.requests.milli_cpu, latest.pod.requests.memory) if latest is not None else None
         parts.append(_outcome(d))
+        if need is not None:
+            parts.append(f"<p>requests: cpu {_cpu(need[0])}, memory {_mem(need[1])}</p>")
         if d.scores:
             parts.append(_score_table(d))
         parts.append(_rejections(d))
         parts.append(_verdict_grid(d))
         parts.append("<h2>Nodes</h2><p class=sub>colour: chosen, feasible (darker: higher total), rejected, "
-                     "not evaluated; bars: CPU and memory requested now</p>")
-        parts.append(_tile_grid(tiles(self.nodes()), d))
+                     "not evaluated; bars: CPU and memory requested now, the pod's requests after them (blue: "
+                     "room for it, red: none)</p>")
+        parts.append(_tile_grid(tiles(self.nodes()), d, need))
         if len(attempts) > 1:
             rows = "".join(
                 f"<tr><td class=n>{a.attempt}</td><td>{_e(_utc(a.time))}</td><td>{_e(a.outcome)}</td>"
@@ -319,12 +324,17 @@ def _verdict_grid(d: Decision) -> str:
                                                       "no node listed", head_html=f"<th>node</th>{head}") + note)
 
 
-def _tile_grid(all_tiles: list[Tile], d: Decision | None) -> str:
+def _tile_grid(all_tiles: list[Tile], d: Decision | None, need: tuple[int, int] | None) -> str:
     if not all_tiles:
         return "<p class=empty>no nodes</p>"
     rank: dict[str, int] = {}
+    shade: dict[str, int] = {}
     if d is not None:
         rank = {row.node: k for k, row in enumerate(d.scores)}
+        if d.scores:
+            hi, lo = d.scores[0].total, min(r.total for r in d.scores)
+            # Five shades from the best total down to the lowest shown: ties look alike.
+            shade = {r.node: 1 + (4 * (hi - r.total) // (hi - lo) if hi > lo else 0) for r in d.scores}
         keep = set(rank) | set(d.filtered) | ({d.node} if d.node else set())
         all_tiles.sort(key=lambda t: (t.node not in keep, rank.get(t.node, len(rank)), t.node))
     else:
@@ -337,8 +347,8 @@ def _tile_grid(all_tiles: list[Tile], d: Decision | None) -> str:
             if t.node == d.node and d.placed:
                 cls, label = "tile chosen", "chosen"
             elif t.node in rank:
-                shade = 1 + min(4, rank[t.node] * 5 // max(1, len(rank)))
-                cls, label = f"tile feasible f{shade}", f"#{rank[t.node] + 1}"
+                total = d.scores[rank[t.node]].total
+                cls, label = f"tile feasible f{shade[t.node]}", f"#{rank[t.node] + 1} total {total}"
             elif t.node in d.filtered:
                 cls, label = "tile rejected", d.filtered[t.node].plugin
             else:
@@ -347,8 +357,8 @@ def _tile_grid(all_tiles: list[Tile], d: Decision | None) -> str:
             cls += " cordoned"
         out.append(
             f"<div class='{cls}' title='{_e(t.node)}'><div class=tn>{_e(t.node)}</div>"
-            f"<div class=tl>{_e(label)}</div>{_bar('cpu', t.cpu_used, t.cpu_total, _cpu)}"
-            f"{_bar('mem', t.mem_used, t.mem_total, _mem)}"
+            f"<div class=tl>{_e(label)}</div>{_bar('cpu', t.cpu_used, t.cpu_total, _cpu, need and need[0])}"
+            f"{_bar('mem', t.mem_used, t.mem_total, _mem, need and need[1])}"
             f"<div class=tp>{t.pods}/{t.pods_total} pods</div></div>")
     more = (f"<p class=sub>{len(shown)} of {len(all_tiles)} nodes drawn</p>" if len(all_tiles) > len(shown) else "")
     return f"<div class=tiles>{''.join(out)}</div>{more}"
@@ -360,11 +370,18 @@ def _free(t: Tile) -> float:
     return min(cpu, mem)
 
 
-def _bar(name: str, used: int, total: int, fmt: Callable[[int], str]) -> str:
+def _bar(name: str, used: int, total: int, fmt: Callable[[int], str], need: int | None = None) -> str:
+    """Requested out of allocatable; with ``need``, the pod's request drawn after it."""
     pct = min(100, round(100 * used / total)) if total > 0 else 100
     level = "hi" if pct >= 90 else ("mid" if pct >= 60 else "lo")
+    ghost = ""
+    if need:
+        fits = used + need <= total
+        width = min(100 - pct, round(100 * need / total)) if total > 0 else 0
+        ghost = (f"<span class='need {'fits' if fits else 'over'}' style='left:{pct}%;width:{max(width, 2)}%'>"
+                 "</span>")
     return (f"<div class=bar title='{name} {fmt(used)} of {fmt(total)} requested'><span class='fill {level}' "
-            f"style='width:{pct}%'></span><span class=bl>{name} {fmt(total - used)} free</span></div>")
+            f"style='width:{pct}%'></span>{ghost}<span class=bl>{name} {fmt(total - used)} free</span></div>")
 
 
 def _cpu(m: int) -> str:
@@ -440,7 +457,9 @@ pre.message{white-space:pre-wrap;background:#fff0f0;border-left:4px solid #b0002
 .tn{font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}.tl{color:#555;min-height:1.2em}
 .bar{position:relative;height:14px;background:#eee;border-radius:3px;margin:2px 0;overflow:hidden}
 .fill{position:absolute;left:0;top:0;bottom:0}.fill.lo{background:#7fc48a}.fill.mid{background:#e6b84c}
-.fill.hi{background:#e0665e}.bl{position:relative;padding-left:4px;font-size:11px}
+.fill.hi{background:#e0665e}.need{position:absolute;top:0;bottom:0;opacity:.75}
+.need.fits{background:#5b8def}.need.over{background:repeating-linear-gradient(45deg,#d33 0 3px,#fbb 3px 6px)}
+td:first-child{white-space:nowrap}.bl{position:relative;padding-left:4px;font-size:11px}
 .tp{color:#666}input.filter{margin:.2em 0}.switch label{margin-right:.8em}.podform{margin:.8em 0}
 """
 

@@ -374,6 +374,10 @@ class Simulator:
             return None
         return self._bind(fw, out)
 
+    def waiting_attempt(self, uid: str) -> CycleOutcome | None:
+        """The attempt of a pod that waits at Permit (``attempt`` returned None for it)."""
+        return self._waiting.get(uid)
+
     def _ended_waits(self) -> Iterator[CycleOutcome]:
         """The waits that ended since the last look: bound, or rejected and released."""
         while self._ended:
