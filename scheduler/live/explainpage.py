@@ -210,17 +210,19 @@ class ExplainPage:
             return _page(f"pyscheduler: {key}", "".join(parts), status=code)
         d = attempts[0]
         latest = self.store.latest(key)
-        need = (latest.pod.requests.milli_cpu, latest.pod.requests.memory) if latest is not None else None
+        requests = (latest.pod.requests.milli_cpu, latest.pod.requests.memory) if latest is not None else None
         parts.append(_outcome(d))
-        if need is not None:
-            parts.append(f"<p>requests: cpu {_cpu(need[0])}, memory {_mem(need[1])}</p>")
+        if requests is not None:
+            parts.append(f"<p>requests: cpu {_cpu(requests[0])}, memory {_mem(requests[1])}</p>")
+        # A placed pod's requests are in the bars already; a pending one's are drawn after them.
+        need = None if d.placed else requests
         if d.scores:
             parts.append(_score_table(d))
         parts.append(_rejections(d))
         parts.append(_verdict_grid(d))
         parts.append("<h2>Nodes</h2><p class=sub>colour: chosen, feasible (darker: higher total), rejected, "
-                     "not evaluated; bars: CPU and memory requested now, the pod's requests after them (blue: "
-                     "room for it, red: none)</p>")
+                     "not evaluated; bars: CPU and memory requested now and, for a pod not placed, its requests "
+                     "after them (blue: room for it, red: none)</p>")
         parts.append(_tile_grid(tiles(self.nodes()), d, need))
         if len(attempts) > 1:
             rows = "".join(
@@ -454,7 +456,7 @@ pre.message{white-space:pre-wrap;background:#fff0f0;border-left:4px solid #b0002
 .tile.feasible{border-color:#2da44e}.tile.f1{background:#c9f0d3}.tile.f2{background:#d9f5e0}
 .tile.f3{background:#e7f9ec}.tile.f4,.tile.f5{background:#f3fcf5}.tile.unseen{opacity:.55}
 .tile.cordoned{border-style:dashed}
-.tn{font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}.tl{color:#555;min-height:1.2em}
+.tn{font-weight:600;overflow-wrap:anywhere}.tl{color:#555;min-height:1.2em}
 .bar{position:relative;height:14px;background:#eee;border-radius:3px;margin:2px 0;overflow:hidden}
 .fill{position:absolute;left:0;top:0;bottom:0}.fill.lo{background:#7fc48a}.fill.mid{background:#e6b84c}
 .fill.hi{background:#e0665e}.need{position:absolute;top:0;bottom:0;opacity:.75}

@@ -104,6 +104,7 @@ async def test_pod_page_has_scores_verdicts_and_tiles(client: tuple[TestClient, 
     assert "✗ Insufficient cpu" in text  # the full node's verdict
     assert "tile chosen" in body and "tile rejected" in body
     assert "requests: cpu 1, memory 0Mi" in text
+    assert "class='need" not in body  # placed: its requests are in the bars already
     body = await (await c.get("/debug/explain/pods/default/huge")).text()
     text = " ".join(_text(body).split())
     assert "now: unschedulable" in text
