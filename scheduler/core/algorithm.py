@@ -91,6 +91,7 @@ class ScheduleResult:
     feasible_nodes: int
     scores: ScoreResult | None = None  # None when only one node was feasible
     diagnosis: Diagnosis | None = None
+    winner: int = 0  # the chosen node's position in ``scores`` (decision records read it)
 
 
 class Algorithm:
@@ -249,4 +250,4 @@ class Algorithm:
                 raise StatusError(s)
             scores = fw.run_score(state, pod, snap, feasible)
         winner = self.select_host(scores.totals)
-        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis)
+        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis, winner)

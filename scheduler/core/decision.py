@@ -30,6 +30,7 @@ HTTPS); the ``scores`` and ``filtered`` maps have ``simulate --output json``'s s
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -67,7 +68,11 @@ DEFAULT_FILTERED_LIMIT = 50
 DEFAULT_EXAMPLES = 3
 # An explained (not compacted) attempt lists every node, up to these many.
 FULL_LIMIT = 5000
-# Extension points as the record names them, and the Framework's lists of their plugins.
+# Up to this many scored nodes one stable sort is the cheapest way to the best rows.
+SORT_ALL_BELOW = 4096
+# Extension points as the record names them, and the Framework's lists of their plugins; the
+# names per framework, listed once.
+_POINTS_OF: weakref.WeakKeyDictionary[Framework, dict[str, list[str]]] = weakref.WeakKeyDictionary()
 _POINTS = (
     ("preFilter", "pre_filter_plugins"), ("filter", "filter_plugins"), ("postFilter", "post_filter_plugins"),
     ("preScore", "pre_score_plugins"), ("score", "score_plugins"), ("reserve", "reserve_plugins"),
@@ -184,6 +189,7 @@ class Attempt:
         "stages",
         "status",
         "timings",
+        "weight",
     )
 
     def __init__(
@@ -207,6 +213,12 @@ class Attempt:
         self.post_filter: PostFilterResult | None = out.post_filter
         self.skipped: set[str] = out.state.skip_filter_plugins
         self.skipped_score: set[str] = out.state.skip_score_plugins
+        # What the references hold, in node entries (scored nodes, rejected nodes): the store's
+        # measure of memory. Read off lengths: O(1).
+        res = out.result
+        diag = res.diagnosis if res is not None else (out.fit_error.diagnosis if out.fit_error else None)
+        self.weight = (len(res.scores.idx) if res is not None and res.scores is not None else 0) + (
+            len(diag.node_to_status.statuses) if diag is not None else 0) + 1
         if out.assumed is not None:
             self.outcome = WAITING if fw.will_wait_on_permit(out.assumed) else BINDING
         elif out.status is not None and out.status.is_rejected():
@@ -256,10 +268,16 @@ def compact(
     d = _cycle_decision(att, top, filtered_limit, examples)
     d.compact = True
     att.decision = d
+    release(att)
+
+
+def release(att: Attempt) -> None:
+    """Let the references go without keeping anything (an attempt nobody can ask for any more)."""
     att.result = att.status = att.post_filter = None
     att.nodes = None
     att.fw = None
     att.skipped = att.skipped_score = set()
+    att.weight = 0
 
 
 def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) -> Decision:
@@ -268,7 +286,7 @@ def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) 
     d = Decision(pod.key, pod.uid, fw.profile_name if fw is not None else "", att.number, att.at,
                  num_nodes=len(nodes))
     if fw is not None:
-        d.points = {point: [pl.name for pl in getattr(fw, attr)] for point, attr in _POINTS}
+        d.points = _points(fw)
     d.skipped_filter = sorted(att.skipped)
     d.skipped_score = sorted(att.skipped_score)
     res = att.result
@@ -288,7 +306,7 @@ def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) 
         d.plugins = list(sc.plugins)
         d.weights = [fw.weights.get(p, 1) for p in sc.plugins]
         d.scored = len(sc.idx)
-        d.scores = _score_rows(sc.idx, sc.raw, sc.final, sc.totals, nodes, res.suggested_host, top)
+        d.scores = _score_rows(sc.idx, sc.raw, sc.final, sc.totals, nodes, res.winner, top)
     if res is not None and st is not None and fw is not None:
         # Chosen, then refused in the scheduling cycle: Reserve or Permit, told by the plugin.
         inner = next(iter(fe.diagnosis.node_to_status.statuses.values()), st) if fe is not None else st
@@ -305,25 +323,39 @@ def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) 
     return d
 
 
+def _points(fw: Framework) -> dict[str, list[str]]:
+    """Each extension point's plugin names: a framework's never change, so they are listed once
+    per framework and shared by its records (read-only)."""
+    pts = _POINTS_OF.get(fw)
+    if pts is None:
+        pts = _POINTS_OF[fw] = {point: [pl.name for pl in getattr(fw, attr)] for point, attr in _POINTS}
+    return pts
+
+
 def _score_rows(
     idx: np.ndarray, raw: list[np.ndarray], final: list[np.ndarray], totals: np.ndarray,
-    nodes: list[NodeInfo], winner: str, top: int,
+    nodes: list[NodeInfo], winner: int, top: int,
 ) -> list[ScoreRow]:
-    """The ``top`` best rows, best first (ties in snapshot order, as simulate's table), the
-    chosen node always among them."""
-    order = np.argsort(-totals, kind="stable")
-    picked = order[:top].tolist()
-    names = [nodes[int(idx[j])].name for j in picked]
-    if winner not in names:
-        for j in order[top:].tolist():
-            if nodes[int(idx[j])].name == winner:
-                picked.append(j)
-                names.append(winner)
-                break
-    return [
-        ScoreRow(name, int(totals[j]), [int(r[j]) for r in raw], [int(f[j]) for f in final])
-        for name, j in zip(names, picked)
-    ]
+    """The ``top`` best rows, best first, ties in snapshot order (as simulate's table), the chosen
+    node always among them. Whole-array numpy work and ``tolist``: no per-element indexing."""
+    n = len(totals)
+    if n > SORT_ALL_BELOW:
+        # The top-th best total: every node above it is kept, then the first nodes at it (ties
+        # in snapshot order); only those few are sorted.
+        cut = np.partition(totals, n - top)[n - top]
+        above = np.flatnonzero(totals > cut)
+        cand = np.concatenate((above, np.flatnonzero(totals == cut)[: top - len(above)]))
+        picked = cand[np.argsort(-totals[cand], kind="stable")]
+    else:
+        picked = np.argsort(-totals, kind="stable")[:top]
+    if winner not in picked.tolist():
+        # Tied with more nodes than are kept: the chosen one is added after them.
+        picked = np.append(picked, winner)
+    names = [nodes[i].name for i in idx[picked].tolist()]
+    rows_raw = zip(*(r[picked].tolist() for r in raw)) if raw else iter([()] * len(names))
+    rows_final = zip(*(f[picked].tolist() for f in final)) if final else iter([()] * len(names))
+    return [ScoreRow(name, t, list(r), list(f))
+            for name, t, r, f in zip(names, totals[picked].tolist(), rows_raw, rows_final)]
 
 
 def _filter_part(
@@ -333,6 +365,8 @@ def _filter_part(
     """Rejections grouped by plugin and reason, a few nodes per reason, and each rejected node's
     verdict up to ``limit``. Nodes never filtered carry ``absent`` (PreFilter's rejection, or the
     PreFilterResult's), as in the FailedScheduling message."""
+    if not statuses and (absent is None or not absent.reasons):
+        return
     # Nodes that share a rejection share its reasons tuple: count those first.
     groups: Counter[tuple[str, tuple[str, ...]]] = Counter((s.plugin, s.reasons) for s in statuses.values())
     missing = len(nodes) - len(statuses) if absent is not None and absent.reasons else 0

@@ -434,6 +434,8 @@ class App:
             ]
             if self.annotator is not None:
                 tasks.append(asyncio.create_task(self.annotator.run(), name="result-annotations"))
+            if self.decisions.enabled:
+                tasks.append(asyncio.create_task(self.decisions.run_compactor(), name="decision-compactor"))
             keep: asyncio.Task[Any] | None = None
             if self.elector is not None:
                 keep = asyncio.create_task(self.elector.keep(), name="lease-renew")

@@ -186,7 +186,7 @@ class Scheduler(EventHandlers):
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
         elapsed = time.perf_counter() - start
         self.metrics.scheduling_algorithm_duration.observe(elapsed)
-        self.decisions.record(pod, fw, out, self.snapshot.node_infos, q.attempts, elapsed)
+        self.decisions.record(pod, fw, out, self.snapshot.node_infos, q.attempts, start, elapsed)
         if SCHEDULE_ONE.level >= 10 and out.result is not None:
             self._log_scores(pod.key, out)
         if out.assumed is None:

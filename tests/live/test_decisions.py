@@ -102,7 +102,7 @@ def _attempts(n: int, nodes: int = 3) -> tuple[Simulator, list[tuple[Any, Any]]]
 
 
 def _record(store: DecisionStore, sim: Simulator, out: Any, fw: Any, number: int = 1) -> Attempt | None:
-    return store.record(out.pod, fw, out, sim.snapshot.node_infos, number, 0.001)
+    return store.record(out.pod, fw, out, sim.snapshot.node_infos, number, 0.0, 0.001)
 
 
 def test_the_least_recently_attempted_pod_is_dropped_first() -> None:
@@ -125,18 +125,40 @@ def test_attempts_per_pod_newest_first(per_pod: int) -> None:
     assert [d.attempt for d in store.attempts("default/p0")] == list(range(4, 4 - per_pod, -1))
 
 
-def test_only_the_newest_attempts_keep_their_references() -> None:
-    sim, outs = _attempts(5)
-    store = DecisionStore(10, full=2, top=1)
+def test_whole_attempts_are_bounded_by_the_budget_and_compacted_when_idle() -> None:
+    # Each attempt: 3 rejected nodes, weight 4. Budget 10: the third record compacts the first
+    # itself (the budget is full); the newest one (``full``) is never compacted.
+    sim, outs = _attempts(3)
+    now = [0.0]
+    store = DecisionStore(10, full=1, budget=10, top=1, perf=lambda: now[0])
     kept = [_record(store, sim, out, fw) for out, fw in outs]
-    assert [a is not None and a.decision is not None for a in kept] == [True, True, True, False, False]
+    assert [a is not None and a.decision is not None for a in kept] == [True, False, False]
+    assert store.compacted_in_cycle == 1
     old = store.attempts("default/p0")[0]
-    new = store.attempts("default/p4")[0]
+    new = store.attempts("default/p2")[0]
     assert old.compact and not new.compact
-    # Compaction keeps the counts: both say the same about the rejections.
+    # Compaction keeps the counts and the message: both say the same about the rejections.
     assert [(r.plugin, r.nodes, r.reasons) for r in old.rejections] == [
         (r.plugin, r.nodes, r.reasons) for r in new.rejections]
     assert old.message == new.message
+    # Idle (no record for a while): down to half the budget, the newest still whole.
+    assert not store.idle()
+    now[0] = 1.0
+    assert store.idle()
+    assert store.compact_idle() == 1 and store.compact_idle() == 0
+    assert [store.attempts(f"default/p{i}")[0].compact for i in range(3)] == [True, True, False]
+
+
+def test_forgotten_attempts_let_their_references_go() -> None:
+    sim, outs = _attempts(3)
+    store = DecisionStore(2, per_pod=1)
+    first = _record(store, sim, *outs[0])
+    again = _record(store, sim, *outs[0], number=2)  # takes the first one's place
+    assert first is not None and again is not None
+    assert first.result is None and first.weight == 0 and again.weight > 0
+    _record(store, sim, *outs[1])
+    _record(store, sim, *outs[2])  # p0 is dropped: its attempt lets go too
+    assert again.result is None and store.attempts("default/p0") == []
 
 
 def test_final_outcomes_reach_the_annotation_writer_once() -> None:
@@ -150,7 +172,7 @@ def test_final_outcomes_reach_the_annotation_writer_once() -> None:
     sim2 = Simulator(build_cluster(docs), load_config(None), 1)
     fw = next(iter(sim2.frameworks.values()))
     out = sim2.attempt(sim2.pending[0].pod)
-    att = store.record(out.pod, fw, out, sim2.snapshot.node_infos, 1, 0.0)
+    att = store.record(out.pod, fw, out, sim2.snapshot.node_infos, 1, 0.0, 0.0)
     assert att is not None and att.outcome in (BINDING, SCHEDULED)
     store.finish(out.pod.uid, None, {"total": 0.01})
     store.finish(out.pod.uid, None, {"total": 0.02})  # once only
