@@ -109,12 +109,16 @@ def test_top_rows_best_first(top: int | None, expected: list[str]) -> None:
     assert d.scored == 4
 
 
-def test_compact_keeps_the_chosen_node_and_lets_references_go() -> None:
-    docs: list[dict[str, Any]] = [make_node(f"n{i}", cpu="4") for i in range(4)]
-    docs.append(make_pod("p", cpu="100m"))
-    sim = _sim(docs)
+def _attempt(nodes: int, cpu: str, pod_cpu: str, seconds: float = 0.0) -> Attempt:
+    """The first attempt of one pod on ``nodes`` equal nodes."""
+    docs: list[dict[str, Any]] = [make_node(f"n{i:02d}", cpu=cpu) for i in range(nodes)]
+    sim = _sim([*docs, make_pod("p", cpu=pod_cpu)])
     out = _first(sim)
-    att = Attempt(out.pod, _fw(sim), out, sim.snapshot.node_infos, 1, 1000.0, 0.002)
+    return Attempt(out.pod, _fw(sim), out, sim.snapshot.node_infos, 1, 1000.0, seconds)
+
+
+def test_compact_keeps_the_chosen_node_and_lets_references_go() -> None:
+    att = _attempt(4, "4", "100m", 0.002)
     full = explain(att)
     compact(att, top=1)
     assert att.result is None and att.nodes is None and att.fw is None
@@ -127,11 +131,7 @@ def test_compact_keeps_the_chosen_node_and_lets_references_go() -> None:
 
 
 def test_compact_bounds_the_listed_verdicts_not_the_counts() -> None:
-    docs: list[dict[str, Any]] = [make_node(f"n{i:02d}", cpu="1") for i in range(30)]
-    docs.append(make_pod("big", cpu="2"))
-    sim = _sim(docs)
-    out = _first(sim)
-    att = Attempt(out.pod, _fw(sim), out, sim.snapshot.node_infos, 1, 0.0, 0.0)
+    att = _attempt(30, "1", "2")
     compact(att, filtered_limit=5, examples=2)
     d = explain(att)
     assert len(d.filtered) == 5 and d.filtered_total == 30
