@@ -2,8 +2,11 @@
 health/metrics server, and owns the process lifecycle.
 
 Order (as kube-scheduler): read and validate the configuration and build every profile
-before touching the cluster; then start watching and wait until the cache holds what a LIST
-shows (informer sync); then, when leader election is on, wait for the Lease; then schedule.
+before touching the cluster; then ask the API server which of the kinds to watch it serves
+(exactly kube-scheduler's informers for these profiles and gates; a missing one stops the start
+with one line), start watching and wait until the cache holds what a LIST shows (informer
+sync); then, when leader election is on, wait for the Lease; then schedule. With
+``delayCacheUntilActive`` (and leader election) the Lease comes first and the watch after it.
 SIGTERM stops scheduling, drains in-flight bindings and releases the Lease. Losing the Lease
 (or its fence closing, see kube/elector.py) stops scheduling at once, cancels the bindings in
 flight, forgets their assumptions and exits non-zero.
@@ -37,7 +40,7 @@ from aiohttp import web
 from scheduler import __version__
 from scheduler.backend import debugger
 from scheduler.backend.cache import Cache
-from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
+from scheduler.backend.queue import SchedulingQueue, wall_window_phase
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
@@ -45,6 +48,7 @@ from scheduler.config.validation import validate_leader_election
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles, plugin_resources
 from scheduler.framework.listers import Listers
+from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
 from scheduler.live import presence
@@ -60,12 +64,14 @@ from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler, permit_timer
 from scheduler.live.metrics import Metrics
+from scheduler.live.metrics.resources import PodResources
 from scheduler.live.serving.debug import DebugFlags, Profiling
 from scheduler.live.serving.health import HealthEndpoint, HealthSLIs, NamedCheck
 from scheduler.live.serving.options import ServingError, options_from_args
 from scheduler.live.serving.server import Handler, SecureServer, build_server, fetch_client_ca
 from scheduler.live.serving.zpages import Flagz, Statusz, configz_handler
-from scheduler.live.watch.watcher import Watcher
+from scheduler.live.watch.watcher import NotServed, Watcher
+from scheduler.model.kinds import live_kinds
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 
@@ -86,6 +92,18 @@ EMULATION_VERSION = "1.36"
 
 class StartupError(Exception):
     """One line, printed before exit."""
+
+
+def informer_users(frameworks: Mapping[str, Framework]) -> frozenset[str]:
+    """The plugins, over every profile, that make kube-scheduler start informers (their New
+    asks for listers): all enabled ones, but PodTopologySpread only with default constraints."""
+    users = set()
+    for fw in frameworks.values():
+        for name, pl in fw.plugins.items():
+            if name == "PodTopologySpread" and not getattr(pl, "default_constraints", None):
+                continue
+            users.add(name)
+    return frozenset(users)
 
 
 class App:
@@ -116,8 +134,9 @@ class App:
                 le.resource_namespace,
                 lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
                 limiter=TokenBucket(cc.qps, cc.burst),
-                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
+                on_change=metrics.component.leader_status, on_slowpath=metrics.component.leader_slowpath,
             )
+            metrics.component.leader_status(False)  # client-go's elector starts as a backup
         self.binder = Binder(
             KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
             executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
@@ -140,16 +159,16 @@ class App:
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
         self.cache = Cache()
-        metrics.watch_cache(self.cache.sizes)
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,
             initial_backoff=cfg.pod_initial_backoff_seconds,
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
+            pop_from_backoff_q=cfg.feature_gates.enabled("SchedulerPopFromBackoffQ"),
+            # Backoff windows start on the wall clock's seconds, as kube-scheduler's do.
+            window_phase=wall_window_phase(time.monotonic),
         )
-        self.queue.on_incoming = metrics.incoming
-        metrics.watch_queue(self.queue.counts)
         # Decision records (explain, /debug/explain) and, opted in, the simulator's annotations.
         self.annotator = (ResultAnnotator(self.binder.events_api, self.binder.events)  # type: ignore[arg-type]
                           if records.annotations else None)
@@ -164,13 +183,16 @@ class App:
             activate=self._activate, release=self._release_preemptor,
             waiting_pods=next(iter(frameworks.values())).handle.waiting_pods,
         )
+        metrics.attach(frameworks, self.queue, self.cache.sizes, lambda: len(self.scheduler.binding_tasks))
         # The queue (which needs the frameworks' QueueSort) owns the nominator, and preemption
         # needs the queue: both reach the handles afterwards, as upstream's SetPodNominator.
         for fw in frameworks.values():
             fw.handle.nominator = self.queue.nominator
             fw.handle.preemption = self.preemption
-        self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
-                               on_error=metrics.object_error, resources=self.plugin_resources)
+        users = informer_users(frameworks)
+        self.watcher = Watcher(self.scheduler, creds.credentials, kinds=live_kinds(users, cfg.feature_gates.enabled),
+                               scheduler_names=frameworks, on_error=metrics.object_error,
+                               resources=self.plugin_resources, informer_users=users)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         # Who this process is: the Lease holder identity when electing, else host and pid.
         self.identity = self.elector.identity if self.elector is not None else f"{socket.gethostname()}_{os.getpid()}"
@@ -182,7 +204,7 @@ class App:
 
     def _activate(self, pod: PodInfo) -> None:
         """A failed preemption: move the preemptor back to activeQ (upstream fh.Activate)."""
-        self.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE, None, pod, pre_check=lambda p: p.uid == pod.uid)
+        self.queue.activate({pod.key: pod})
 
     def _activate_pods(self, pods: Mapping[str, PodInfo]) -> None:
         """Handle.activate: the plugins' PodsToActivate and direct calls (upstream PodActivator)."""
@@ -207,6 +229,13 @@ class App:
         body, ctype = self.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": ctype})
 
+    async def _metrics_resources(self, _: web.Request) -> web.Response:
+        # kube-scheduler answers an empty 200 unless it leads (installMetricHandler).
+        if self.elector is not None and not self.elector.is_leader:
+            return web.Response(body=b"")
+        body, ctype = PodResources(self.scheduler.informer_pods).exposition()
+        return web.Response(body=body, headers={"Content-Type": ctype})
+
     def routes(self) -> dict[str, Handler]:
         """Every path served, as kube-scheduler's newEndpointsHandler installs them."""
         leader = [NamedCheck("leaderElection", self._leader_check)] if self.elector is not None else []
@@ -218,6 +247,7 @@ class App:
             "/readyz": HealthEndpoint("readyz", ready, self.slis).handler,
             "/configz": configz_handler(self.cfg),
             "/metrics": self._metrics,
+            "/metrics/resources": self._metrics_resources,
             "/metrics/slis": self.slis.handler,
         }
         gates = self.cfg.feature_gates
@@ -406,6 +436,16 @@ class App:
             log.info("stopped", code=code)
             return code
         await self._trust_client_ca()
+        # delayCacheUntilActive: a standby does not watch; it lists everything once it leads.
+        delayed = self.cfg.delay_cache_until_active and self.elector is not None
+        if delayed:
+            assert self.elector is not None
+            log.info("cache_delayed_until_leading")
+            if not await self._until(self.elector.acquire()):
+                await self._stop_http()
+                self._close()
+                log.info("stopped", code=code)
+                return code
         watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         try:
             log.info("cache_syncing")
@@ -416,13 +456,16 @@ class App:
                 synced = await self._until(self.wait_synced(), watcher_task)
             if not synced:
                 if watcher_task.done():
-                    raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
+                    exc = watcher_task.exception()
+                    if isinstance(exc, NotServed):
+                        raise StartupError(str(exc))
+                    raise StartupError(f"watcher stopped: {exc or 'exited'}")
                 return 0
             self.synced = True
             self.scheduler.listers.informers.mark_synced()
             log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
                      pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
-            if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
+            if self.elector is not None and not delayed and not await self._until(self.elector.acquire(), watcher_task):
                 return 0
             if self.elector is not None and not await self._until(self.wait_bindings_seen(), watcher_task):
                 return 0
@@ -578,6 +621,8 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
+    for warning in cfg.warnings:
+        log.warning("config_has_no_effect", config=cfg_name, detail=warning)
     le = cfg.leader_election
     if le.leader_elect:
         try:

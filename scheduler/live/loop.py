@@ -112,6 +112,7 @@ class Scheduler(EventHandlers):
         self.decisions = decisions if decisions is not None else DecisionStore()
         recorder = recorder or Recorder(binder.events_api, binder.events, on_drop=self._event_dropped)
         super().__init__(frameworks, cache, listers, queue, recorder)
+        self.observe_event = self.metrics.event_handled
         self.snapshot = snapshot
         self.algorithm = algorithm
         self.binder = binder
@@ -217,7 +218,7 @@ class Scheduler(EventHandlers):
         """A cycle that raised costs only its pod: logged, counted, evented, back with backoff."""
         log.exception("scheduling_cycle_crashed", pod=q.pod.key)
         self.metrics.object_error("Pod", "cycle")
-        q.unschedulable_plugins = set()
+        q.unschedulable_plugins, q.pending_plugins = set(), set()  # an error: no rejector
         fw = self.frameworks.get(q.pod.scheduler_name)
         if fw is None:
             self.queue.add_unschedulable_if_not_present(q)
@@ -231,8 +232,7 @@ class Scheduler(EventHandlers):
         q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(st)
         result = UNSCHEDULABLE if st.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
-        for p in q.unschedulable_plugins:
-            self.metrics.unschedulable_reasons.labels(p, fw.profile_name).inc()
+        self.metrics.rejected(q.unschedulable_plugins | q.pending_plugins, fw.profile_name)
         self._handle_scheduling_failure(fw, q, st, out.nominating)
 
     def _handle_scheduling_failure(
@@ -328,11 +328,8 @@ class Scheduler(EventHandlers):
             self.cache.finish_binding(uid)
             seconds = time.perf_counter() - start
             self.metrics.attempt(SCHEDULED, fw.profile_name, seconds)
-            self.metrics.pod_scheduling_attempts.observe(q.attempts)
-            if q.initial_attempt_timestamp is not None:
-                self.metrics.pod_scheduling_sli_duration.labels(str(q.attempts)).observe(
-                    max(0.0, self.clock() - q.initial_attempt_timestamp)
-                )
+            first = q.initial_attempt_timestamp
+            self.metrics.scheduled(q, None if first is None else max(0.0, self.clock() - first))
             log.info("pod_scheduled", pod=assumed.key, node=node, profile=fw.profile_name, attempts=q.attempts)
             self.recorder.event(
                 assumed, fw.profile_name, "Normal", "Scheduled", "Binding",
@@ -371,6 +368,7 @@ class Scheduler(EventHandlers):
         result = UNSCHEDULABLE if s.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
         q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(s)
+        self.metrics.rejected(q.unschedulable_plugins | q.pending_plugins, fw.profile_name)
         self._handle_scheduling_failure(fw, q, s)
         if s.is_rejected():
             self._freed(assumed)

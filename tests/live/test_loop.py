@@ -88,7 +88,11 @@ async def test_bind_error_unreserves_forgets_and_backs_off():
     assert cond["message"].endswith("etcd timeout")
     assert attempts(h.metrics, "error") == 1
     api.bind_error = None
-    h.clock.step(1.01)
+    # An error backs off in podErrorBackoffQ (never popped early): 1 s, truncated to its
+    # 1-second window, over when the next window starts.
+    h.clock.step(1.99)
+    assert not await h.step()
+    h.clock.step(0.01)
     await h.step()
     assert h.bound() == {"a": "n1"}
 

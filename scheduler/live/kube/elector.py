@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.live.kube.transport import ApiError, TokenBucket, micro_time
+from scheduler.live.metrics.client import REST
 
 log = structlog.get_logger(__name__)
 
@@ -142,6 +143,7 @@ class LeaderElector:
         limiter: TokenBucket | None = None,
         rng: random.Random | None = None,
         on_change: Callable[[bool], None] | None = None,
+        on_slowpath: Callable[[], None] | None = None,
     ) -> None:
         check_timings(lease_duration, renew_deadline, retry_period)
         self.api = api
@@ -158,6 +160,7 @@ class LeaderElector:
         self.limiter = limiter
         self.rng = rng or random.Random()
         self.on_change = on_change
+        self.on_slowpath = on_slowpath  # the leader renews through a GET (leader_election_slowpath_total)
         self.observed: dict[str, Any] | None = None  # last seen spec of the lease
         self.observed_lease: dict[str, Any] | None = None  # the whole object, for the fast renew path
         self.observed_rv = ""
@@ -198,6 +201,7 @@ class LeaderElector:
     def _throttle(self) -> None:
         if self.limiter is not None:
             wait = self.limiter.reserve()
+            REST.limiter_waited(max(0.0, wait))
             if wait > 0:
                 self.sleep(wait)
 
@@ -279,6 +283,8 @@ class LeaderElector:
         if holder and holder != self.identity and self.observed_time + duration > now:
             return False  # held by another candidate and not expired
         transitions = int(spec.get("leaseTransitions") or 0)
+        if self.is_leader and self.on_slowpath is not None:
+            self.on_slowpath()
         if holder == self.identity:
             new_spec = self._spec(transitions, spec.get("acquireTime"))
         else:

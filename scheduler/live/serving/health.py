@@ -21,7 +21,11 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import generate_latest
 
+from scheduler.live import log as logconf
+
 log = structlog.get_logger(__name__)
+# component-base's healthz logs a failed check at V(2): a probe before sync is no news at -v=0.
+_HEALTHZ = logconf.verbose("healthz")
 
 # A check: None when healthy, else the reason (for the log).
 Check = Callable[[], str | None]
@@ -124,7 +128,8 @@ class HealthEndpoint:
             names = ",".join(f'"{n}"' for n in sorted(unknown))
             out.append(f"warn: some health checks cannot be excluded: no matches for {names}\n")
         if failed:
-            log.info("health_check_failed", path=self.kind, checks=",".join(failed), reasons="\n".join(reasons))
+            if _HEALTHZ.level >= 2:
+                log.info("health_check_failed", path=self.kind, checks=",".join(failed), reasons="\n".join(reasons))
             # http.Error appends a newline.
             return 500, "".join(out) + f"{self.kind} check failed\n"
         if not verbose:

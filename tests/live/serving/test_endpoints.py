@@ -42,7 +42,7 @@ def _app_routes(cfg: Any = None, elector: Any = None, synced: bool = True) -> di
 
     fake = types.SimpleNamespace(
         cfg=cfg or load_config(None), elector=elector, flags={"v": "0", "config": "c.yaml"},
-        slis=HealthSLIs(start_time=1_000_000.0), _metrics=metrics, synced=synced,
+        slis=HealthSLIs(start_time=1_000_000.0), _metrics=metrics, _metrics_resources=metrics, synced=synced,
         shutdown=types.SimpleNamespace(is_set=lambda: False),
     )
     fake._leader_check = lambda: App._leader_check(fake)  # type: ignore[arg-type]
@@ -66,8 +66,8 @@ async def _client(routes: dict[str, Any]) -> TestClient:
 
 def test_routes_as_newEndpointsHandler_installs_them() -> None:
     paths = set(_app_routes())
-    assert {"/healthz", "/livez", "/readyz", "/configz", "/metrics", "/metrics/slis", "/flagz", "/statusz",
-            "/debug/pprof/", "/debug/flags/v"} <= paths
+    assert {"/healthz", "/livez", "/readyz", "/configz", "/metrics", "/metrics/resources", "/metrics/slis", "/flagz",
+            "/statusz", "/debug/pprof/", "/debug/flags/v"} <= paths
     off = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                         "enableProfiling": False})
     # Profiling off: neither /debug/pprof nor /debug/flags/v.
