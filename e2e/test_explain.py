@@ -15,16 +15,21 @@ Compared with what the scheduler itself said and with `simulate`:
   its node count, the nodes that fail one plugin only;
 * a preempting pod: the attempt that nominated the node and named the victim, then the binding;
 * no scheduler running: the what-if recomputes the same FailedScheduling message;
-* the page in Debian's chromium through Playwright (screenshots in e2e/out/).
+* the page in Debian's chromium through Playwright (screenshots in e2e/out/);
+* the in-cluster path: the Lease holder's pod asked through the API server's proxy, with the
+  caller's token forwarded and least-privilege RBAC.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import pathlib
+import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,10 +40,18 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from e2e.support.auth import create_sa_token, ensure_service_account
+from e2e.support.auth import create_sa_token, ensure_service_account, write_token_kubeconfig
 from e2e.support.objects import GROUP, create_nodes, make_pod, unique_name
 from e2e.support.waits import events_for, wait_bound, wait_failed_scheduling, wait_for
-from scheduler.testing.process import REPO, SchedulerProcess, free_port, https_get, scheduler_env
+from scheduler.testing.process import (
+    REPO,
+    SchedulerProcess,
+    free_port,
+    https_get,
+    run_argv,
+    scheduler_env,
+    stop_process,
+)
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
@@ -87,6 +100,20 @@ def group(api_client: client.ApiClient, sched: SchedulerProcess) -> Iterator[tup
     for n in names:
         with contextlib.suppress(ApiException):
             core.delete_node(n)
+
+
+@pytest.fixture
+def cluster_rbac(api_client: client.ApiClient) -> Iterator[list[tuple[str, str]]]:
+    """(kind, name) of cluster-scoped RBAC a test creates: deleted after it."""
+    made: list[tuple[str, str]] = []
+    yield made
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    for kind, name in made:
+        with contextlib.suppress(ApiException):
+            if kind == "ClusterRole":
+                rbac.delete_cluster_role(name)
+            else:
+                rbac.delete_cluster_role_binding(name)
 
 
 def explain(kubeconfig: str, namespace: str, pod: str, *flags: str,
@@ -263,9 +290,10 @@ def test_make_run_scheduler_is_found(kubeconfig: str, core_v1: client.CoreV1Api,
 # The page in a real browser
 
 
-def explain_reader_token(api: client.ApiClient, namespace: str) -> str:
+def explain_reader_token(api: client.ApiClient, namespace: str, made: list[tuple[str, str]]) -> str:
     core = client.CoreV1Api(api)
     ensure_service_account(core, namespace, "explainer")
+    made.append(("ClusterRoleBinding", f"pyscheduler-explain-reader-{namespace}"))
     client.RbacAuthorizationV1Api(api).create_cluster_role_binding({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": {"name": f"pyscheduler-explain-reader-{namespace}"},
@@ -276,7 +304,8 @@ def explain_reader_token(api: client.ApiClient, namespace: str) -> str:
 
 
 def test_page_in_chromium(api_client: client.ApiClient, core_v1: client.CoreV1Api, namespace: str,
-                          group: tuple[str, list[str]], sched: SchedulerProcess) -> None:
+                          group: tuple[str, list[str]], sched: SchedulerProcess,
+                          cluster_rbac: list[tuple[str, str]]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"no chromium at {CHROMIUM} (.ci/run installs Debian's)")
@@ -286,7 +315,7 @@ def test_page_in_chromium(api_client: client.ApiClient, core_v1: client.CoreV1Ap
     core_v1.create_namespaced_pod(namespace, make_pod("held", namespace, schedulingGates=[{"name": "example.com/x"}]))
     fit_node = wait_bound(core_v1, namespace, "fits")
     event, _ = wait_failed_scheduling(api_client, core_v1, namespace, "toobig")
-    token = explain_reader_token(api_client, namespace)
+    token = explain_reader_token(api_client, namespace, cluster_rbac)
     wait_for(lambda: https_get(sched.port, "/debug/explain", token=token)[0] == 200, timeout=30,
              desc="the explain-reader binding in effect")
     assert https_get(sched.port, "/debug/explain")[0] == 403  # anonymous
@@ -367,3 +396,101 @@ def test_what_if_with_no_scheduler_running(kubeconfig: str, api_client: client.A
     assert core_v1.read_namespaced_pod("later", namespace).spec.node_name is None
     assert [(e.metadata.name, e.series.count if e.series else 1)
             for e in events_for(api_client, namespace, "later", "FailedScheduling")] == before
+
+
+# ---------------------------------------------------------------------------------------------
+# The in-cluster leader: found through the Lease, asked through the API server's proxy
+
+
+def _host_ip() -> str | None:
+    """An address of this machine the API server may proxy to (not loopback, not link-local)."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing address
+        ip = ipaddress.ip_address(s.getsockname()[0])
+        if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+            return str(ip)
+    return None
+
+
+def test_leader_pod_through_the_api_servers_proxy(
+        api_client: client.ApiClient, core_v1: client.CoreV1Api, namespace: str, node_factory: Any,
+        group: tuple[str, list[str]], scheduler_config_path: str, scheduler_kubeconfig: str,
+        sched: SchedulerProcess, tmp_path: pathlib.Path, cluster_rbac: list[tuple[str, str]]) -> None:
+    """As with the Deployment: the Lease's holder identity is <pod name>_<uuid>. The scheduler
+    runs here, so its "pod" is a hostNetwork pod named as this host on a kwok node whose address
+    is this machine's: the API server's proxy then reaches the process. explain (a token, no
+    presence file) goes through the proxy; the scheduler authorizes the forwarded token."""
+    host, ip = socket.gethostname(), _host_ip()
+    if ip is None or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", host):
+        pytest.skip(f"no proxyable address ({ip}) or host name {host!r} is no pod name")
+    sched.stop(timeout=30)  # the module's scheduler gives the Lease up
+    port = free_port()
+    [node] = node_factory(1, internal_ip=ip)
+    holder = make_pod(host, "pyscheduler", node_name=node, hostNetwork=True)
+    holder["spec"]["containers"][0]["ports"] = [{"name": "https", "containerPort": port}]
+    # The namespace enforces the restricted Pod Security level, which refuses host networking:
+    # lifted for this stand-in pod only (kwok runs nothing of it).
+    enforce = "pod-security.kubernetes.io/enforce"
+    before = (core_v1.read_namespace("pyscheduler").metadata.labels or {}).get(enforce)
+    core_v1.patch_namespace("pyscheduler", {"metadata": {"labels": {enforce: "privileged"}}})
+    try:
+        core_v1.create_namespaced_pod("pyscheduler", holder)
+        wait_for(lambda: core_v1.read_namespaced_pod(host, "pyscheduler").status.pod_ip == ip, timeout=30,
+                 desc="the holder pod's address")
+        log = (tmp_path / "leader.log").open("wb")
+        proc = subprocess.Popen(
+            run_argv(scheduler_config_path, "--kubeconfig", scheduler_kubeconfig, "--secure-port", str(port),
+                     "--bind-address", "0.0.0.0", "--authentication-kubeconfig", scheduler_kubeconfig,
+                     "--authorization-kubeconfig", scheduler_kubeconfig),
+            cwd=REPO, env=scheduler_env(), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: _ready(port, proc), timeout=60, desc="the leader ready")
+            label, _ = group
+            core_v1.create_namespaced_pod(namespace, group_pod("proxied", namespace, label, "100m"))
+            bound = wait_bound(core_v1, namespace, "proxied")
+            kc = explain_user_kubeconfig(api_client, namespace, tmp_path, cluster_rbac)
+            env = {**scheduler_env(), "PYSCHEDULER_RUNTIME_DIR": str(tmp_path / "no-presence")}
+            out = subprocess.run([sys.executable, "-m", "scheduler", "explain", "-n", namespace, "proxied",
+                                  "--kubeconfig", kc, "--output", "json", "--no-hints"], cwd=REPO, env=env,
+                                 capture_output=True, text=True, timeout=120)
+            assert out.returncode == 0, out.stderr
+            ans = json.loads(out.stdout)
+            assert ans["source"] == "scheduler", out.stderr
+            assert ans["from"] == f"leader pod pyscheduler/{host} through the API server's proxy"
+            assert ans["attempts"][0]["node"] == bound
+        finally:
+            stop_process(proc, grace=30)
+            log.close()
+    finally:
+        with contextlib.suppress(ApiException):
+            core_v1.delete_namespaced_pod(host, "pyscheduler", grace_period_seconds=0)
+        core_v1.patch_namespace("pyscheduler", {"metadata": {"labels": {enforce: before}}})
+
+
+def _ready(port: int, proc: subprocess.Popen[bytes]) -> bool:
+    assert proc.poll() is None, "the scheduler exited"
+    with contextlib.suppress(OSError):
+        return https_get(port, "/readyz")[0] == 200
+    return False
+
+
+def explain_user_kubeconfig(api: client.ApiClient, namespace: str, tmp: pathlib.Path,
+                            made: list[tuple[str, str]]) -> str:
+    """A token kubeconfig with exactly what docs/troubleshooting.md lists for explain through
+    the proxy (no what-if)."""
+    rbac = client.RbacAuthorizationV1Api(api)
+    name = f"explain-user-{namespace}"
+    made += [("ClusterRole", name), ("ClusterRoleBinding", name)]
+    rbac.create_cluster_role({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "resources": ["pods", "configmaps"], "verbs": ["get"]},
+                  {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]},
+                  {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]},
+                  {"nonResourceURLs": ["/debug/explain", "/debug/explain/*"], "verbs": ["get"]}]})
+    ensure_service_account(client.CoreV1Api(api), namespace, "explain-user")
+    rbac.create_cluster_role_binding({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "explain-user", "namespace": namespace}]})
+    return write_token_kubeconfig(api, create_sa_token(client.CoreV1Api(api), namespace, "explain-user"),
+                                  tmp / "explain-user.kubeconfig")
