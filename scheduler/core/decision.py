@@ -68,6 +68,8 @@ DEFAULT_FILTERED_LIMIT = 50
 DEFAULT_EXAMPLES = 3
 # An explained (not compacted) attempt lists every node, up to these many.
 FULL_LIMIT = 5000
+# A prioritizing extender's raw score on a node it gave no answer for.
+NOT_ASKED = -1
 # Up to this many scored nodes one stable sort is the cheapest way to the best rows.
 SORT_ALL_BELOW = 4096
 # Extension points as the record names them, and the Framework's lists of their plugins; the
@@ -137,8 +139,9 @@ class Decision:
     points: dict[str, list[str]] = field(default_factory=dict)
     skipped_filter: list[str] = field(default_factory=list)
     skipped_score: list[str] = field(default_factory=list)
-    plugins: list[str] = field(default_factory=list)  # score plugins that ran
+    plugins: list[str] = field(default_factory=list)  # score plugins that ran, then extenders
     weights: list[int] = field(default_factory=list)
+    extenders: list[str] = field(default_factory=list)  # the columns of ``plugins`` that are extenders
     scored: int = 0  # nodes scored; 0: one feasible node, or no Score plugin
     scores: list[ScoreRow] = field(default_factory=list)  # best first
     filtered: dict[str, Verdict] = field(default_factory=dict)
@@ -303,10 +306,24 @@ def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) 
         d.evaluated = d.filtered_total
     if res is not None and res.scores is not None and fw is not None:
         sc = res.scores
+        raw, final = list(sc.raw), list(sc.final)
         d.plugins = list(sc.plugins)
         d.weights = [fw.weights.get(p, 1) for p in sc.plugins]
+        if sc.extenders:
+            # Prioritizing extenders: columns after the plugins' (as simulate's table), their
+            # answer as the raw score, NOT_ASKED where they gave none for a node.
+            names = [nodes[i].name for i in sc.idx.tolist()]
+            for ext in sc.extenders:
+                answered: dict[str, int] = {}
+                for hp in ext.priorities:
+                    answered[hp.host] = answered.get(hp.host, 0) + hp.score
+                raw.append(np.array([answered.get(n, NOT_ASKED) for n in names], dtype=np.int64))
+                final.append(ext.final)
+                d.plugins.append(ext.name)
+                d.weights.append(ext.weight)
+                d.extenders.append(ext.name)
         d.scored = len(sc.idx)
-        d.scores = _score_rows(sc.idx, sc.raw, sc.final, sc.totals, nodes, res.winner, top)
+        d.scores = _score_rows(sc.idx, raw, final, sc.totals, nodes, res.winner, top)
     if res is not None and st is not None and fw is not None:
         # Chosen, then refused in the scheduling cycle: Reserve or Permit, told by the plugin.
         inner = next(iter(fe.diagnosis.node_to_status.statuses.values()), st) if fe is not None else st
@@ -435,20 +452,23 @@ def to_json(d: Decision) -> dict[str, Any]:
     {"plugins": {plugin: {"score", "normalized", "final"}}, "total"}; node -> {"plugin", "reasons"}),
     scores best first."""
     scores: dict[str, Any] = {}
+    ext = set(d.extenders)
     for row in d.scores:
         norm = d.normalized(row)
-        scores[row.node] = {
-            "plugins": {
-                p: {"score": row.raw[k], "normalized": norm[k], "final": row.final[k]} for k, p in enumerate(d.plugins)
-            },
-            "total": row.total,
-        }
+        entry: dict[str, Any] = {"plugins": {
+            p: {"score": row.raw[k], "normalized": norm[k], "final": row.final[k]}
+            for k, p in enumerate(d.plugins) if p not in ext}, "total": row.total}
+        answered = {p: {"score": row.raw[k], "final": row.final[k]}
+                    for k, p in enumerate(d.plugins) if p in ext and row.raw[k] != NOT_ASKED}
+        if answered:
+            entry["extenders"] = answered  # only the nodes an extender scored, as simulate
+        scores[row.node] = entry
     out: dict[str, Any] = {
         "pod": d.pod, "uid": d.uid, "profile": d.profile, "attempt": d.attempt, "time": d.time,
         "outcome": d.outcome, "node": d.node, "message": d.message, "numNodes": d.num_nodes,
         "evaluated": d.evaluated, "feasible": d.feasible, "extensionPoints": d.points,
         "skippedFilterPlugins": d.skipped_filter, "skippedScorePlugins": d.skipped_score, "scorePlugins": d.plugins,
-        "weights": dict(zip(d.plugins, d.weights)), "scored": d.scored, "scores": scores,
+        "weights": dict(zip(d.plugins, d.weights)), "extenders": d.extenders, "scored": d.scored, "scores": scores,
         "filtered": {n: {"plugin": v.plugin, "reasons": v.reasons} for n, v in d.filtered.items()},
         "filteredTotal": d.filtered_total,
         "rejections": [{"plugin": r.plugin, "nodes": r.nodes, "reasons": r.reasons, "examples": r.examples}
@@ -467,12 +487,14 @@ def from_json(doc: dict[str, Any]) -> Decision:
     """The Decision of ``to_json``'s object; ValueError (naming the field) for anything else."""
     try:
         plugins = [str(p) for p in doc.get("scorePlugins") or []]
+        extenders = [str(e) for e in doc.get("extenders") or []]
         weights_map = doc.get("weights") or {}
         rows = []
         for node, s in (doc.get("scores") or {}).items():
-            per = s.get("plugins") or {}
-            rows.append(ScoreRow(str(node), int(s["total"]), [int(per[p]["score"]) for p in plugins],
-                                 [int(per[p]["final"]) for p in plugins]))
+            per = {**(s.get("plugins") or {}), **(s.get("extenders") or {})}
+            asked = {"score": NOT_ASKED, "final": 0}
+            rows.append(ScoreRow(str(node), int(s["total"]), [int(per.get(p, asked)["score"]) for p in plugins],
+                                 [int(per.get(p, asked)["final"]) for p in plugins]))
         return Decision(
             pod=str(doc["pod"]), uid=str(doc.get("uid") or ""), profile=str(doc.get("profile") or ""),
             attempt=int(doc.get("attempt") or 0), time=float(doc.get("time") or 0.0),
@@ -482,7 +504,7 @@ def from_json(doc: dict[str, Any]) -> Decision:
             points={str(k): [str(p) for p in v] for k, v in (doc.get("extensionPoints") or {}).items()},
             skipped_filter=[str(p) for p in doc.get("skippedFilterPlugins") or []],
             skipped_score=[str(p) for p in doc.get("skippedScorePlugins") or []],
-            plugins=plugins, weights=[int(weights_map.get(p, 1)) for p in plugins],
+            plugins=plugins, weights=[int(weights_map.get(p, 1)) for p in plugins], extenders=extenders,
             scored=int(doc.get("scored") or 0), scores=rows,
             filtered={str(n): Verdict(str(v.get("plugin") or ""), [str(r) for r in v.get("reasons") or []])
                       for n, v in (doc.get("filtered") or {}).items()},

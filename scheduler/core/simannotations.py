@@ -107,8 +107,9 @@ def result_annotations(d: Decision) -> dict[str, str]:
             plugin = "DefaultPreemption" if "DefaultPreemption" in d.points.get("postFilter", ()) else (
                 (d.points.get("postFilter") or [""])[0])
             post[d.nominated] = {plugin: NOMINATED}
-    score = {row.node: {p: str(v) for p, v in zip(d.plugins, row.raw)} for row in d.scores}
-    final = {row.node: {p: str(v) for p, v in zip(d.plugins, row.final)} for row in d.scores}
+    ext = set(d.extenders)  # the simulator writes extenders' results under names of their own
+    score = {row.node: {p: str(v) for p, v in zip(d.plugins, row.raw) if p not in ext} for row in d.scores}
+    final = {row.node: {p: str(v) for p, v in zip(d.plugins, row.final) if p not in ext} for row in d.scores}
     prefilter_failed = not d.placed and d.filtered_total == d.num_nodes and any(
         r.plugin in d.points.get("preFilter", ()) and r.plugin not in d.filter_plugins for r in d.rejections)
     prefilter_answer = "Success"

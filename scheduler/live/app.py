@@ -29,7 +29,7 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,6 +47,8 @@ from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.config.validation import validate_leader_election
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles, plugin_resources
+from scheduler.extender import build_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
@@ -109,10 +111,11 @@ def informer_users(frameworks: Mapping[str, Framework]) -> frozenset[str]:
 class App:
     def __init__(self, cfg: SchedulerConfig, registry: Registry, metrics: Metrics, creds: CredentialSource,
                  server: SecureServer | None, flags: Mapping[str, str] | None = None,
-                 records: RecordOptions | None = None) -> None:
+                 extenders: Sequence[Extender] = (), records: RecordOptions | None = None) -> None:
         """Builds every part, frameworks included (FrameworkError for plugin args a factory
         refuses); talks to no API server until ``run``. ``flags``: /flagz's name -> value;
-        ``records``: the decision records' bounds and the result annotations."""
+        ``extenders``: the scheduler extenders' clients (scheduler/extender); ``records``: the
+        decision records' bounds and the result annotations."""
         self.cfg = cfg
         self.creds = creds
         records = records or RecordOptions()
@@ -155,7 +158,7 @@ class App:
         frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
                                       volume_api=self.volume_api, observers=metrics.extension_point_observer,
                                       permit_timer=permit_timer, activator=self._activate_pods,
-                                      client_set=self.api_client, events=self.recorder)
+                                      client_set=self.api_client, events=self.recorder, extenders=extenders)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
         self.cache = Cache()
@@ -616,6 +619,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         with long_lived_objects():
             cfg = apply_flags(load_run_config(args.config, gates), args)
+            # Upstream builds the extenders before the profiles (scheduler.New).
+            extenders, cfg = build_extenders(cfg)
             registry = default_registry()
             check_profiles(cfg, registry)
     except ConfigError as exc:
@@ -648,7 +653,8 @@ def main(args: argparse.Namespace) -> int:
         with long_lived_objects():
             metrics = Metrics()
             metrics.feature_gates(gates)
-            app = App(cfg, registry, metrics, creds, server, getattr(args, "flagz", None), records_from_args(args))
+            app = App(cfg, registry, metrics, creds, server, getattr(args, "flagz", None), extenders,
+                      records_from_args(args))
     except FrameworkError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG

@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
-from scheduler.core.decision import Decision, to_json
+from scheduler.core.decision import NOT_ASKED, Decision, to_json
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.live.decisions import DecisionStore
 from scheduler.model.node import NodeInfo
@@ -268,7 +268,7 @@ def _score_table(d: Decision) -> str:
     for row in d.scores:
         norm = d.normalized(row)
         cells = "".join(
-            f"<td class=n data-raw='{r}' data-normalized='{n}' data-final='{f}'>{f}</td>"
+            f"<td class=n data-raw='{'' if r == NOT_ASKED else r}' data-normalized='{n}' data-final='{f}'>{f}</td>"
             for r, n, f in zip(row.raw, norm, row.final))
         cls = " class=chosen" if row.node == d.node else ""
         rows.append(f"<tr{cls}><td>{_e(row.node)}</td><td class=n><b>{row.total}</b></td>{cells}</tr>")

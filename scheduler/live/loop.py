@@ -29,6 +29,7 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, rejecting_plugins, scheduling_cycle
+from scheduler.core.extenders import extenders_binding
 from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.listers import Listers
@@ -204,13 +205,16 @@ class Scheduler(EventHandlers):
     def _log_scores(self, pod: str, out: CycleOutcome) -> None:
         """prioritizeNodes' V(10) lines: each plugin's weighted score per node, then each node's total."""
         scores = out.result.scores if out.result is not None else None
-        if scores is None or not scores.plugins:
-            return  # one feasible node, or no Score plugin: upstream logs no scores either
+        if scores is None or not (scores.plugins or scores.extenders):
+            return  # one feasible node, or nothing scored: upstream logs no scores either
         infos = self.snapshot.node_infos
         names = [infos[int(i)].name for i in scores.idx]
         for k, node in enumerate(names):
             for plugin, final in zip(scores.plugins, scores.final):
                 log.info("Plugin scored node for pod", v=10, pod=pod, plugin=plugin, node=node, score=int(final[k]))
+        for ext in scores.extenders:
+            for hp in ext.priorities:  # as the extender answered, before weight and scaling
+                log.info("Extender scored node for pod", v=10, pod=pod, extender=ext.name, node=hp.host, score=hp.score)
         for k, node in enumerate(names):
             log.info("Calculated node's final score for pod", v=10, pod=pod, node=node, score=int(scores.totals[k]))
 
@@ -308,7 +312,9 @@ class Scheduler(EventHandlers):
                 s = await fw.run_pre_bind(state, assumed, node)
                 self.decisions.stage(uid, "PreBind", s)
             if s is None:
-                s = await fw.run_bind(state, assumed, node)
+                bound, s = await self._extenders_bind(fw, assumed, node)
+                if not bound:
+                    s = await fw.run_bind(state, assumed, node)
                 if s is not None and s.code == Code.SKIP:
                     s = Status(Code.ERROR, "no bind plugin bound the pod")
                 self.decisions.stage(uid, "Bind", s)
@@ -372,6 +378,16 @@ class Scheduler(EventHandlers):
         self._handle_scheduling_failure(fw, q, s)
         if s.is_rejected():
             self._freed(assumed)
+
+    async def _extenders_bind(self, fw: Framework, pod: PodInfo, node: str) -> tuple[bool, Status | None]:
+        """A binder extender interested in the pod binds it before any Bind plugin (upstream
+        extendersBinding), off the event loop: its HTTP call may take up to its timeout. The
+        lease fence is checked first, as the Binder does before a Binding."""
+        if not any(e.is_binder() for e in fw.extenders):
+            return False, None
+        if not self.binder.fence_open():
+            return True, Status(Code.ERROR, "lease fence closed", err=Fenced())
+        return await asyncio.to_thread(extenders_binding, fw.extenders, pod, node)
 
     async def _nominate_while_waiting(self, pod: PodInfo, node: str) -> None:
         """NominatedNodeNameForExpectation (beta, on in v1.36.3): a pod about to wait at Permit

@@ -1,7 +1,8 @@
 """Offline what-if: the real framework against a cluster described in YAML, no API server.
 
 The same Cache, Snapshot, Framework, Algorithm and scheduling cycle as the live scheduler; the
-binder is a stand-in that always succeeds.
+binder is a stand-in that always succeeds. Configured extenders are asked over HTTP as live
+(filter, prioritize, preempt), except to bind: a binder extender would write to a cluster.
 
 Permit ``Wait``, deterministically: the pod stays assumed (its room held) while the next pods
 are tried. When a later pod's cycle allows it (a plugin calls ``allow`` on the waiting pod), its
@@ -20,9 +21,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 import numpy as np
+import structlog
 import yaml
 
 from scheduler.backend.cache import Cache
@@ -34,6 +36,8 @@ from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection,
 from scheduler.core.decision import from_outcome
 from scheduler.core.profiles import FrameworkError, build_frameworks
 from scheduler.core.report import render
+from scheduler.extender import build_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Plugin, QueuedPodInfo
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
@@ -256,7 +260,10 @@ class Simulator:
         config: SchedulerConfig,
         seed: int | None = None,
         registry: Mapping[str, type[Plugin]] | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
+        """``extenders``: the scheduler extenders to ask (their filter, prioritize and preempt
+        verbs; a binder extender is not asked to bind: simulate writes nothing anywhere)."""
         self.config = config
         self.cache = Cache()
         self.snapshot = Snapshot()
@@ -277,6 +284,7 @@ class Simulator:
             seed=seed,
             permit_timer=self._timer,
             activator=self._activate,
+            extenders=extenders,
         )
         preemption.waiting_pods = next(iter(self.frameworks.values())).handle.waiting_pods
         # Kinds the plugins' informers asked for: the file's objects of those kinds go there.
@@ -456,6 +464,18 @@ def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
                 "plugins": {name: {"score": raws[k][j], "final": finals[k][j]} for k, name in enumerate(sc.plugins)},
                 "total": totals[j],
             }
+        for ext in sc.extenders:
+            # What the extender answered for each node it scored, and what that added.
+            answered: dict[str, int] = {}
+            for hp in ext.priorities:
+                answered[hp.host] = answered.get(hp.host, 0) + hp.score
+            for j, i in enumerate(sc.idx.tolist()):
+                name = infos[i].name
+                if name in answered:
+                    scores[name].setdefault("extenders", {})[ext.name] = {
+                        "score": answered[name],
+                        "final": int(ext.final[j]),
+                    }
     rec["scores"] = scores
     if out.node is None:
         rec["message"] = out.message
@@ -493,6 +513,16 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
     stream.write(render(d, top=top, claims=claims))
 
 
+class _Stderr:
+    """Whatever ``sys.stderr`` is when a line is written (it may be replaced after start-up)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def run(
     cluster_path: str,
     config_path: str | None,
@@ -502,12 +532,17 @@ def run(
     stats: bool = False,
     gates: FeatureGates = DEFAULT_GATES,
 ) -> int:
+    if stream is None and not structlog.is_configured():
+        # The output is the contract: whatever the core logs (an extender skipped, a plugin's
+        # warning) goes to stderr, not between the JSON lines.
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())))
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
         config = load_config(config_path, gates)
-        sim = Simulator(cluster, config, seed)
+        extenders, config = build_extenders(config)
+        sim = Simulator(cluster, config, seed, extenders=extenders)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,9 +6,11 @@ taint_toleration.go, balanced_allocation.go, and schedule_one.go's FitError mess
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
+import yaml
 
 from scheduler.config import load_config
 from scheduler.core.decision import (
@@ -25,8 +27,10 @@ from scheduler.core.decision import (
     to_json,
 )
 from scheduler.core.report import render, render_history
-from scheduler.simulate.simulator import Simulator, _human, attempt_record, build_cluster
+from scheduler.extender import build_extenders
+from scheduler.simulate.simulator import Simulator, _human, attempt_record, build_cluster, run
 from scheduler.testing.builders import make_node, make_pod
+from scheduler.testing.extender import ExtenderServer
 
 
 def _sim(docs: list[dict[str, Any]], seed: int = 1) -> Simulator:
@@ -221,3 +225,36 @@ def test_history_shows_the_newest_in_full_and_the_earlier_briefly() -> None:
     assert text.startswith("default/high -> n1")
     assert "earlier attempts:\n  #1 at " in text
     assert "    preemption: nominated n1, victims default/low\n" in text
+
+
+def test_prioritizing_extender_is_a_column_after_the_plugins(tmp_path: Any) -> None:
+    # schedule_one.go prioritizeNodes: an extender's score x weight x (MaxNodeScore /
+    # MaxExtenderPriority) joins the total; simulate's table and JSON show it after the plugins.
+    def prioritize(body: dict[str, Any]) -> tuple[int, Any]:
+        return 200, [{"Host": n, "Score": 10 if n == "n2" else 0} for n in body["NodeNames"] if n != "n3"]
+
+    with ExtenderServer({"/prioritize": prioritize}) as ext:
+        cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+               "extenders": [{"urlPrefix": ext.url, "prioritizeVerb": "prioritize", "weight": 2,
+                              "nodeCacheCapable": True}]}
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+        (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(
+            [make_node(n) for n in ("n1", "n2", "n3")] + [make_pod("p", cpu="1")]))
+        text, js = io.StringIO(), io.StringIO()
+        assert run(str(tmp_path / "cluster.yaml"), str(tmp_path / "config.yaml"), 1, "text", stream=text) == 0
+        assert run(str(tmp_path / "cluster.yaml"), str(tmp_path / "config.yaml"), 1, "json", stream=js) == 0
+        extenders, config = build_extenders(load_config(str(tmp_path / "config.yaml")))
+        sim = Simulator(build_cluster([make_node(n) for n in ("n1", "n2", "n3")] + [make_pod("p", cpu="1")]),
+                        config, 1, extenders=extenders)
+        out = _first(sim)
+    d = from_outcome(out, _fw(sim), sim.snapshot.node_infos)
+    assert d.extenders == [ext.url] and d.plugins[-1] == ext.url
+    assert text.getvalue().splitlines()[1].endswith(f"ImageLocality  {ext.url}")
+    n2 = next(r for r in d.scores if r.node == "n2")
+    assert (n2.raw[-1], n2.final[-1], d.weights[-1]) == (10, 200, 2)
+    # The JSON has simulate's shape: extenders only where one answered.
+    rec = json.loads(js.getvalue().splitlines()[0])
+    doc = to_json(d)
+    assert {n: s.get("extenders") for n, s in doc["scores"].items()} == {
+        n: s.get("extenders") for n, s in rec["scores"].items()}
+    assert from_json(doc) == d
