@@ -34,6 +34,7 @@ import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,6 +69,7 @@ DEFAULT_FILTERED_LIMIT = 50
 DEFAULT_EXAMPLES = 3
 # An explained (not compacted) attempt lists every node, up to these many.
 FULL_LIMIT = 5000
+_PLUGIN_REASONS = attrgetter("plugin", "reasons")
 # A prioritizing extender's raw score on a node it gave no answer for.
 NOT_ASKED = -1
 # Up to this many scored nodes one stable sort is the cheapest way to the best rows.
@@ -385,7 +387,7 @@ def _filter_part(
     if not statuses and (absent is None or not absent.reasons):
         return
     # Nodes that share a rejection share its reasons tuple: count those first.
-    groups: Counter[tuple[str, tuple[str, ...]]] = Counter((s.plugin, s.reasons) for s in statuses.values())
+    groups: Counter[tuple[str, tuple[str, ...]]] = Counter(map(_PLUGIN_REASONS, statuses.values()))
     missing = len(nodes) - len(statuses) if absent is not None and absent.reasons else 0
     if absent is not None and missing > 0:
         groups[(absent.plugin, absent.reasons)] += missing
