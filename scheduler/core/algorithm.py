@@ -103,6 +103,7 @@ class ScheduleResult:
     feasible_nodes: int
     scores: ScoreResult | None = None  # None when only one node was feasible
     diagnosis: Diagnosis | None = None
+    winner: int = 0  # the chosen node's position in ``scores`` (decision records read it)
 
 
 class Algorithm:
@@ -326,7 +327,7 @@ class Algorithm:
                 scores.extenders = prioritize_with_extenders(fw.extenders, pod, nodes, scores.totals)
         winner = self.select_host(scores.totals)
         self._batch_stored(fw, "pod_not_batchable")
-        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis)
+        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis, winner)
 
     @staticmethod
     def _batch_stored(fw: Framework, reason: str) -> None:

@@ -340,6 +340,17 @@ class Framework:
                 return s
         return None
 
+    def filter_verdicts(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> list[Status]:
+        """Every Filter plugin's rejection of ``node``, not stopping at the first (``explain``'s
+        "which nodes fail only one plugin"; never part of a scheduling cycle)."""
+        out: list[Status] = []
+        for pl in self.filter_plugins:
+            if pl.name not in state.skip_filter_plugins:
+                s = self._filter_one(pl, state, pod, node)
+                if s is not None:
+                    out.append(s)
+        return out
+
     def _filter_one(self, pl: FilterPlugin, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         try:
             s = pl.filter(state, pod, node)

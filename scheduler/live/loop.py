@@ -43,6 +43,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, code_string
 from scheduler.framework.waiting_pods import Cancel, WaitingPod
+from scheduler.live.decisions import DecisionStore
 from scheduler.live.handlers import EventHandlers
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
 from scheduler.live.kube.recorder import Recorder
@@ -113,8 +114,11 @@ class Scheduler(EventHandlers):
         *,
         clock: Callable[[], float] = time.monotonic,
         recorder: Recorder | None = None,
+        decisions: DecisionStore | None = None,
     ) -> None:
         self.metrics = metrics or Metrics()
+        # Each pod's latest attempts, for `explain` and the page (references, kept bounded).
+        self.decisions = decisions if decisions is not None else DecisionStore()
         recorder = recorder or Recorder(binder.events_api, binder.events, on_drop=self._event_dropped)
         super().__init__(frameworks, cache, listers, queue, recorder)
         self.observe_event = self.metrics.event_handled
@@ -222,7 +226,9 @@ class Scheduler(EventHandlers):
         self.cycles += 1
         start = time.perf_counter()
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
-        self.metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        self.metrics.scheduling_algorithm_duration.observe(elapsed)
+        self.decisions.record(pod, fw, out, self.snapshot.node_infos, q.attempts, start, elapsed)
         if SCHEDULE_ONE.level >= 10 and out.result is not None:
             self._log_scores(pod.key, out)
         if out.assumed is None:
@@ -340,6 +346,7 @@ class Scheduler(EventHandlers):
         uid = assumed.uid
         s: Status | None = None
         at_permit = False  # the attempt ended in the wait at Permit, not in PreBind or Bind
+        timings: dict[str, float] = {}  # the decision record's
         try:
             wp = fw.get_waiting_pod(uid)
             if wp is not None:
@@ -355,8 +362,10 @@ class Scheduler(EventHandlers):
                     outcome = await wait_on_permit(wp)
                 finally:
                     self.permit_waits.discard(task)
-                self.metrics.permit_waited(code_string(outcome.code), time.perf_counter() - began)
+                timings["permitWait"] = time.perf_counter() - began
+                self.metrics.permit_waited(code_string(outcome.code), timings["permitWait"])
                 s = fw.end_wait_on_permit(assumed, outcome)
+                self.decisions.stage(uid, "Permit", s)
                 at_permit = s is not None
                 if s is not None and s.is_rejected():
                     s = binding_rejection(assumed, node, s)
@@ -366,14 +375,17 @@ class Scheduler(EventHandlers):
                 # be recorded once per binding pod.
                 self.queue.done(uid)
                 s = await fw.run_pre_bind(state, assumed, node)
+                self.decisions.stage(uid, "PreBind", s)
             if s is None:
                 bound, s = await self._extenders_bind(fw, assumed, node)
                 if not bound:
                     s = await fw.run_bind(state, assumed, node)
                 if s is not None and s.code == Code.SKIP:
                     s = Status(Code.ERROR, "no bind plugin bound the pod")
+                self.decisions.stage(uid, "Bind", s)
         except asyncio.CancelledError:
             # Shutting down mid-binding: release the reservation; the next run retries the pod.
+            self.decisions.finish(uid, Status(Code.ERROR, "binding cycle cancelled"), timings)
             fw.discard_waiting_pod(assumed)
             fw.run_unreserve(state, assumed, node)
             self.cache.forget_pod(uid)
@@ -381,6 +393,8 @@ class Scheduler(EventHandlers):
             raise
         except Exception as exc:  # the runtime catches plugin errors; this is a last resort
             s = Status(Code.ERROR, f"binding cycle: {exc}", err=exc)
+        timings["total"] = time.perf_counter() - start
+        self.decisions.finish(uid, s, timings)
         if s is None:
             self.cache.finish_binding(uid)
             seconds = time.perf_counter() - start

@@ -34,8 +34,10 @@ from scheduler.config import ConfigError, SchedulerConfig, error_line, load_conf
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
+from scheduler.core.decision import from_outcome
 from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
 from scheduler.core.profiles import FrameworkError, build_frameworks
+from scheduler.core.report import render
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Plugin, PodGroupInfo, QueuedPodInfo
@@ -476,6 +478,10 @@ class Simulator:
         raw.setdefault("status", {})["conditions"] = conditions
         self.listers.pod_groups[group.key] = PodGroup.parse(raw)
 
+    def waiting_attempt(self, uid: str) -> CycleOutcome | None:
+        """The attempt of a pod that waits at Permit (``attempt`` returned None for it)."""
+        return self._waiting.get(uid)
+
     def _ended_waits(self) -> Iterator[CycleOutcome]:
         """The waits that ended since the last look: bound, or rejected and released."""
         while self._ended:
@@ -597,34 +603,10 @@ def claim_allocations(sim: Simulator, pod: PodInfo) -> dict[str, Any]:
 
 
 def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> None:
-    pod = out.pod.key
-    if out.node is None:
-        stream.write(f"{pod}: unschedulable\n  {out.message}\n")
-        pf = out.post_filter
-        if pf is not None and pf.nominated_node_name:
-            victims = ", ".join(v.key for v in pf.victims)
-            stream.write(f"  preemption: nominated {pf.nominated_node_name}, victims {victims}\n")
-        stream.write("\n")
-        return
-    res = out.result
-    assert res is not None
-    stream.write(f"{pod} -> {out.node}   (evaluated {res.evaluated_nodes}, feasible {res.feasible_nodes})\n")
-    for claim, devices in claim_allocations(sim, out.pod).items():
-        names = ", ".join(f"{d['request']}={d['driver']}/{d['pool']}/{d['device']}" for d in devices)
-        stream.write(f"  claim {claim}: {names}\n")
-    sc = res.scores
-    if sc is None or not (sc.plugins or sc.extenders):
-        stream.write("  only one feasible node: no scoring\n\n" if sc is None else "  no score plugins\n\n")
-        return
-    order = np.argsort(-sc.totals, kind="stable")[:top]
-    infos = sim.snapshot.node_infos
-    headers = ["NODE", "TOTAL", *sc.plugins, *(e.name for e in sc.extenders)]
-    finals = [*sc.final, *(e.final for e in sc.extenders)]
-    rows = [[infos[int(sc.idx[j])].name, str(int(sc.totals[j]))] + [str(int(f[j])) for f in finals] for j in order]
-    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
-    for r in [headers, *rows]:
-        stream.write(("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() + "\n")
-    stream.write("\n")
+    fw = sim.frameworks[out.pod.scheduler_name]
+    d = from_outcome(out, fw, sim.snapshot.node_infos, top=top)
+    claims = claim_allocations(sim, out.pod) if out.node is not None else None
+    stream.write(render(d, top=top, claims=claims))
 
 
 def group_record(run: GroupRun) -> dict[str, Any] | None:

@@ -82,6 +82,8 @@ class FakeCoreAPI:
         self.deleted: list[tuple[str, str]] = []
         self.pod_group_patches: list[tuple[str, str, dict[str, Any]]] = []
 
+        self.pod_patches: list[tuple[str, str, dict[str, Any]]] = []
+
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float | None = None) -> None:
         self.uids[(namespace, name)] = body["metadata"]["uid"]
         if self.bind_error is not None:
@@ -112,6 +114,9 @@ class FakeCoreAPI:
 
     def patch_pod_group_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         self.pod_group_patches.append((namespace, name, body))
+
+    def patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        self.pod_patches.append((namespace, name, body))
 
 
 class FakeFence:
