@@ -75,7 +75,7 @@ def identity(
     ns = unique_name("pyscheduler-builtin")
     ensure_namespace(core_v1, ns)
     docs = [_rebind(d, ns, ns) for d in iter_yaml_documents(BUILTIN_EXAMPLE)]
-    assert sorted(d["kind"] for d in docs) == ["ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding"]
+    assert sorted(d["kind"] for d in docs) == ["ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding"]
     apply_objects(api_client, docs)
     kc = write_sa_kubeconfig(api_client, ns, "pyscheduler", tmp_path / "sa.kubeconfig")
     try:

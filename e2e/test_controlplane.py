@@ -128,6 +128,10 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods", "delete"),
     ("policy", "poddisruptionbudgets", "list"),
     ("policy", "poddisruptionbudgets", "watch"),
+    # Workload-aware scheduling (GenericWorkload): PodGroups watched, their condition patched.
+    ("scheduling.k8s.io", "podgroups", "list"),
+    ("scheduling.k8s.io", "podgroups", "watch"),
+    ("scheduling.k8s.io", "podgroups/status", "patch"),
     # DynamicResources: the watcher's three informers; PreBind/Unreserve/PostFilter writes of
     # claims (scheduler/volumeapi.py), the binding subresource for allocation/reservedFor.
     *[("resource.k8s.io", r, v) for r in ("resourceclaims", "deviceclasses", "resourceslices")
