@@ -49,6 +49,9 @@ def _rebind(doc: dict[str, Any], namespace: str, suffix: str) -> dict[str, Any]:
     meta = doc["metadata"]
     if doc["kind"].startswith("Cluster"):
         meta["name"] = f"{meta['name']}-{suffix}"
+    elif meta.get("namespace") == "kube-system":
+        # The client CA reader stays where the ConfigMap is; its name is made unique.
+        meta["name"] = f"{meta['name']}-{suffix}"
     else:
         meta["namespace"] = namespace
     for s in doc.get("subjects") or []:
@@ -75,7 +78,8 @@ def identity(
     ns = unique_name("pyscheduler-builtin")
     ensure_namespace(core_v1, ns)
     docs = [_rebind(d, ns, ns) for d in iter_yaml_documents(BUILTIN_EXAMPLE)]
-    assert sorted(d["kind"] for d in docs) == ["ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding"]
+    kinds = ["ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding"]
+    assert sorted(d["kind"] for d in docs) == kinds
     apply_objects(api_client, docs)
     kc = write_sa_kubeconfig(api_client, ns, "pyscheduler", tmp_path / "sa.kubeconfig")
     try:
