@@ -185,8 +185,15 @@ wait_until etcd 30 etcd_ready
 # Workload-aware scheduling (kube-scheduler v1.36.3's alpha): scheduling.k8s.io/v1alpha2
 # (PodGroup, Workload) served and the pod's spec.schedulingGroup kept, its gates on. A scheduler
 # only uses them with the same gates on its side; with them off nothing changes for it.
+# The previous minor (PYSCHED_KUBE_MODULE=k8s-prev) knows neither the gates nor the group.
 WORKLOAD_GATES=GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true
 WORKLOAD_GATES+=,WorkloadAwarePreemption=true
+APISERVER_WORKLOAD=(--runtime-config=scheduling.k8s.io/v1alpha2=true --feature-gates="$WORKLOAD_GATES")
+KCM_WORKLOAD=(--feature-gates="$WORKLOAD_GATES")
+if [[ $KUBE_MODULE == k8s-prev ]]; then
+  APISERVER_WORKLOAD=()
+  KCM_WORKLOAD=()
+fi
 # PYSCHED_APISERVER_EXTRA_ARGS: extra whitespace-separated flags (benchmark knobs).
 read -r -a APISERVER_EXTRA <<<"${PYSCHED_APISERVER_EXTRA_ARGS:-}"
 start kube-apiserver "$KUBE_APISERVER_BIN" \
@@ -201,8 +208,7 @@ start kube-apiserver "$KUBE_APISERVER_BIN" \
   --allow-privileged=true \
   --endpoint-reconciler-type=none \
   --profiling=false \
-  --runtime-config=scheduling.k8s.io/v1alpha2=true \
-  --feature-gates="$WORKLOAD_GATES" \
+  "${APISERVER_WORKLOAD[@]}" \
   "${APISERVER_EXTRA[@]}"
 wait_until kube-apiserver 90 apiserver_ready "$APISERVER_PORT"
 
@@ -224,8 +230,9 @@ KCM_CONTROLLERS+=,statefulset-controller,disruption-controller
 KCM_CONTROLLERS+=,persistentvolume-binder-controller,persistentvolumeclaim-protection-controller
 KCM_CONTROLLERS+=,persistentvolume-protection-controller,node-lifecycle-controller
 KCM_CONTROLLERS+=,resourceclaim-controller
-# PodGroups carry the podgroup-protection finalizer; without its controller they never go away.
-KCM_CONTROLLERS+=,podgroup-protection-controller
+# PodGroups carry the podgroup-protection finalizer; without its controller they never go away
+# (the previous minor has neither).
+[[ $KUBE_MODULE == k8s-prev ]] || KCM_CONTROLLERS+=,podgroup-protection-controller
 # PYSCHED_KCM_CONTROLLERS replaces the list (kube-controller-manager --controllers syntax).
 # qps 1000: the node lifecycle controller lifts the not-ready taint of new nodes at a rate its
 # client's qps sets (about 40 nodes/s at qps 100, two minutes for a 5,000-node bench cluster).
@@ -242,7 +249,7 @@ start kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
   --bind-address=127.0.0.1 --secure-port="$KUBE_CONTROLLER_MANAGER_PORT" \
   --leader-elect=false \
   --controllers="$KCM_CONTROLLERS" \
-  --feature-gates="$WORKLOAD_GATES" \
+  "${KCM_WORKLOAD[@]}" \
   --use-service-account-credentials=true \
   --service-account-private-key-file="$PKI/sa.key" \
   --root-ca-file="$PKI/ca.crt" \
