@@ -194,9 +194,9 @@ class DraStore:
             else:
                 return None
         except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
-            meta = metadata(raw)
-            ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
-            raise ValueError(f"{kind} {ns}{meta.get('name')}: {exc}") from None
+            # One line naming the object (and the field when the outline shows it), refused as
+            # the watcher refuses any object it cannot parse.
+            raise object_error(kind, raw, STORAGE, exc) from None
         self.version += 1
         return obj
 

@@ -18,7 +18,7 @@ from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.live.kube.recorder import Recorder
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
-from scheduler.model.kinds import DRA_KINDS, Raw
+from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
 
@@ -92,7 +92,7 @@ class EventHandlers:
             self.queue.update(prev, pod)
 
     def pod_deleted(self, raw: Raw) -> None:
-        meta = raw.get("metadata") or {}
+        meta = metadata(raw)
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
         self._pending.pop(uid, None)
         self.queue.delete(uid)
@@ -118,7 +118,7 @@ class EventHandlers:
         self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
 
     def on_node(self, etype: str | None, raw: Raw) -> None:
-        name = str((raw.get("metadata") or {}).get("name", ""))
+        name = str(metadata(raw).get("name", ""))
         existing = self.cache.nodes.get(name)
         if etype == "DELETED":
             self.cache.remove_node(name)

@@ -176,7 +176,14 @@ class Store:
         if old is not None and rv and old.rv == rv:
             self.skipped += 1
             return None
-        fp = self._fingerprint(raw) if self._fingerprint is not None else None
+        fp = None
+        if self._fingerprint is not None:
+            try:
+                fp = self._fingerprint(raw)
+            except (AttributeError, TypeError):
+                # A malformed body (a list where an object belongs): always delivered, and the
+                # handlers refuse it naming the field.
+                fp = None
         if old is not None and fp is not None and old.fp == fp:
             old.rv = rv
             self.skipped += 1

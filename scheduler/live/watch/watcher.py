@@ -162,8 +162,17 @@ class Watcher:
 
     # -- delivery ------------------------------------------------------------------------------
     def dispatch(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
-        """Feed one event through the store (no-op filter, Replace bookkeeping) to the handlers."""
+        """Feed one event through the store (no-op filter, Replace bookkeeping) to the handlers.
+        A body the store cannot even key is refused like one the handlers refuse."""
         self.received += 1
+        try:
+            self._filter(kind, etype, raw)
+        except Exception as exc:
+            self._refused(kind, etype, raw, exc, None)
+
+    def _filter(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
+        if not isinstance(raw, dict):
+            raise ObjectError(kind, "", "", f"expected an object, got {type(raw).__name__}")
         meta = raw.get("metadata")
         if isinstance(meta, dict) and "managedFields" in meta:
             # As kube-scheduler's informer transform: nothing reads managedFields, and the store,
@@ -203,24 +212,27 @@ class Watcher:
                     raw["kind"] = kind
                 self.handlers.on_owner(kind, etype, raw)
         except Exception as exc:
-            # One bad object must not stop the watch of all others: its last good version stays
-            # in the cache, and the next re-list offers it again.
-            self.errors += 1
-            store = self.stores.get(kind)
-            if store is not None and etype != DELETED:
-                store.forget(raw)
-            meta = raw.get("metadata") or {}
-            fields: dict[str, Any] = {"kind": kind, "watch_event": etype, "name": meta.get("name"),
-                                      "namespace": meta.get("namespace")}
-            if kind in ("Pod", "Node"):
-                fields[kind.lower()] = (f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-                                        if kind == "Pod" else meta.get("name"))
-            if isinstance(exc, ObjectError):
-                log.error("object_rejected", field=exc.path, error=str(exc), **fields)
-            else:
-                log.exception("watch_event_failed", **fields)
-            if self.on_error is not None:
-                self.on_error(kind)
+            self._refused(kind, etype, raw, exc, self.stores.get(kind))
+
+    def _refused(self, kind: str, etype: str | None, raw: Any, exc: Exception, store: Store | None) -> None:
+        """One bad object must not stop the watch of all others: its last good version stays in
+        the cache, and the next re-list offers it again (``store`` forgets this version)."""
+        self.errors += 1
+        if store is not None and etype != DELETED:
+            store.forget(raw)
+        meta = raw.get("metadata") if isinstance(raw, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        fields: dict[str, Any] = {"kind": kind, "watch_event": etype, "name": meta.get("name"),
+                                  "namespace": meta.get("namespace")}
+        if kind in ("Pod", "Node"):
+            fields[kind.lower()] = (f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+                                    if kind == "Pod" else meta.get("name"))
+        if isinstance(exc, ObjectError):
+            log.error("object_rejected", field=exc.path, error=str(exc), **fields)
+        else:
+            log.exception("watch_event_failed", **fields)
+        if self.on_error is not None:
+            self.on_error(kind)
 
     def begin_list(self, kind: str) -> None:
         self.stores[kind].begin_list()
