@@ -4,7 +4,7 @@ PIP_STAMP := .venv-stamp
 # helm, built from Go modules into the control plane's cache (e2e/controlplane/helm/go.mod)
 HELM := $(shell bash -c '. e2e/controlplane/lib.sh && printf %s "$$HELM_BIN"')
 
-.PHONY: install test test-unit e2e lint typecheck bench bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean lock audit audit-newest helm
+.PHONY: install test test-unit e2e lint typecheck bench fuzz soak bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean lock audit audit-newest helm
 
 install: $(PIP_STAMP)
 
@@ -97,3 +97,11 @@ audit-newest:
 
 clean:
 	rm -rf build dist *.egg-info $(PIP_STAMP) bench/out .pytest_cache .ruff_cache .mypy_cache
+
+## fuzz: the fuzz tests' long profile (new examples each run), then the coverage-guided run of
+## the config and cluster-file decoders (atheris; FUZZ_SECONDS per target, default 120). Not CI.
+FUZZ_SECONDS ?= 120
+fuzz: install
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[fuzz]'
+	PYSCHED_FUZZ=long $(PYTHON) -m pytest -q tests/fuzz
+	$(PYTHON) bench/fuzz.py --seconds $(FUZZ_SECONDS)

@@ -344,6 +344,7 @@ NAMESPACE = {"metadata": METADATA}
 OWNER = {"metadata": METADATA, "spec": {"selector": ANY}}
 # Storage kinds are read raw by the volume plugins; their top-level shape must hold.
 STORAGE = {"metadata": METADATA, "spec": {}, "status": {}}
+PDB = {"metadata": METADATA, "spec": {}, "status": {"disruptionsAllowed": INT32, "disruptedPods": MapOf(ANY)}}
 
 
 def object_key(raw: Any) -> str:

@@ -134,6 +134,9 @@ FOUND: list[tuple[str, str, str, Any]] = [
     # A refused Node update had already re-indexed the node's images from the bad body.
     ("node-update-status-a-list", "Node", MODIFIED,
      _with(_seed("Node", "n2"), "status", [["images", [{"names": ["img2:1"], "sizeBytes": 1}]]])),
+    # A PodDisruptionBudget's parse had no containment at all (metadata not an object).
+    ("pdb-metadata-a-boolean", "PodDisruptionBudget", MODIFIED, {**_seed("PodDisruptionBudget", "web"),
+                                                                 "metadata": True}),
     # DRA objects were refused with a bare ValueError (a traceback) instead of an ObjectError.
     ("slice-generation-a-list", "ResourceSlice", MODIFIED,
      _with(_seed("ResourceSlice", "n2-gpu"), "spec.pool", {"name": "n2", "generation": [1],

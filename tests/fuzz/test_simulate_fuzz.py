@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,3 +44,26 @@ def test_arbitrary_object(kind: str, body: Any) -> None:
     obj = body if isinstance(body, dict) else {"spec": body}
     obj = {**obj, "kind": kind, "apiVersion": "v1", "metadata": obj.get("metadata", {"name": "junk"})}
     _check([*SEEDS, obj])
+
+
+def _pdb(status: dict[str, Any]) -> dict[str, Any]:
+    pdb = next(o for o in SEEDS if o["kind"] == "PodDisruptionBudget")
+    return {**pdb, "status": status}
+
+
+# What the fuzzing above found, each fixed: (id, the broken object, fragment of the one line).
+FOUND: list[tuple[str, dict[str, Any], str]] = [
+    # PodDisruptionBudget.parse had no containment: int() of the status count raised past the
+    # model (a bare ValueError line in simulate, a traceback in the live watcher).
+    ("pdb-disruptions-allowed-quantity", _pdb({"disruptionsAllowed": "1E"}),
+     "PodDisruptionBudget fz/web: status.disruptionsAllowed: expected an integer"),
+    ("pdb-disruptions-allowed-infinite", _pdb({"disruptionsAllowed": float("inf")}),
+     "PodDisruptionBudget fz/web: status.disruptionsAllowed: expected an integer"),
+]
+
+
+@pytest.mark.parametrize(("obj", "fragment"), [c[1:] for c in FOUND], ids=[c[0] for c in FOUND])
+def test_found(obj: dict[str, Any], fragment: str) -> None:
+    rc, _, err, path, _ = simulate_files(dump([o for o in SEEDS if o["kind"] != obj["kind"]] + [obj]))
+    assert refusal_problem(rc, err, (path,)) is None, err
+    assert rc == 2 and fragment in err, err
