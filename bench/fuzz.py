@@ -87,7 +87,7 @@ def fuzz_one_target(target: str, argv: list[str]) -> None:
     import atheris
 
     with atheris.instrument_imports(include=["scheduler"]):
-        import scheduler.simulate.simulator  # noqa: F401
+        import scheduler.simulate.simulator
         import scheduler.testing.fuzz  # noqa: F401
 
     def one(data: bytes) -> None:

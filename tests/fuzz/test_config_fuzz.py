@@ -10,16 +10,23 @@ from typing import Any
 import pytest
 import yaml
 from hypothesis import given
-from hypothesis import strategies as st
 
-from scheduler.testing.fuzz import dump, json_values, mutated, refusal_problem, seed_config, seed_objects, simulate_files
+from scheduler.testing.fuzz import (
+    dump,
+    json_values,
+    mutated,
+    refusal_problem,
+    seed_config,
+    seed_objects,
+    simulate_files,
+)
 
 WORLD = dump(seed_objects())
 SEED = seed_config()
 
 
 def _check(config: bytes) -> None:
-    rc, out, err, cluster, path = simulate_files(WORLD, config)
+    rc, out, err, _, path = simulate_files(WORLD, config)
     problem = refusal_problem(rc, err, (path,))
     assert problem is None, problem
     if rc == 0:
@@ -45,7 +52,8 @@ def test_arbitrary_config(body: Any) -> None:
 
 def _with_args(plugin: str, args: dict[str, Any]) -> dict[str, Any]:
     doc = {"apiVersion": SEED["apiVersion"], "kind": SEED["kind"]}
-    return {**doc, "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [{"name": plugin, "args": args}]}]}
+    profile = {"schedulerName": "default-scheduler", "pluginConfig": [{"name": plugin, "args": args}]}
+    return {**doc, "profiles": [profile]}
 
 
 # What the fuzzing above found, each fixed: (id, config, fragment of the one line).

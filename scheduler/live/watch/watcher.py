@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
@@ -84,6 +85,21 @@ class WatchSettings:
     resync_period: float = 600.0  # re-list this often even without a watch error (backstop)
     backoff: float = 0.5  # first retry delay after a failed list/watch; doubles up to max_backoff
     max_backoff: float = 5.0  # kopf's request already retried for ~8 s before the reflector backs off
+    # A watch stream that sends no byte for this long is taken for dead and resumed from the last
+    # resourceVersion seen. The API server's watch cache sends a bookmark about every minute
+    # (cacher.go defaultBookmarkFrequency), so a healthy stream is never this quiet; one held by
+    # a broken proxy or a half-dead connection would otherwise wait for the request's total
+    # timeout (client-go detects the same over HTTP/2 with its 30 s read-idle ping). The fault
+    # tests (e2e/test_faults.py) shorten it through PYSCHED_WATCH_IDLE_TIMEOUT.
+    idle_timeout: float = field(default_factory=lambda: _env_seconds("PYSCHED_WATCH_IDLE_TIMEOUT", 90.0))
+
+
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 class _Relist(Exception):
@@ -332,7 +348,8 @@ class Watcher:
             "resourceVersion": rv,
             "timeoutSeconds": str(server_timeout),
         }
-        timeout = aiohttp.ClientTimeout(total=server_timeout + 30, sock_connect=ws.connect_timeout)
+        timeout = aiohttp.ClientTimeout(total=server_timeout + 30, sock_connect=ws.connect_timeout,
+                                        sock_read=ws.idle_timeout)
         try:
             resp = await self._get(self._url(kind, params), timeout)
         except kopf_errors.APIClientError as exc:
@@ -405,7 +422,10 @@ class Watcher:
                         rv = wt.result()
                     elif isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError | TimeoutError):
                         # Dropped or silent stream: resume from the last RV (410 then says re-list).
-                        log.info("watch_reconnect", kind=kind, error=repr(exc))
+                        if isinstance(exc, aiohttp.ServerTimeoutError):
+                            log.warning("watch_stalled", kind=kind, idle_seconds=self.settings.idle_timeout)
+                        else:
+                            log.info("watch_reconnect", kind=kind, error=repr(exc))
                         await asyncio.sleep(self.settings.backoff)
                     else:
                         raise exc

@@ -266,6 +266,7 @@ class FakeAPI:
         self.watches: list[dict[str, str]] = []
         self.cut_watches = False  # end every watch stream after the first batch
         self.unauthorized = 0  # answer this many requests with 401 (an API server still starting)
+        self.stalled: set[int] = set()  # watch streams (by number) that go silent without closing
         self.changed = asyncio.Event()
 
     def put(self, name: str, etype: str = "ADDED") -> None:
@@ -299,6 +300,7 @@ class FakeAPI:
                     "items": [self.nodes[n] for n in page]}
             return web.Response(body=orjson.dumps(body), content_type="application/json")
         self.watches.append(q)
+        n = len(self.watches)
         since = int(q["resourceVersion"])
         resp = web.StreamResponse()
         await resp.prepare(request)
@@ -307,6 +309,8 @@ class FakeAPI:
             await resp.write(orjson.dumps(err) + b"\n")
             return resp
         while True:
+            while n in self.stalled:
+                await asyncio.sleep(0.02)
             batch = [(r, t, o) for r, t, o in self.log if r > since]
             for r, t, o in batch:
                 await resp.write(orjson.dumps({"type": t, "object": o}) + b"\n")
@@ -412,6 +416,30 @@ async def test_reflector_pages_resumes_and_relists(fake_api: tuple[FakeAPI, str]
         relist = api.lists[1:4]
         assert [q.get("continue") for q in relist] == [None, "2", "4"]
         assert all("resourceVersion" not in q and q["limit"] == "2" for q in relist)
+    finally:
+        w.stop()
+        await asyncio.wait_for(task, 5)
+
+
+async def test_a_stalled_watch_is_detected_and_resumed(fake_api: tuple[FakeAPI, str]) -> None:
+    # A stream that stays open but sends nothing (a broken proxy; e2e/test_faults.py injects it):
+    # without a read-idle limit it held the kind's view until the request's total timeout
+    # (server_timeout + 30 s), missing every change meanwhile. Now it is given up after
+    # idle_timeout and resumed from the last resourceVersion seen: nothing is lost.
+    api, url = fake_api
+    api.put("n0")
+    rec = Recorder()
+    w = Watcher(rec, lambda: Credentials(server=url), kinds=("Node",),
+                settings=WatchSettings(server_timeout=300, backoff=0.01, idle_timeout=0.3))
+    task = asyncio.create_task(w.run())
+    try:
+        await asyncio.wait_for(w.synced.wait(), 5)
+        await until(lambda: len(api.watches) == 1)
+        api.stalled.add(1)
+        api.put("n1")  # held in the silent stream
+        await until(lambda: "n1" in rec.nodes, timeout=3)
+        assert len(api.watches) == 2 and int(api.watches[1]["resourceVersion"]) < api.rv
+        assert len(api.lists) == 1  # resumed, not re-listed: the RV was still served
     finally:
         w.stop()
         await asyncio.wait_for(task, 5)
