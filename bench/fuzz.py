@@ -120,7 +120,7 @@ def run_target(target: str, seconds: int, timeout: int) -> dict[str, object]:
         crashes = sorted(pathlib.Path(tmp).glob("crash-*")) + sorted(pathlib.Path(tmp).glob("timeout-*"))
         for c in crashes:
             shutil.copy(c, ROOT / c.name)  # for --one and for a regression case once fixed
-        stats = {ln.split(":", 1)[0].strip(): ln.split(":", 1)[1].strip()
+        stats = {ln.rsplit(":", 1)[0].strip(): ln.rsplit(":", 1)[1].strip()
                  for ln in (fuzz.stdout + fuzz.stderr).splitlines() if ln.startswith("stat::")}
         # Keep only what adds coverage to the kept corpus (libFuzzer's merge), named by content.
         merged = pathlib.Path(tmp) / "merged"

@@ -19,7 +19,7 @@ from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplat
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.quantity import Quantity, QuantityError
-from scheduler.model.schema import STORAGE, object_error
+from scheduler.model.schema import DRA, STORAGE, object_error
 from scheduler.model.storage import (
     CSIDriver,
     CSINode,
@@ -196,7 +196,7 @@ class DraStore:
         except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
             # One line naming the object (and the field when the outline shows it), refused as
             # the watcher refuses any object it cannot parse.
-            raise object_error(kind, raw, STORAGE, exc) from None
+            raise object_error(kind, raw, DRA, exc) from None
         self.version += 1
         return obj
 

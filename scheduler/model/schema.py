@@ -344,6 +344,20 @@ NAMESPACE = {"metadata": METADATA}
 OWNER = {"metadata": METADATA, "spec": {"selector": ANY}}
 # Storage kinds are read raw by the volume plugins; their top-level shape must hold.
 STORAGE = {"metadata": METADATA, "spec": {}, "status": {}}
+_DEVICE_REQUEST = {"name": STR, "deviceClassName": STR, "allocationMode": STR, "count": INT, "selectors": [ANY]}
+# ResourceClaims, templates, DeviceClasses and ResourceSlices (each reads the parts it has).
+DRA = {
+    "metadata": METADATA,
+    "spec": {
+        "devices": {"requests": [{"name": STR, "exactly": _DEVICE_REQUEST, "firstAvailable": [_DEVICE_REQUEST]}],
+                    "constraints": [ANY], "config": [ANY]},
+        "driver": STR,
+        "nodeName": STR,
+        "pool": {"name": STR, "generation": INT, "resourceSliceCount": INT},
+        "selectors": [ANY],
+    },
+    "status": {},
+}
 PDB = {"metadata": METADATA, "spec": {}, "status": {"disruptionsAllowed": INT32, "disruptedPods": MapOf(ANY)}}
 
 

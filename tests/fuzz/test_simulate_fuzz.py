@@ -5,6 +5,7 @@ raises past the CLI, and no bare exception stands in for the field."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -51,8 +52,19 @@ def _pdb(status: dict[str, Any]) -> dict[str, Any]:
     return {**pdb, "status": status}
 
 
-# What the fuzzing above found, each fixed: (id, the broken object, fragment of the one line).
+def _claim_count(count: Any) -> dict[str, Any]:
+    claim = copy.deepcopy(next(o for o in SEEDS if o["kind"] == "ResourceClaim"))
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = count
+    return claim
+
+
+# What the fuzzing found, each fixed: (id, the broken object, fragment of the one line).
 FOUND: list[tuple[str, dict[str, Any], str]] = [
+    # The coverage-guided run (bench/fuzz.py; its input is kept in corpus/cluster/crash-2b80...):
+    # a DRA object's error line named no file (simulate printed the store's bare ValueError),
+    # nor the field.
+    ("claim-count-not-an-integer", _claim_count("1>"),
+     "ResourceClaim fz/gpu-claim: spec.devices.requests[0].exactly.count: expected an integer"),
     # PodDisruptionBudget.parse had no containment: int() of the status count raised past the
     # model (a bare ValueError line in simulate, a traceback in the live watcher).
     ("pdb-disruptions-allowed-quantity", _pdb({"disruptionsAllowed": "1E"}),
@@ -66,4 +78,4 @@ FOUND: list[tuple[str, dict[str, Any], str]] = [
 def test_found(obj: dict[str, Any], fragment: str) -> None:
     rc, _, err, path, _ = simulate_files(dump([o for o in SEEDS if o["kind"] != obj["kind"]] + [obj]))
     assert refusal_problem(rc, err, (path,)) is None, err
-    assert rc == 2 and fragment in err, err
+    assert rc == 2 and err.startswith(f"error: {path}: ") and fragment in err, err

@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.live.kube.transport import ApiError, CoreAPI, Lane, micro_time, rfc3339
+from scheduler.live.kube.transport import ApiError, CoreAPI, Fenced, Lane, micro_time, rfc3339
 from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
@@ -31,6 +31,7 @@ log = structlog.get_logger(__name__)
 MAX_QUEUED_EVENTS = 1000  # client-go tools/record maxQueuedEvents
 # events/v1 isomorphic events within this window become a series (client-go events library).
 EVENT_SERIES_WINDOW = 30 * 60.0
+CONDITION_RETRY_DELAY = 1.0  # seconds before a PodScheduled write the API server failed is tried again
 # Upstream events.k8s.io note limit (truncateMessage).
 NOTE_LENGTH_LIMIT = 1024
 
@@ -87,6 +88,10 @@ class Recorder:
         self._wake = asyncio.Event()
         self._busy = 0
         self.dropped = 0
+        # A condition patch the API server failed for a passing reason is queued again after
+        # this long (unless a newer one for the pod is queued); ``clear`` cancels the retries.
+        self.retry_delay = CONDITION_RETRY_DELAY
+        self._generation = 0
 
     # -- producers (the scheduling loop, preemption) -----------------------------------------
     def event(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str) -> bool:
@@ -122,6 +127,7 @@ class Recorder:
 
     def clear(self) -> None:
         """Lease lost: nothing queued is ours to write any more."""
+        self._generation += 1
         self._events.clear()
         self._conditions.clear()
 
@@ -266,5 +272,19 @@ class Recorder:
         except ApiError as exc:
             if exc.status != 404:
                 log.warning("pod_condition_update_failed", pod=pod.key, status=exc.status, error=exc.message)
+            if not isinstance(exc, Fenced) and (exc.status in (0, 429) or exc.status >= 500):
+                self._retry_later(pod, reason, message, nominated)
             return False
         return True
+
+    def _retry_later(self, pod: PodInfo, reason: str, message: str, nominated: str | None) -> None:
+        """The condition is what users and tools read: a write lost to a 5xx, a throttle or a
+        reset is queued again (upstream's next attempt would rewrite it, minutes later)."""
+        generation = self._generation
+
+        def again() -> None:
+            if generation == self._generation and pod.uid not in self._conditions:
+                self._conditions[pod.uid] = (pod, reason, message, nominated)
+                self._wake.set()
+
+        asyncio.get_running_loop().call_later(self.retry_delay, again)
