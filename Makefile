@@ -105,3 +105,9 @@ fuzz: install
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[fuzz]'
 	PYSCHED_FUZZ=long $(PYTHON) -m pytest -q tests/fuzz
 	$(PYTHON) bench/fuzz.py --seconds $(FUZZ_SECONDS)
+
+## soak: an hour of pod churn (300 pods/min, 1000 kwok nodes) against `pyscheduler run` on a local
+## control plane: RSS slope, queue and cache sizes, created->bound p99 per window (SOAK_MINUTES). Not CI.
+SOAK_MINUTES ?= 60
+soak: install
+	$(PYTHON) bench/soak.py --minutes $(SOAK_MINUTES)
