@@ -128,10 +128,10 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods", "delete"),
     ("policy", "poddisruptionbudgets", "list"),
     ("policy", "poddisruptionbudgets", "watch"),
-    # DynamicResources: the watcher's four informers; PreBind/Unreserve/PostFilter writes of
+    # DynamicResources: the watcher's three informers; PreBind/Unreserve/PostFilter writes of
     # claims (scheduler/volumeapi.py), the binding subresource for allocation/reservedFor.
-    *[("resource.k8s.io", r, v) for r in ("resourceclaims", "resourceclaimtemplates", "deviceclasses",
-                                          "resourceslices") for v in ("list", "watch")],
+    *[("resource.k8s.io", r, v) for r in ("resourceclaims", "deviceclasses", "resourceslices")
+      for v in ("list", "watch")],
     ("resource.k8s.io", "resourceclaims", "get"),
     ("resource.k8s.io", "resourceclaims", "update"),
     *[("resource.k8s.io", f"resourceclaims/{sub}", v) for sub in ("status", "binding") for v in ("update", "patch")],
@@ -182,6 +182,7 @@ DENIED = [
     ("update", "csinodes", "storage.k8s.io"),
     ("get", "poddisruptionbudgets", "policy"),
     ("list", "priorityclasses", "scheduling.k8s.io"),
+    ("list", "resourceclaimtemplates", "resource.k8s.io"),  # kube-scheduler never reads them
 ]
 DENIED_SUBRESOURCES = [("update", "status"), ("get", "status"), ("create", "eviction")]
 

@@ -14,6 +14,8 @@
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm
 #   (default: all)
 #   PYSCHED_FORCE_BUILD=1 rebuilds even if the binary exists.
+#   PYSCHED_KUBE_MODULE=k8s-prev builds the Kubernetes components of the previous minor
+#   (k8s-prev/go.mod) instead, for e2e/test_version_skew.py.
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -51,7 +53,7 @@ kube_ldflags() {
   major=${v#v}; major=${major%%.*}
   minor=${v#v"$major".}; minor=${minor%%.*}
   # buildDate: the release's publication time on the proxy (reproducible).
-  date=$(cd "$CP_DIR/k8s" && go mod download -json "k8s.io/kubernetes@$v" |
+  date=$(cd "$CP_DIR/$KUBE_MODULE" && go mod download -json "k8s.io/kubernetes@$v" |
     sed -n 's/^[[:space:]]*"Info": "\(.*\)",$/\1/p' | xargs -r sed -n 's/.*"Time":"\([^"]*\)".*/\1/p')
   date=${date:-1970-01-01T00:00:00Z}
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -97,13 +99,13 @@ for c in "${components[@]}"; do
     etcd)
       build etcd etcd "$ETCD_BIN" go.etcd.io/etcd/server/v3 -ldflags "-s -w" ;;
     kube-apiserver)
-      build kube-apiserver k8s "$KUBE_APISERVER_BIN" k8s.io/kubernetes/cmd/kube-apiserver \
+      build kube-apiserver "$KUBE_MODULE" "$KUBE_APISERVER_BIN" k8s.io/kubernetes/cmd/kube-apiserver \
         -tags "$KUBE_TAGS" -ldflags "$(kube_ldflags)" ;;
     kube-controller-manager)
-      build kube-controller-manager k8s "$KUBE_CONTROLLER_MANAGER_BIN" k8s.io/kubernetes/cmd/kube-controller-manager \
+      build kube-controller-manager "$KUBE_MODULE" "$KUBE_CONTROLLER_MANAGER_BIN" k8s.io/kubernetes/cmd/kube-controller-manager \
         -tags "$KUBE_TAGS" -ldflags "$(kube_ldflags)" ;;
     kube-scheduler)
-      build kube-scheduler k8s "$KUBE_SCHEDULER_BIN" k8s.io/kubernetes/cmd/kube-scheduler \
+      build kube-scheduler "$KUBE_MODULE" "$KUBE_SCHEDULER_BIN" k8s.io/kubernetes/cmd/kube-scheduler \
         -tags "$KUBE_TAGS" -ldflags "$(kube_ldflags)" ;;
     kwok)
       build kwok kwok "$KWOK_BIN" sigs.k8s.io/kwok/cmd/kwok -ldflags "-s -w"

@@ -2,7 +2,9 @@
 # Regenerate the wrapper module k8s/go.mod + go.sum for another Kubernetes
 # release (maintainer tool; needs the Go module proxy). Commit the result.
 #
-# Usage: e2e/controlplane/gen-k8s-mod.sh 1.36.3
+# Usage: e2e/controlplane/gen-k8s-mod.sh 1.36.3            (k8s/: the release under test)
+#        e2e/controlplane/gen-k8s-mod.sh 1.35.4 k8s-prev   (k8s-prev/: the previous minor's
+#                                                           kube-apiserver, see build.sh)
 #
 # Every staging module of that release (the "=> ./staging/src/..." replace
 # lines of k8s.io/kubernetes' own go.mod) is replaced with v0.<minor>.<patch>.
@@ -14,13 +16,15 @@ set -euo pipefail
 KV=${1:?usage: $0 <kubernetes version, e.g. 1.36.3>}
 KV=${KV#v}
 SV=0.${KV#*.}
-DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/k8s
+MODDIR=${2:-k8s}
+DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$MODDIR
+mkdir -p "$DIR"
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-go mod init pyscheduler.local/e2e/controlplane/k8s >/dev/null 2>&1
+go mod init "pyscheduler.local/e2e/controlplane/$MODDIR" >/dev/null 2>&1
 gomod=$(go mod download -json "k8s.io/kubernetes@v$KV" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
 go_line=$(awk '$1 == "go" {print $2; exit}' "$gomod")
@@ -38,7 +42,7 @@ mapfile -t staging < <(sed -n 's|^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/
 // replaces every staging module with its published v$SV. The list is the
 // replace block of k8s.io/kubernetes@v$KV's go.mod. Regenerate with
 // e2e/controlplane/gen-k8s-mod.sh when bumping. Built by e2e/controlplane/build.sh.
-module pyscheduler.local/e2e/controlplane/k8s
+module pyscheduler.local/e2e/controlplane/$MODDIR
 
 go $go_line
 

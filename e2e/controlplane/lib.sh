@@ -8,6 +8,7 @@
 #                   default /tmp/pyscheduler-cp
 #   PYSCHED_ETCD_PORT (default 2379), PYSCHED_ETCD_PEER_PORT (default 2380),
 #   PYSCHED_APISERVER_PORT (default 6443), PYSCHED_KWOK_PORT (default 10247)
+#   PYSCHED_KUBE_MODULE (default k8s; k8s-prev: the previous minor's binaries)
 
 CP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export CP_DIR
@@ -29,7 +30,11 @@ cp_mod_version() {
     }' "$CP_DIR/$1/go.mod"
 }
 
-KUBE_VERSION=$(cp_mod_version k8s k8s.io/kubernetes)
+# The Kubernetes wrapper module: k8s (the release pyscheduler follows) or k8s-prev (the previous
+# minor, for the version-skew e2e run: PYSCHED_KUBE_MODULE=k8s-prev build.sh / up.sh).
+KUBE_MODULE=${PYSCHED_KUBE_MODULE:-k8s}
+[[ -f "$CP_DIR/$KUBE_MODULE/go.mod" ]] || { printf 'no wrapper module %s/go.mod\n' "$CP_DIR/$KUBE_MODULE" >&2; return 1; }
+KUBE_VERSION=$(cp_mod_version "$KUBE_MODULE" k8s.io/kubernetes)
 ETCD_VERSION=$(cp_mod_version etcd go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(cp_mod_version kwok sigs.k8s.io/kwok)
 HELM_VERSION=$(cp_mod_version helm helm.sh/helm/v4)

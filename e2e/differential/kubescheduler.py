@@ -8,6 +8,7 @@ default minus NodeDeclaredFeatures while pyscheduler has no such plugin, every n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import random
@@ -16,6 +17,7 @@ import ssl
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -263,3 +265,22 @@ def varied_profile(seed: int) -> dict[str, Any]:
         if r.random() < 0.5
     }
     return {"pluginConfig": plugin_config, "weights": weights}
+
+
+@contextlib.contextmanager
+def running(scheduler_name: str, kubeconfig: str, workdir: pathlib.Path,
+            leader_election: dict[str, Any] | None = None) -> Iterator[KubeScheduler]:
+    """The binary under profile ``scheduler_name`` (this module's configuration; leader election
+    off unless ``leader_election`` gives its section), stopped on exit; its files in ``workdir``."""
+    binary = binary_path()
+    if not binary.exists():
+        raise FileNotFoundError(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler")
+    cfg = config(scheduler_name, kubeconfig, disabled_plugins())
+    if leader_election is not None:
+        cfg["leaderElection"] = leader_election
+    ks = KubeScheduler(binary, write_config(workdir / "config.yaml", cfg), kubeconfig, workdir / "kube-scheduler.log")
+    ks.start()
+    try:
+        yield ks
+    finally:
+        ks.stop()

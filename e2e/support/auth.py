@@ -4,8 +4,10 @@ metrics reader bound to manifests/' ClusterRole."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import pathlib
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -131,3 +133,28 @@ def metrics_reader_token(api: client.ApiClient, namespace: str, name: str = "met
         if exc.status != 409:
             raise
     return create_sa_token(core, namespace, name)
+
+
+@contextlib.contextmanager
+def path_reader_token(api: client.ApiClient, name: str, paths: list[str], verbs: tuple[str, ...] = ("get",),
+                      namespace: str = "default") -> Iterator[str]:
+    """A token for ServiceAccount namespace/name allowed ``verbs`` on the nonResourceURLs
+    ``paths`` and nothing else (a ClusterRole and its binding of the same name, removed after)."""
+    core = client.CoreV1Api(api)
+    rbac = client.RbacAuthorizationV1Api(api)
+    ensure_service_account(core, namespace, name)
+    rbac.create_cluster_role({"metadata": {"name": name},
+                              "rules": [{"nonResourceURLs": list(paths), "verbs": list(verbs)}]})
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    })
+    try:
+        yield create_sa_token(core, namespace, name)
+    finally:
+        for delete in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
+            with contextlib.suppress(ApiException):
+                delete(name)
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_service_account(name, namespace)

@@ -52,8 +52,10 @@ def run_dir() -> pathlib.Path:
     return pathlib.Path(tempfile.gettempdir()) / f"{SESSION_RUN_PREFIX}{os.getpid()}"
 
 
-def _controlplane_env(run: pathlib.Path) -> dict[str, str]:
-    return {**os.environ, "PYSCHED_RUN": str(run)}
+def _controlplane_env(run: pathlib.Path, kube_module: str = "k8s") -> dict[str, str]:
+    """The scripts' environment: the run dir, and which Kubernetes wrapper module's binaries
+    (k8s: the release pyscheduler follows; k8s-prev: the previous minor)."""
+    return {**os.environ, "PYSCHED_RUN": str(run), "PYSCHED_KUBE_MODULE": kube_module}
 
 
 def pid_alive(pid: int) -> bool:
@@ -168,34 +170,40 @@ def api_reachable(kubeconfig: str, timeout: float = 5.0) -> bool:
         api.close()
 
 
-def local_binaries_present() -> bool:
+def local_binaries_present(kube_module: str = "k8s") -> bool:
     """True if build.sh has nothing to build for up.sh (cheap check: runs no Go)."""
     script = (
         f'source "{CONTROLPLANE_DIR}/lib.sh"; '
         'for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KWOK_BIN" "$KWOK_STAGES"; do '
         "[[ -e $b ]] || exit 1; done"
     )
-    return subprocess.run(["bash", "-c", script], check=False).returncode == 0
+    env = {**os.environ, "PYSCHED_KUBE_MODULE": kube_module}
+    return subprocess.run(["bash", "-c", script], env=env, check=False).returncode == 0
 
 
-def build_binaries() -> None:
-    subprocess.run([str(CONTROLPLANE_DIR / "build.sh")], check=True)
+def build_binaries(kube_module: str = "k8s") -> None:
+    # Everything for the release under test (the differential tests need its kube-scheduler);
+    # for another release only what up.sh starts.
+    parts = [] if kube_module == "k8s" else ["etcd", "kube-apiserver", "kube-controller-manager", "kwok"]
+    subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), *parts],
+                   env={**os.environ, "PYSCHED_KUBE_MODULE": kube_module}, check=True)
 
 
-def start_local_control_plane() -> ControlPlane:
-    """Run up.sh (building the binaries first if needed) and return the plane."""
-    if not local_binaries_present():
+def start_local_control_plane(kube_module: str = "k8s", run: pathlib.Path | None = None) -> ControlPlane:
+    """Run up.sh (building the binaries first if needed) and return the plane: Kubernetes from
+    wrapper module ``kube_module``, run dir ``run`` (default: this session's)."""
+    if not local_binaries_present(kube_module):
         if os.environ.get("PYSCHED_E2E_BUILD", "1") == "0":
             raise RuntimeError("control-plane binaries missing and PYSCHED_E2E_BUILD=0; run e2e/controlplane/build.sh")
-        build_binaries()
+        build_binaries(kube_module)
     reap_orphaned_session_planes()
-    run = run_dir()
+    run = run or run_dir()
     # One retry: a concurrent session can win the race for a default port between up.sh's
     # check and the bind; up.sh then fails (and cleans up) and the next attempt picks again.
     for attempt in (1, 2):
         proc = subprocess.run(
             [str(CONTROLPLANE_DIR / "up.sh")],
-            env=_controlplane_env(run),
+            env=_controlplane_env(run, kube_module),
             check=attempt == 2,
             stdout=subprocess.PIPE,
             text=True,

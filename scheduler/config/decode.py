@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.config import dynamicresources
 from scheduler.config.defaults import IN_TREE_PLUGINS
 from scheduler.config.duration import parse_duration
 from scheduler.config.types import (
@@ -71,12 +72,22 @@ def type_name(value: Any) -> str:
 # The decoded document
 
 
+# The in-tree plugins with an args type of their own (apis/config/register.go). Args of any other
+# in-tree plugin are kept undecoded upstream, whatever their shape, and its factory ignores them.
+TYPED_ARGS = frozenset({
+    "DefaultPreemption", "InterPodAffinity", "NodeResourcesFit", "PodTopologySpread", "VolumeBinding",
+    "NodeResourcesBalancedAllocation", "NodeAffinity", "DynamicResources",
+})
+
+
 @dataclass(slots=True)
 class RawProfile:
     scheduler_name: str | None
     percentage: int | None
     plugins: dict[str, PluginSet] | None  # None when the profile has no "plugins" at all
-    plugin_config: list[tuple[str, dict | None]]
+    plugin_config: list[tuple[str, Any]]
+    # pluginConfig entries kept only for validation (no plugin reads them), with why, per entry.
+    ignored: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -88,6 +99,9 @@ class Document:
     leader_election: LeaderElection
     client_connection: ClientConnection
     profiles: list[RawProfile]
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    delay_cache_until_active: bool = False
 
 
 def _check_keys(path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -205,15 +219,22 @@ def _decode_profile(path: str, raw: Any) -> RawProfile:
                 raise ConfigError(
                     f"{ppath}.{p}: Forbidden: pod group scheduling extension points are not supported by pyscheduler"
                 )
-    configs: list[tuple[str, dict | None]] = []
+    configs: list[tuple[str, Any]] = []
+    ignored: dict[str, str] = {}
     for i, item in enumerate(_list(f"{path}.pluginConfig", obj.get("pluginConfig"))):
         cpath = f"{path}.pluginConfig[{i}]"
         c = _mapping(cpath, item)
         _check_keys(cpath, c, ("name", "args"))
         cname = _str(f"{cpath}.name", c.get("name", ""))
         args = c.get("args")
+        if args is not None and cname in IN_TREE_PLUGINS and cname not in TYPED_ARGS:
+            # Accepted in any shape, as upstream; said once at start, since nothing reads it.
+            ignored[cname] = (f"{cpath}.args: plugin {cname} takes no arguments, so they have no effect "
+                              "(kube-scheduler v1.36.3 ignores them too)")
+            configs.append((cname, copy.deepcopy(args)))
+            continue
         configs.append((cname, None if args is None else _decode_args(f"{cpath}.args", cname, args)))
-    return RawProfile(name, pct, plugins, configs)
+    return RawProfile(name, pct, plugins, configs, ignored)
 
 
 def _decode_args(path: str, plugin: str, raw: Any) -> dict:
@@ -227,6 +248,8 @@ def _decode_args(path: str, plugin: str, raw: Any) -> dict:
         if (kind is not None and kind != want) or (api_version is not None and api_version != API_VERSION):
             got = f"{kind or want}.{api_version or API_VERSION}"
             raise ConfigError(f"{path}: args for plugin {plugin} were not of type {want}.{API_VERSION}, got {got}")
+    if plugin == dynamicresources.NAME:
+        return dynamicresources.decode_args(path.removesuffix(".args"), args)
     return copy.deepcopy(args)
 
 
@@ -334,9 +357,12 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     percentage = opt_int("percentageOfNodesToScore", 0)
     initial_backoff = opt_int("podInitialBackoffSeconds", 1, _INT64)
     max_backoff = opt_int("podMaxBackoffSeconds", 10, _INT64)
-    for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
-        if top_obj.get(key) is not None:
-            _bool(key, top_obj[key])
+    flags = {key: None if top_obj.get(key) is None else _bool(key, top_obj[key])
+             for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive")}
+    # SetDefaults_KubeSchedulerConfiguration: profiling on; contention profiling follows it.
+    profiling = True if flags["enableProfiling"] is None else flags["enableProfiling"]
+    contention = flags["enableContentionProfiling"]
+    contention = profiling if contention is None else contention
     if top_obj.get("percentageOfPlacementsToScore") is not None:
         raise ConfigError(
             "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
@@ -347,4 +373,6 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     le = _decode_leader_election(top_obj.get("leaderElection"))
     cc = _decode_client_connection(top_obj.get("clientConnection"))
     profiles = [_decode_profile(f"profiles[{i}]", p) for i, p in enumerate(_list("profiles", top_obj.get("profiles")))]
-    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles)
+    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles,
+                    enable_profiling=profiling, enable_contention_profiling=contention,
+                    delay_cache_until_active=bool(flags["delayCacheUntilActive"]))

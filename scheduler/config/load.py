@@ -47,7 +47,7 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         d.profiles[0].scheduler_name = DEFAULT_SCHEDULER_NAME
     merged = [merged_plugins(p.plugins, gates) for p in d.profiles]
 
-    errs = validate(d, merged)
+    errs = validate(d, merged, gates.enabled)
     if errs:
         # utilerrors.Aggregate formatting: a lone error as is, several as "[a, b]".
         raise ConfigError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
@@ -56,7 +56,7 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         Profile(
             prof.scheduler_name or "",
             plugins,
-            {n: a for n, a in prof.plugin_config if a is not None},
+            {n: a for n, a in prof.plugin_config if a is not None and n not in prof.ignored},
             prof.percentage,
         )
         for prof, plugins in zip(d.profiles, merged)
@@ -69,6 +69,10 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         pod_max_backoff_seconds=float(d.pod_max_backoff_seconds),
         client_connection=d.client_connection,
         leader_election=d.leader_election,
+        enable_profiling=d.enable_profiling,
+        enable_contention_profiling=d.enable_contention_profiling,
+        delay_cache_until_active=d.delay_cache_until_active,
+        warnings=tuple(w for prof in d.profiles for w in prof.ignored.values()),
         feature_gates=gates,
     )
 

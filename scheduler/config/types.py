@@ -95,5 +95,14 @@ class SchedulerConfig:
     pod_max_in_unschedulable_pods_duration: float = 300
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    # DebuggingConfiguration: /debug/pprof and /debug/flags/v, and with them the block and mutex
+    # profiles; defaults true, contention only when profiling is on (v1 defaults.go).
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    # With leader election: watch the cluster only once the Lease is held (a standby keeps no
+    # cache; it lists everything after it takes over).
+    delay_cache_until_active: bool = False
+    # What the file says that has no effect (and upstream accepts): one line each, for the log.
+    warnings: tuple[str, ...] = ()
     # --feature-gates (not in the file): what defaults and validation used, and what plugins get.
     feature_gates: FeatureGates = DEFAULT_GATES

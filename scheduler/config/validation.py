@@ -4,37 +4,27 @@ leader-election checks): every error is collected, formatted like field.ErrorLis
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from scheduler.config import dynamicresources
 from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
 from scheduler.config.duration import format_duration
-from scheduler.config.types import PluginSet
+from scheduler.config.types import LeaderElection, PluginSet
 
 
-def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[str]:
-    """Every problem of ``doc``; ``merged`` holds each profile's plugins after defaulting."""
+def validate(
+    doc: Document,
+    merged: Sequence[Mapping[str, PluginSet]],
+    gate_enabled: Callable[[str], bool] = dynamicresources.default_gate,
+) -> list[str]:
+    """Every problem of ``doc``; ``merged`` holds each profile's plugins after defaulting;
+    ``gate_enabled`` says which feature gates are on (plugin args depend on some)."""
     le, cc, profiles = doc.leader_election, doc.client_connection, doc.profiles
     errs: list[str] = []
     if cc.burst < 0:
         errs.append(invalid("clientConnection.burst", cc.burst, "must be non-negative"))
-    if le.leader_elect:
-        lp = "leaderElection"
-        if le.lease_duration <= 0:
-            errs.append(_invalid_d(f"{lp}.leaseDuration", le.lease_duration, "must be greater than zero"))
-        if le.renew_deadline <= 0:
-            errs.append(_invalid_d(f"{lp}.renewDeadline", le.renew_deadline, "must be greater than zero"))
-        if le.retry_period <= 0:
-            errs.append(_invalid_d(f"{lp}.retryPeriod", le.retry_period, "must be greater than zero"))
-        if le.lease_duration <= le.renew_deadline:
-            errs.append(_invalid_d(f"{lp}.leaseDuration", le.renew_deadline, "must be greater than `RenewDeadline`"))
-        if not le.resource_lock:
-            errs.append(required(f"{lp}.resourceLock"))
-        if not le.resource_namespace:
-            errs.append(required(f"{lp}.resourceNamespace"))
-        if not le.resource_name:
-            errs.append(required(f"{lp}.resourceName"))
-        if le.resource_lock != "leases":
-            errs.append(invalid(f"{lp}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"'))
+    errs.extend(validate_leader_election(le))
     if doc.parallelism <= 0:
         errs.append(invalid("parallelism", doc.parallelism, "should be an integer value greater than zero"))
 
@@ -47,10 +37,12 @@ def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[s
         if prof.percentage is not None and not 0 <= prof.percentage <= 100:
             errs.append(invalid(f"{path}.percentageOfNodesToScore", prof.percentage, "not in valid range [0-100]"))
         names_seen: set[str] = set()
-        for j, (cname, _args) in enumerate(prof.plugin_config):
+        for j, (cname, args) in enumerate(prof.plugin_config):
             if cname in names_seen:
                 errs.append(f"{path}.pluginConfig[{j}]: Duplicate value: {fmt_value(cname)}")
             names_seen.add(cname)
+            if cname == dynamicresources.NAME and args is not None:
+                errs.extend(dynamicresources.validate_args(f"{path}.pluginConfig[{j}].args", args, gate_enabled))
         if name in seen:
             errs.append(f"{path}.schedulerName: Duplicate value: {fmt_value(name)}")
         seen[name] = i
@@ -66,6 +58,33 @@ def validate(doc: Document, merged: Sequence[Mapping[str, PluginSet]]) -> list[s
         errs.append(
             invalid("podMaxBackoffSeconds", maximum, "must be greater than or equal to PodInitialBackoffSeconds")
         )
+    return errs
+
+
+
+def validate_leader_election(le: LeaderElection) -> list[str]:
+    """component-base's ValidateLeaderElectionConfiguration; also run on the leader-election
+    flags applied over the configuration."""
+    errs: list[str] = []
+    if not le.leader_elect:
+        return errs
+    lp = "leaderElection"
+    if le.lease_duration <= 0:
+        errs.append(_invalid_d(f"{lp}.leaseDuration", le.lease_duration, "must be greater than zero"))
+    if le.renew_deadline <= 0:
+        errs.append(_invalid_d(f"{lp}.renewDeadline", le.renew_deadline, "must be greater than zero"))
+    if le.retry_period <= 0:
+        errs.append(_invalid_d(f"{lp}.retryPeriod", le.retry_period, "must be greater than zero"))
+    if le.lease_duration <= le.renew_deadline:
+        errs.append(_invalid_d(f"{lp}.leaseDuration", le.renew_deadline, "must be greater than `RenewDeadline`"))
+    if not le.resource_lock:
+        errs.append(required(f"{lp}.resourceLock"))
+    if not le.resource_namespace:
+        errs.append(required(f"{lp}.resourceNamespace"))
+    if not le.resource_name:
+        errs.append(required(f"{lp}.resourceName"))
+    if le.resource_lock != "leases":
+        errs.append(invalid(f"{lp}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"'))
     return errs
 
 
@@ -96,7 +115,7 @@ def _validate_common_queue_sort(profiles: list[RawProfile], merged: Sequence[Map
                 "only one queue sort plugin can be enabled",
             )
         )
-    qs_args: dict | None = None
+    qs_args: Any = None
     for cname, args in profiles[0].plugin_config:
         if qs_name and cname == qs_name:
             qs_args = args

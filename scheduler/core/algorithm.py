@@ -6,6 +6,7 @@ Pure and synchronous: it reads one Snapshot and never awaits, so the live schedu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -120,6 +121,21 @@ class Algorithm:
         rotated = nodes if start == 0 else np.concatenate((nodes[start:], nodes[:start]))
         if not fw.has_filter_plugins():
             return rotated[:to_find]
+        # Upstream times the whole search as the Filter extension point (one observation per cycle).
+        started = time.perf_counter()
+        try:
+            out = self._search(fw, state, pod, snap, diagnosis, rotated, to_find)
+        except StatusError as exc:
+            fw.observe_point("Filter", exc.status, started)
+            raise
+        fw.observe_point("Filter", None, started)
+        return out
+
+    def _search(
+        self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot, diagnosis: Diagnosis,
+        rotated: np.ndarray, to_find: int,
+    ) -> np.ndarray:
+        n_all = len(rotated)
         feasible: list[np.ndarray] = []
         found = 0
         pos = 0
@@ -165,6 +181,10 @@ class Algorithm:
             diagnosis.add_plugin_status(s)
             return np.empty(0, dtype=np.int64), diagnosis
 
+        # OpportunisticBatching's node hint (upstream GetNodeHint): nothing is batched here, so
+        # there is none; the metrics record the attempt as the binary does for unsigned pods.
+        started = time.perf_counter()
+        fw.handle.metrics.batch_hint(fw.profile_name, time.perf_counter() - started)
         if pod.nominated_node_name:
             ni = snap.get(pod.nominated_node_name)
             if ni is not None:
@@ -236,6 +256,7 @@ class Algorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         infos = snap.node_infos
         if len(feasible) == 1:
+            self._batch_stored(fw, "empty_list")
             return ScheduleResult(infos[int(feasible[0])].name, evaluated, 1, None, diagnosis)
         if not fw.has_score_plugins():
             # Upstream gives every node a total of 1; selection is then a pure tie-break.
@@ -249,4 +270,11 @@ class Algorithm:
                 raise StatusError(s)
             scores = fw.run_score(state, pod, snap, feasible)
         winner = self.select_host(scores.totals)
+        self._batch_stored(fw, "pod_not_batchable")
         return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis)
+
+    @staticmethod
+    def _batch_stored(fw: Framework, reason: str) -> None:
+        """Upstream StoreScheduleResults: an unsigned pod's results are not kept (``reason``)."""
+        started = time.perf_counter()
+        fw.handle.metrics.batch_stored(fw.profile_name, time.perf_counter() - started, reason)

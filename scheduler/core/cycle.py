@@ -98,7 +98,7 @@ def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
 
 def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot, pod: PodInfo) -> CycleOutcome:
     cache.update_snapshot(snap)
-    state = CycleState()
+    state = CycleState(fw.sample_plugin_metrics())
     state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
     out = CycleOutcome(pod, state)
     try:

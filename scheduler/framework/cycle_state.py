@@ -10,12 +10,14 @@ T = TypeVar("T")
 
 
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
-    def __init__(self) -> None:
+    def __init__(self, record_plugin_metrics: bool = False) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # This cycle times each plugin (upstream samples one cycle in ten: framework/metrics.py).
+        self.record_plugin_metrics = record_plugin_metrics
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -37,7 +39,7 @@ class CycleState:
         self._data.pop(key, None)
 
     def clone(self) -> CycleState:
-        c = CycleState()
+        c = CycleState(self.record_plugin_metrics)
         # Values that know how to copy themselves are copied (preemption mutates the clone).
         c._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)

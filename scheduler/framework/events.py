@@ -139,3 +139,29 @@ def node_update_action(old: NodeInfo, new: NodeInfo, declared_features: bool = T
     if declared_features and old.declared_features != new.declared_features:
         a |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return a
+
+
+# Upstream's resource names where this module's differ (types.go: unschedulablePod).
+_LABEL_RESOURCE = {"UnscheduledPod": "UnschedulablePod"}
+_LABELS: dict[ClusterEvent, str] = {}
+
+
+def event_label(ev: ClusterEvent) -> str:
+    """Upstream ClusterEvent.Label(), the value of the ``event`` label in the metrics: the
+    custom label, else the resource and the action ("NodeAdd", "AssignedPodUpdatePodLabel").
+    Upstream sends one event per changed property; a combined action here is named by its
+    lowest flag."""
+    label = _LABELS.get(ev)
+    if label is None:
+        if ev.label:
+            label = ev.label
+        else:
+            a = ev.action
+            if a in (ActionType.ALL, ActionType.UPDATE) or a.bit_count() <= 1:
+                flag = a
+            else:
+                flag = ActionType(a & -a)
+            name = "All" if flag == ActionType.ALL else (flag.name or "").title().replace("_", "")
+            label = _LABEL_RESOURCE.get(ev.resource, ev.resource) + name
+        _LABELS[ev] = label
+    return label

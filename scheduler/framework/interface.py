@@ -22,6 +22,7 @@ from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.informers import InformerFactory
+from scheduler.framework.metrics import NOOP, MetricsRecorder
 from scheduler.framework.status import Status
 from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
 from scheduler.model.node import NodeInfo
@@ -41,6 +42,9 @@ class QueuedPodInfo:
 
     __slots__ = (
         "attempts",
+        "backoff_expiration",
+        "consecutive_errors_count",
+        "flushed",
         "gated",
         "gating_plugin",
         "initial_attempt_timestamp",
@@ -57,12 +61,19 @@ class QueuedPodInfo:
         self.timestamp = timestamp  # when the pod was (re)added to the queue
         self.seq = seq  # insertion order: the final, deterministic tie-break
         self.attempts = 0
+        # Failed attempts that counted toward backoff: rejections, and errors since the last
+        # rejection (upstream UnschedulableCount, ConsecutiveErrorsCount).
         self.unschedulable_count = 0
+        self.consecutive_errors_count = 0
+        self.backoff_expiration: float | None = None  # computed once per failed attempt
         self.initial_attempt_timestamp: float | None = None
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()
         self.gated = False
         self.gating_plugin = ""  # the PreEnqueue plugin that gated it (upstream GatingPlugin)
+        # Moved out of unschedulable by the leftover flush since its last failed attempt
+        # (upstream WasFlushedFromUnschedulable: scheduler_pod_scheduled_after_flush_total).
+        self.flushed = False
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
@@ -204,6 +215,7 @@ class Handle:
         "event_recorder",
         "features",
         "listers",
+        "metrics",
         "nominator",
         "parallelism",
         "preemption",
@@ -242,6 +254,8 @@ class Handle:
         self.preemption = preemption
         # Preemption's random start offset (upstream rand.Int31n); simulate seeds it.
         self.rng = rng if rng is not None else random.Random()
+        # Where the framework and plugins report metrics; the live edge sets its recorder.
+        self.metrics: MetricsRecorder = NOOP
         # The feature gates plugins read (upstream feature.Features, given to every factory).
         self.features = features
         # One map for every profile (the builder passes the same one to each handle).

@@ -3,6 +3,7 @@ framework/runtime/framework.go; core/profiles.py builds it)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,6 +81,13 @@ def _as_status(exc: Exception) -> Status:
     return exc.status if isinstance(exc, StatusError) else Status(Code.ERROR, str(exc), err=exc)
 
 
+def _failed(point: str, plugin: str, s: Status) -> Status:
+    """A plugin's failure at ``point``: a rejection as it is, anything else an Error naming it."""
+    if s.is_rejected():
+        return s.with_plugin(plugin)
+    return Status(Code.ERROR, f"running {point} plugin {go_quote(plugin)}: {s.message}", plugin=plugin)
+
+
 def _invalid_score(plugin: str, score: int) -> str:
     return (
         f"applying score defaultWeights on Score plugins: plugin {go_quote(plugin)} returns an invalid score "
@@ -132,6 +140,15 @@ class Framework:
         self._score_has_batch = {
             pl.name: type(pl).score_batch is not ScorePlugin.score_batch for pl in self.score_plugins
         }
+        # scheduler_plugin_evaluation_total: calls per plugin, parallel to the plugin lists
+        # (upstream counts each Filter and Score call, i.e. one per node, and PreFilter and
+        # PreScore calls that did not Skip). Plain ints: the edge reads them when scraped.
+        self._evals: dict[str, list[int]] = {
+            "PreFilter": [0] * len(self.pre_filter_plugins),
+            "Filter": [0] * len(self.filter_plugins),
+            "PreScore": [0] * len(self.pre_score_plugins),
+            "Score": [0] * len(self.score_plugins),
+        }
         # When True every plugin is run in its per-node reference form (tests compare both).
         self.reference_mode = False
         # Plugins that drive the framework themselves (preemption's dry runs) get it here.
@@ -144,6 +161,26 @@ class Framework:
     def _observe(self, point: str, plugin: str, status: Status | None, started: float) -> None:
         if self.observer is not None:
             self.observer(point, plugin, _status_name(status), time.perf_counter() - started)
+
+    def observe_point(self, point: str, status: Status | None, started: float) -> None:
+        """An extension point timed by the caller (the Filter search runs in core/algorithm.py)."""
+        self._observe(point, "", status, started)
+
+    def _timed(self, point: str, plugin: str, status: Status | None, started: float, count: int = 1) -> None:
+        """A sampled cycle's plugin call(s): ``count`` nodes decided in one batch call."""
+        self.handle.metrics.plugin(point, plugin, _status_name(status), time.perf_counter() - started, count)
+
+    def sample_plugin_metrics(self) -> bool:
+        """Whether a new cycle times its plugins (CycleState.record_plugin_metrics)."""
+        return self.handle.metrics.sample()
+
+    def plugin_evaluations(self) -> list[tuple[str, str, int]]:
+        """(plugin, extension point, calls so far) for PreFilter, Filter, PreScore and Score."""
+        lists: dict[str, Sequence[Plugin]] = {
+            "PreFilter": self.pre_filter_plugins, "Filter": self.filter_plugins,
+            "PreScore": self.pre_score_plugins, "Score": self.score_plugins,
+        }
+        return [(pl.name, point, n) for point, pls in lists.items() for pl, n in zip(pls, self._evals[point])]
 
     def has_filter_plugins(self) -> bool:
         return bool(self.filter_plugins)
@@ -159,15 +196,28 @@ class Framework:
 
     # -- PreEnqueue --------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
+        started = time.perf_counter()
+        rec = self.handle.metrics.sample()  # upstream samples each PreEnqueue run on its own
+        out: Status | None = None
         for pl in self.pre_enqueue_plugins:
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 s = pl.pre_enqueue(pod)
             except Exception as exc:
-                msg = _as_status(exc).message
-                return Status(Code.ERROR, f"running PreEnqueue plugin {go_quote(pl.name)}: {msg}", plugin=pl.name)
+                s = _as_status(exc)
+                if rec:
+                    self._timed("PreEnqueue", pl.name, s, t0)
+                msg = s.message
+                out = Status(Code.ERROR, f"running PreEnqueue plugin {go_quote(pl.name)}: {msg}", plugin=pl.name)
+                break
+            if rec:
+                self._timed("PreEnqueue", pl.name, s, t0)
             if s is not None and not s.is_success():
-                return s.with_plugin(pl.name)
-        return None
+                out = s.with_plugin(pl.name)
+                break
+        # Upstream's deferred observation reads a status its loop shadows: always Success.
+        self._observe("PreEnqueue", "", None, started)
+        return out
 
     # -- PreFilter ---------------------------------------------------------------------------
     def run_pre_filter(
@@ -178,15 +228,21 @@ class Framework:
         result: PreFilterResult | None = None
         returned: Status | None = None
         with_nodes: list[str] = []
-        for pl in self.pre_filter_plugins:
+        rec = state.record_plugin_metrics
+        evals = self._evals["PreFilter"]
+        for k, pl in enumerate(self.pre_filter_plugins):
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 r = pl.pre_filter(state, pod, nodes)
             except Exception as exc:
                 r = _as_status(exc)
+            if rec:
+                self._timed("PreFilter", pl.name, r if isinstance(r, Status) else None, t0)
+            if isinstance(r, Status) and r.code == Code.SKIP:
+                state.skip_filter_plugins.add(pl.name)
+                continue
+            evals[k] += 1
             if isinstance(r, Status):
-                if r.code == Code.SKIP:
-                    state.skip_filter_plugins.add(pl.name)
-                    continue
                 if r.code == Code.SUCCESS:
                     continue
                 r = r.with_plugin(pl.name)
@@ -217,10 +273,16 @@ class Framework:
     # -- Filter (reference, one node) --------------------------------------------------------
     def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         skip = state.skip_filter_plugins
-        for pl in self.filter_plugins:
+        rec = state.record_plugin_metrics
+        evals = self._evals["Filter"]
+        for k, pl in enumerate(self.filter_plugins):
             if pl.name in skip:
                 continue
+            evals[k] += 1
+            t0 = time.perf_counter() if rec else 0.0
             s = self._filter_one(pl, state, pod, node)
+            if rec:
+                self._timed("Filter", pl.name, s, t0)
             if s is not None:
                 return s
         return None
@@ -246,12 +308,16 @@ class Framework:
         failures: dict[int, Status | int] = {}
         skip = state.skip_filter_plugins
         infos = snap.node_infos
+        rec = state.record_plugin_metrics
+        evals = self._evals["Filter"]
         for k, pl in enumerate(self.filter_plugins):
             if pl.name in skip:
                 continue
             pos = np.flatnonzero(alive)
             if len(pos) == 0:
                 break
+            evals[k] += len(pos)
+            t0 = time.perf_counter() if rec else 0.0
             sub = cand[pos]
             mask: np.ndarray | None = None
             if self._filter_has_batch[pl.name] and not self.reference_mode:
@@ -271,6 +337,8 @@ class Framework:
                     alive[bad] = False
                     for b in bad.tolist():
                         failures[b] = k
+                if rec:
+                    self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), bad.tolist(), failures)
                 continue
             for p, i in zip(pos.tolist(), sub.tolist()):
                 s = self._filter_one(pl, state, pod, infos[i])
@@ -279,6 +347,8 @@ class Framework:
                         raise StatusError(s)
                     alive[p] = False
                     failures[p] = s
+            if rec:
+                self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), pos[~alive[pos]].tolist(), failures)
         nom = self.handle.nominator
         if nom is not None:
             nodes = nom.nominated_nodes()
@@ -299,6 +369,31 @@ class Framework:
                     alive[p] = False
                     failures[p] = s
         return alive, failures
+
+    def _timed_chunk(
+        self, pl: FilterPlugin, state: CycleState, pod: PodInfo, infos: Sequence[NodeInfo], cand: np.ndarray,
+        started: float, n: int, bad: list[int], failures: Mapping[int, Status | int],
+    ) -> None:
+        """A sampled cycle's Filter over ``n`` nodes in one go, as upstream's one observation per
+        node: the mean time for each, Success for those that passed, the rejection's code for
+        those that failed (a batch form's code read from its first failure)."""
+        seconds = time.perf_counter() - started
+        per = seconds / n if n else 0.0
+        codes: dict[str, int] = {}
+        first: Status | None = None
+        for b in bad:
+            f = failures[b]
+            if not isinstance(f, Status):
+                if first is None:
+                    first = self.status_for(state, pod, infos[int(cand[b])], f)
+                f = first
+            name = _status_name(f)
+            codes[name] = codes.get(name, 0) + 1
+        m = self.handle.metrics
+        if n > len(bad):
+            m.plugin("Filter", pl.name, "Success", per * (n - len(bad)), n - len(bad))
+        for name, c in codes.items():
+            m.plugin("Filter", pl.name, name, per * c, c)
 
     def status_for(self, state: CycleState, pod: PodInfo, node: NodeInfo, failure: Status | int) -> Status:
         if isinstance(failure, Status):
@@ -364,9 +459,11 @@ class Framework:
         self, op: str, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
     ) -> Status | None:
         skip = state.skip_filter_plugins
+        rec = state.record_plugin_metrics
         for pl in self.pre_filter_plugins:
             if pl.name in skip or not _has_extensions(pl):
                 continue
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 if op == "AddPod":
                     s = pl.add_pod(state, pod, other, node)
@@ -374,6 +471,8 @@ class Framework:
                     s = pl.remove_pod(state, pod, other, node)
             except Exception as exc:
                 s = _as_status(exc)
+            if rec:
+                self._timed(f"PreFilterExtension{op}", pl.name, s, t0)
             if s is not None and not s.is_success():
                 return Status(Code.ERROR, f"running {op} on PreFilter plugin {go_quote(pl.name)}: {s.message}",
                               plugin=pl.name)
@@ -420,15 +519,21 @@ class Framework:
     # -- PreScore / Score --------------------------------------------------------------------
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         started = time.perf_counter()
-        for pl in self.pre_score_plugins:
+        rec = state.record_plugin_metrics
+        evals = self._evals["PreScore"]
+        for k, pl in enumerate(self.pre_score_plugins):
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 s = pl.pre_score(state, pod, nodes)
             except Exception as exc:
                 s = _as_status(exc)
-            if s is None or s.code == Code.SUCCESS:
-                continue
-            if s.code == Code.SKIP:
+            if rec:
+                self._timed("PreScore", pl.name, s, t0)
+            if s is not None and s.code == Code.SKIP:
                 state.skip_score_plugins.add(pl.name)
+                continue
+            evals[k] += 1
+            if s is None or s.code == Code.SUCCESS:
                 continue
             st = Status(Code.ERROR, f"running PreScore plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
             self._observe("PreScore", "", st, started)
@@ -443,9 +548,13 @@ class Framework:
         finals: list[np.ndarray] = []
         totals = np.zeros(len(idx), dtype=np.int64)
         infos = snap.node_infos
-        for pl in self.score_plugins:
+        rec = state.record_plugin_metrics
+        evals = self._evals["Score"]
+        for k, pl in enumerate(self.score_plugins):
             if pl.name in state.skip_score_plugins:
                 continue
+            evals[k] += len(idx)
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 arr: np.ndarray | None = None
                 if self._score_has_batch[pl.name] and not self.reference_mode:
@@ -457,8 +566,13 @@ class Framework:
                 else:
                     arr = np.asarray(arr, dtype=np.int64)
                 raw = arr.copy()
+                if rec:
+                    self._timed("Score", pl.name, None, t0, len(idx))
                 if pl.has_normalize:
+                    t0 = time.perf_counter() if rec else 0.0
                     s = pl.normalize_score(state, pod, arr)
+                    if rec:
+                        self._timed("ScoreExtensionNormalize", pl.name, s, t0)
                     if s is not None and not s.is_success():
                         msg = f"plugin {go_quote(pl.name)} failed with: {s.message}"
                         raise StatusError(Status(Code.ERROR, f"running Normalize on Score plugins: {msg}"))
@@ -485,23 +599,33 @@ class Framework:
 
     # -- Reserve / Permit --------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        started = time.perf_counter()
+        rec = state.record_plugin_metrics
+        out: Status | None = None
         for pl in self.reserve_plugins:
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 s = pl.reserve(state, pod, node)
             except Exception as exc:
                 s = _as_status(exc)
+            if rec:
+                self._timed("Reserve", pl.name, s, t0)
             if s is not None and not s.is_success():
-                if s.is_rejected():
-                    return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running Reserve plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
-        return None
+                out = _failed("Reserve", pl.name, s)
+                break
+        self._observe("Reserve", "", out, started)
+        return out
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        started = time.perf_counter()
+        rec = state.record_plugin_metrics
         for pl in reversed(self.reserve_plugins):
-            try:
+            t0 = time.perf_counter() if rec else 0.0
+            with contextlib.suppress(Exception):  # Unreserve must not fail the cleanup of the others.
                 pl.unreserve(state, pod, node)
-            except Exception:  # Unreserve must not fail the cleanup of the others.
-                continue
+            if rec:
+                self._timed("Unreserve", pl.name, None, t0)
+        self._observe("Unreserve", "", None, started)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[dict[str, float], Status | None]:
         """Upstream RunPermitPlugins: ({}, None) to allow; a rejection or an error at the first
@@ -510,11 +634,15 @@ class Framework:
         started = time.perf_counter()
         waits: dict[str, float] = {}
         wait_status: Status | None = None
+        rec = state.record_plugin_metrics
         for pl in self.permit_plugins:
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 s, timeout = pl.permit(state, pod, node)
             except Exception as exc:
                 s, timeout = _as_status(exc), 0.0
+            if rec:
+                self._timed("Permit", pl.name, s, t0)
             if s is None or s.is_success():
                 continue
             if s.is_rejected():
@@ -574,23 +702,39 @@ class Framework:
 
     # -- binding cycle -----------------------------------------------------------------------
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        started = time.perf_counter()
+        rec = state.record_plugin_metrics
+        out: Status | None = None
         for pl in self.pre_bind_plugins:
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 s = await pl.pre_bind(state, pod, node)
             except Exception as exc:
                 s = _as_status(exc)
+            if rec:
+                self._timed("PreBind", pl.name, s, t0)
             if s is not None and not s.is_success() and s.code != Code.SKIP:
-                if s.is_rejected():
-                    return s.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running PreBind plugin {go_quote(pl.name)}: {s.message}", plugin=pl.name)
-        return None
+                out = _failed("PreBind", pl.name, s)
+                break
+        self._observe("PreBind", "", out, started)
+        return out
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        started = time.perf_counter()
+        out = await self._bind(state, pod, node)
+        self._observe("Bind", "", out, started)
+        return out
+
+    async def _bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        rec = state.record_plugin_metrics
         for pl in self.bind_plugins:
+            t0 = time.perf_counter() if rec else 0.0
             try:
                 s = await pl.bind(state, pod, node)
             except Exception as exc:  # not CancelledError (a BaseException): cancellation goes through
                 s = _as_status(exc)
+            if rec:
+                self._timed("Bind", pl.name, s, t0)
             if s is not None and s.code == Code.SKIP:
                 continue
             if s is not None and not s.is_success():
@@ -603,8 +747,12 @@ class Framework:
         return Status(Code.SKIP)
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        started = time.perf_counter()
+        rec = state.record_plugin_metrics
         for pl in self.post_bind_plugins:
-            try:
+            t0 = time.perf_counter() if rec else 0.0
+            with contextlib.suppress(Exception):  # PostBind is informational; a failure must not undo the binding.
                 pl.post_bind(state, pod, node)
-            except Exception:  # PostBind is informational; a failure must not undo the binding.
-                continue
+            if rec:
+                self._timed("PostBind", pl.name, None, t0)
+        self._observe("PostBind", "", None, started)

@@ -2,8 +2,11 @@
 health/metrics server, and owns the process lifecycle.
 
 Order (as kube-scheduler): read and validate the configuration and build every profile
-before touching the cluster; then start watching and wait until the cache holds what a LIST
-shows (informer sync); then, when leader election is on, wait for the Lease; then schedule.
+before touching the cluster; then ask the API server which of the kinds to watch it serves
+(exactly kube-scheduler's informers for these profiles and gates; a missing one stops the start
+with one line), start watching and wait until the cache holds what a LIST shows (informer
+sync); then, when leader election is on, wait for the Lease; then schedule. With
+``delayCacheUntilActive`` (and leader election) the Lease comes first and the watch after it.
 SIGTERM stops scheduling, drains in-flight bindings and releases the Lease. Losing the Lease
 (or its fence closing, see kube/elector.py) stops scheduling at once, cancels the bindings in
 flight, forgets their assumptions and exits non-zero.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import signal
 import sys
@@ -29,28 +33,37 @@ import numpy as np
 import structlog
 from aiohttp import web
 
+from scheduler import __version__
+from scheduler.backend import debugger
 from scheduler.backend.cache import Cache
-from scheduler.backend.queue import EVENT_FORCE_ACTIVATE, SchedulingQueue
+from scheduler.backend.queue import SchedulingQueue, wall_window_phase
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
+from scheduler.config.validation import validate_leader_election
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles, plugin_resources
 from scheduler.framework.listers import Listers
+from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
 from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
-from scheduler.live.kube.elector import KubeLeaseAPI, LeaderElector, LeadershipLost
+from scheduler.live.kube.elector import ElectorConfigError, KubeLeaseAPI, LeaderElector, LeadershipLost, check_timings
 from scheduler.live.kube.preemptor import LivePreemption
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler, permit_timer
 from scheduler.live.metrics import Metrics
+from scheduler.live.metrics.resources import PodResources
+from scheduler.live.serving.debug import DebugFlags, Profiling
+from scheduler.live.serving.health import HealthEndpoint, HealthSLIs, NamedCheck
 from scheduler.live.serving.options import ServingError, options_from_args
-from scheduler.live.serving.server import SecureServer, build_server
-from scheduler.live.watch.watcher import Watcher
+from scheduler.live.serving.server import Handler, SecureServer, build_server
+from scheduler.live.serving.zpages import Flagz, Statusz, configz_handler
+from scheduler.live.watch.watcher import NotServed, Watcher
+from scheduler.model.kinds import live_kinds
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 
@@ -64,20 +77,37 @@ BIND_THREADS = 8
 EVENT_THREADS = 4
 EXIT_CONFIG = 2
 EXIT_LEASE_LOST = 1
+COMPONENT = "kube-scheduler"
+# The Kubernetes minor this scheduler behaves as (statusz's emulationVersion).
+EMULATION_VERSION = "1.36"
 
 
 class StartupError(Exception):
     """One line, printed before exit."""
 
 
+def informer_users(frameworks: Mapping[str, Framework]) -> frozenset[str]:
+    """The plugins, over every profile, that make kube-scheduler start informers (their New
+    asks for listers): all enabled ones, but PodTopologySpread only with default constraints."""
+    users = set()
+    for fw in frameworks.values():
+        for name, pl in fw.plugins.items():
+            if name == "PodTopologySpread" and not getattr(pl, "default_constraints", None):
+                continue
+            users.add(name)
+    return frozenset(users)
+
+
 class App:
     def __init__(self, cfg: SchedulerConfig, registry: Registry, metrics: Metrics, creds: CredentialSource,
-                 server: SecureServer | None) -> None:
+                 server: SecureServer | None, flags: Mapping[str, str] | None = None) -> None:
         """Builds every part, frameworks included (FrameworkError for plugin args a factory
-        refuses); talks to no API server until ``run``."""
+        refuses); talks to no API server until ``run``. ``flags``: /flagz's name -> value."""
         self.cfg = cfg
         self.metrics = metrics
         self.server = server
+        self.flags = dict(flags or {})
+        self.slis = HealthSLIs()
         # Start-up reads (probe, LIST for the sync barrier); writes have lanes of their own.
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="api")
         cc = cfg.client_connection
@@ -92,8 +122,9 @@ class App:
                 le.resource_namespace,
                 lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
                 limiter=TokenBucket(cc.qps, cc.burst),
-                on_change=lambda v: metrics.leader.labels(le.resource_name).set(1 if v else 0),
+                on_change=metrics.component.leader_status, on_slowpath=metrics.component.leader_slowpath,
             )
+            metrics.component.leader_status(False)  # client-go's elector starts as a backup
         self.binder = Binder(
             KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
             executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
@@ -116,16 +147,16 @@ class App:
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
         self.cache = Cache()
-        metrics.watch_cache(self.cache.sizes)
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,
             initial_backoff=cfg.pod_initial_backoff_seconds,
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
+            pop_from_backoff_q=cfg.feature_gates.enabled("SchedulerPopFromBackoffQ"),
+            # Backoff windows start on the wall clock's seconds, as kube-scheduler's do.
+            window_phase=wall_window_phase(time.monotonic),
         )
-        self.queue.on_incoming = metrics.incoming
-        metrics.watch_queue(self.queue.counts)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder)
         # DefaultPreemption: the queue's nominator and the API side of preemption.
@@ -134,21 +165,25 @@ class App:
             activate=self._activate, release=self._release_preemptor,
             waiting_pods=next(iter(frameworks.values())).handle.waiting_pods,
         )
+        metrics.attach(frameworks, self.queue, self.cache.sizes, lambda: len(self.scheduler.binding_tasks))
         # The queue (which needs the frameworks' QueueSort) owns the nominator, and preemption
         # needs the queue: both reach the handles afterwards, as upstream's SetPodNominator.
         for fw in frameworks.values():
             fw.handle.nominator = self.queue.nominator
             fw.handle.preemption = self.preemption
-        self.watcher = Watcher(self.scheduler, creds.credentials, scheduler_names=frameworks,
-                               on_error=metrics.object_error, resources=self.plugin_resources)
+        users = informer_users(frameworks)
+        self.watcher = Watcher(self.scheduler, creds.credentials, kinds=live_kinds(users, cfg.feature_gates.enabled),
+                               scheduler_names=frameworks, on_error=metrics.object_error,
+                               resources=self.plugin_resources, informer_users=users)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
         self.synced = False
         self.shutdown = asyncio.Event()
+        self._debug_tasks: set[asyncio.Task[None]] = set()
         self._started = time.monotonic()
 
     def _activate(self, pod: PodInfo) -> None:
         """A failed preemption: move the preemptor back to activeQ (upstream fh.Activate)."""
-        self.queue.move_all_to_active_or_backoff(EVENT_FORCE_ACTIVATE, None, pod, pre_check=lambda p: p.uid == pod.uid)
+        self.queue.activate({pod.key: pod})
 
     def _activate_pods(self, pods: Mapping[str, PodInfo]) -> None:
         """Handle.activate: the plugins' PodsToActivate and direct calls (upstream PodActivator)."""
@@ -158,35 +193,62 @@ class App:
         """A preemption ended: its preemptor, if still gated by DefaultPreemption, is let through."""
         self.queue.release_gated(pod.uid, "DefaultPreemption", "PreemptionFinished")
 
-    # -- health / metrics --------------------------------------------------------------------
-    async def _healthz(self, _: web.Request) -> web.Response:
+    # -- health / metrics / debugging ------------------------------------------------------
+    def _leader_check(self) -> str | None:
         # kube-scheduler adds the leader-election watchdog to /healthz and /readyz.
-        err = self.elector.check() if self.elector is not None else None
-        if err:
-            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
-        return web.Response(text="ok")
+        return self.elector.check() if self.elector is not None else None
 
-    async def _readyz(self, _: web.Request) -> web.Response:
-        err = self.elector.check() if self.elector is not None else None
-        if err:
-            return web.Response(status=500, text=f"[-]leaderElection failed: {err}")
-        if not self.synced:
-            return web.Response(status=503, text="informer caches not synced")
-        return web.Response(text="ok")
+    def _shutdown_check(self) -> str | None:
+        return "process is shutting down" if self.shutdown.is_set() else None
+
+    def _sync_check(self) -> str | None:
+        return None if self.synced else "handlers are not fully synchronized"
 
     async def _metrics(self, _: web.Request) -> web.Response:
         body, ctype = self.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": ctype})
 
+    async def _metrics_resources(self, _: web.Request) -> web.Response:
+        # kube-scheduler answers an empty 200 unless it leads (installMetricHandler).
+        if self.elector is not None and not self.elector.is_leader:
+            return web.Response(body=b"")
+        body, ctype = PodResources(self.scheduler.informer_pods).exposition()
+        return web.Response(body=body, headers={"Content-Type": ctype})
+
+    def routes(self) -> dict[str, Handler]:
+        """Every path served, as kube-scheduler's newEndpointsHandler installs them."""
+        leader = [NamedCheck("leaderElection", self._leader_check)] if self.elector is not None else []
+        ready = [*leader, NamedCheck("shutdown", self._shutdown_check),
+                 NamedCheck("sched-handler-sync", self._sync_check)]
+        routes: dict[str, Handler] = {
+            "/healthz": HealthEndpoint("healthz", leader, self.slis).handler,
+            "/livez": HealthEndpoint("livez", [], self.slis).handler,
+            "/readyz": HealthEndpoint("readyz", ready, self.slis).handler,
+            "/configz": configz_handler(self.cfg),
+            "/metrics": self._metrics,
+            "/metrics/resources": self._metrics_resources,
+            "/metrics/slis": self.slis.handler,
+        }
+        gates = self.cfg.feature_gates
+        if self.flags and gates.enabled("ComponentFlagz"):
+            routes["/flagz"] = Flagz(COMPONENT, self.flags).handler
+        if self.cfg.enable_profiling:
+            prof = Profiling(self.cfg.enable_contention_profiling)
+            routes.update(prof.routes())
+            flags = DebugFlags(_set_verbosity)
+            routes["/debug/flags/"] = flags.index
+            routes["/debug/flags/v"] = flags.v
+        # Listed paths (the debug ones are not), taken before /statusz itself is added.
+        listed = [p for p in routes if not p.startswith("/debug/")]
+        if gates.enabled("ComponentStatusz"):
+            routes["/statusz"] = Statusz(COMPONENT, __version__, EMULATION_VERSION, self.slis.start_time,
+                                         listed).handler
+        return routes
+
     async def _start_http(self) -> None:
         # HTTPS, authentication and authorization live in live/serving/; these are the routes.
         if self.server is not None:
-            await self.server.start({
-                "/healthz": self._healthz,
-                "/livez": self._healthz,
-                "/readyz": self._readyz,
-                "/metrics": self._metrics,
-            })
+            await self.server.start(self.routes())
 
     async def _stop_http(self) -> None:
         if self.server is not None:
@@ -245,6 +307,52 @@ class App:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
+        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+            loop.add_signal_handler(signal.SIGUSR2, self._on_debug_signal)
+
+    # -- SIGUSR2: the cache debugger ---------------------------------------------------------
+    def _on_debug_signal(self) -> None:
+        task = asyncio.get_running_loop().create_task(self.debug_cache(), name="cache-debugger")
+        self._debug_tasks.add(task)
+        task.add_done_callback(self._debug_tasks.discard)
+
+    def _list_cluster(self) -> tuple[list[str], list[str]]:
+        """Node names and the UIDs of non-terminal pods, as the scheduler's informers see them."""
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+
+        def items(call: Any, **kw: Any) -> list[dict[str, Any]]:
+            resp = call(_preload_content=False, _request_timeout=60, **kw)
+            data = resp.read()
+            resp.release_conn()
+            return list(json.loads(data).get("items") or [])
+
+        nodes = [str(n["metadata"]["name"]) for n in items(core.list_node)]
+        pods = [str(p["metadata"]["uid"]) for p in items(core.list_pod_for_all_namespaces,
+                                                         field_selector="status.phase!=Succeeded,status.phase!=Failed")]
+        return nodes, pods
+
+    async def debug_cache(self) -> None:
+        """Compare the cache and queue with the cluster, then dump both (upstream's debugger on
+        SIGUSR2: CacheComparer.Compare, then CacheDumper.DumpAll)."""
+        log.info("Cache comparer started")
+        try:
+            nodes, pods = await asyncio.get_running_loop().run_in_executor(self.executor, self._list_cluster)
+        except Exception as exc:
+            log.warning("cache_comparer_failed", error=describe_error(exc))
+        else:
+            pending = list(self.queue.pending())
+            missed, redundant = debugger.compare_nodes(nodes, self.cache.nodes)
+            if missed or redundant:
+                log.info("Cache mismatch", missedNodes=missed, redundantNodes=redundant)
+            missed, redundant = debugger.compare_pods(pods, pending, self.cache.nodes)
+            if missed or redundant:
+                log.info("Cache mismatch", missedPods=missed, redundantPods=redundant)
+        log.info("Cache comparer finished")
+        log.info("Dump of cached NodeInfo", nodes=debugger.dump_nodes(self.cache, self.queue.nominator))
+        log.info("Dump of scheduling queue", summary=debugger.queue_summary(self.queue.counts()),
+                 pods=debugger.dump_queue(self.queue.pending()))
 
     def _on_signal(self, sig: signal.Signals) -> None:
         log.info("signal_received", signal=sig.name)
@@ -277,6 +385,16 @@ class App:
             self._close()
             log.info("stopped", code=code)
             return code
+        # delayCacheUntilActive: a standby does not watch; it lists everything once it leads.
+        delayed = self.cfg.delay_cache_until_active and self.elector is not None
+        if delayed:
+            assert self.elector is not None
+            log.info("cache_delayed_until_leading")
+            if not await self._until(self.elector.acquire()):
+                await self._stop_http()
+                self._close()
+                log.info("stopped", code=code)
+                return code
         watcher_task = asyncio.create_task(self.watcher.run(), name="watcher")
         try:
             log.info("cache_syncing")
@@ -287,13 +405,16 @@ class App:
                 synced = await self._until(self.wait_synced(), watcher_task)
             if not synced:
                 if watcher_task.done():
-                    raise StartupError(f"watcher stopped: {watcher_task.exception() or 'exited'}")
+                    exc = watcher_task.exception()
+                    if isinstance(exc, NotServed):
+                        raise StartupError(str(exc))
+                    raise StartupError(f"watcher stopped: {exc or 'exited'}")
                 return 0
             self.synced = True
             self.scheduler.listers.informers.mark_synced()
             log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
                      pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
-            if self.elector is not None and not await self._until(self.elector.acquire(), watcher_task):
+            if self.elector is not None and not delayed and not await self._until(self.elector.acquire(), watcher_task):
                 return 0
             if self.elector is not None and not await self._until(self.wait_bindings_seen(), watcher_task):
                 return 0
@@ -366,8 +487,65 @@ class App:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
+def _set_verbosity(text: str) -> int:
+    """PUT /debug/flags/v: parse and apply (ValueError with klog's message)."""
+    level = logconf.parse_level(text)
+    logconf.set_verbosity(level)
+    log.info("verbosity_changed", v=level)
+    return level
+
+
+LEADER_ELECTION_FLAGS = (
+    ("leader_elect", "leader_elect"),
+    ("leader_elect_lease_duration", "lease_duration"),
+    ("leader_elect_renew_deadline", "renew_deadline"),
+    ("leader_elect_retry_period", "retry_period"),
+    ("leader_elect_resource_lock", "resource_lock"),
+    ("leader_elect_resource_name", "resource_name"),
+    ("leader_elect_resource_namespace", "resource_namespace"),
+)
+
+
+def apply_flags(cfg: SchedulerConfig, args: argparse.Namespace) -> SchedulerConfig:
+    """The command line over the configuration, as kube-scheduler's Options.ApplyTo: the
+    leader-election flags given override their fields with --config or without (then the result
+    is validated again); the deprecated --profiling/--contention-profiling only without --config.
+    ConfigError with the validation's message."""
+    le_changes = {field: getattr(args, flag) for flag, field in LEADER_ELECTION_FLAGS
+                  if getattr(args, flag, None) is not None}
+    changes: dict[str, Any] = {}
+    if getattr(args, "config", None) is None:
+        for flag, field in (("profiling", "enable_profiling"), ("contention_profiling", "enable_contention_profiling")):
+            if getattr(args, flag, None) is not None:
+                changes[field] = getattr(args, flag)
+    if le_changes:
+        le = dataclasses.replace(cfg.leader_election, **le_changes)
+        errs = validate_leader_election(le)
+        if errs:
+            raise ConfigError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
+        changes["leader_election"] = le
+    return dataclasses.replace(cfg, **changes) if changes else cfg
+
+
+def configure_logging(args: argparse.Namespace) -> str | None:
+    """-v, --vmodule and --logging-format; the error line when they are refused."""
+    fmt = getattr(args, "logging_format", None)
+    vmodule = list(getattr(args, "vmodule", None) or [])
+    if fmt is not None:
+        try:
+            logconf.validate(fmt, vmodule)
+        except logconf.LoggingError as exc:
+            return str(exc)
+    logconf.configure(json_output=None if fmt is None else fmt == logconf.JSON, v=getattr(args, "v", 0) or 0,
+                      vmodule=vmodule)
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
-    logconf.configure()
+    err = configure_logging(args)
+    if err is not None:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     cfg_name = args.config or "default configuration"
     gates: FeatureGates = getattr(args, "gates", DEFAULT_GATES)
     for message, gate, value in gates.warnings:
@@ -375,12 +553,22 @@ def main(args: argparse.Namespace) -> int:
     # Everything that can be checked offline is checked before touching the cluster.
     try:
         with long_lived_objects():
-            cfg = load_run_config(args.config, gates)
+            cfg = apply_flags(load_run_config(args.config, gates), args)
             registry = default_registry()
             check_profiles(cfg, registry)
     except ConfigError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
+    for warning in cfg.warnings:
+        log.warning("config_has_no_effect", config=cfg_name, detail=warning)
+    le = cfg.leader_election
+    if le.leader_elect:
+        try:
+            check_timings(le.lease_duration, le.renew_deadline, le.retry_period)
+        except ElectorConfigError as exc:
+            # kube-scheduler's Run fails the same way (leaderelection.NewLeaderElector).
+            print(f"error: couldn't create leader elector: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or None
     try:
         creds = CredentialSource(kubeconfig)
@@ -398,7 +586,7 @@ def main(args: argparse.Namespace) -> int:
         with long_lived_objects():
             metrics = Metrics()
             metrics.feature_gates(gates)
-            app = App(cfg, registry, metrics, creds, server)
+            app = App(cfg, registry, metrics, creds, server, getattr(args, "flagz", None))
     except FrameworkError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG

@@ -8,7 +8,8 @@ goes to the queue. Every change that may make a waiting pod schedulable moves po
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scheduler.backend.cache import Cache
@@ -21,6 +22,17 @@ from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
+
+# Upstream's labels of the pod events whose handlers it times (framework/events.go).
+ASSIGNED_ADD, ASSIGNED_UPDATE, ASSIGNED_DELETE = "AssignedPodAdd", "AssignedPodUpdate", "AssignedPodDelete"
+UNSCHEDULED_ADD, UNSCHEDULED_UPDATE, UNSCHEDULED_DELETE = (
+    "UnschedulablePodAdd", "UnschedulablePodUpdate", "UnschedulablePodDelete")
+
+
+def _single(ev: ClusterEvent) -> list[ClusterEvent]:
+    """Upstream sends one event per changed property: a combined action, one per flag."""
+    flags = [ActionType(f) for f in ActionType if f & ev.action and f.bit_count() == 1]
+    return [ClusterEvent(ev.resource, f, ev.label) for f in flags] if len(flags) > 1 else [ev]
 
 
 class EventHandlers:
@@ -42,19 +54,46 @@ class EventHandlers:
         self.recorder = recorder
         # Last seen version of every pending pod of ours, for update diffs.
         self._pending: dict[str, PodInfo] = {}
+        # Pending pods of other schedulers, as watched: only /metrics/resources reads them
+        # (upstream lists every pod of its informer there).
+        self._foreign: dict[str, Raw] = {}
         # Storage kind -> the actions plugins registered for it (read once from the queue).
         self._registered_actions: dict[str, ActionType] = {}
+        # Metrics: one watch event handled, as the cluster events (or their labels) it made and
+        # the seconds it took (scheduler_event_handling_duration_seconds).
+        self.observe_event: Callable[[Iterable[ClusterEvent | str], float], None] | None = None
         # The NodeDeclaredFeatures gate (one set of gates for every profile).
         self._declared_features = all(fw.handle.features.enable_node_declared_features for fw in frameworks.values())
 
+    def informer_pods(self) -> list[Raw]:
+        """Every pod the pod informer would hold: bound and assumed (the cache), pending ours and
+        others' (an assumed pod as last watched, still unbound), for /metrics/resources."""
+        out: dict[str, Raw] = dict(self._foreign)
+        for uid, pod in self._pending.items():
+            out[uid] = pod.raw
+        for uid, st in self.cache.pods.items():
+            out.setdefault(uid, st.pod.raw)
+        return list(out.values())
+
+    def _handled(self, started: float, *events: ClusterEvent | str) -> None:
+        if self.observe_event is not None and events:
+            self.observe_event(events, time.perf_counter() - started)
+
+    def _move(self, ev: ClusterEvent, old: object, new: object, started: float, *labels: str) -> None:
+        """Requeue the pods ``ev`` may help and time the handler under its label(s)."""
+        self.queue.move_all_to_active_or_backoff(ev, old, new)
+        self._handled(started, *labels, *_single(ev))
+
     def on_pod(self, etype: str | None, raw: Raw) -> None:
+        started = time.perf_counter()
         if etype == "DELETED":
-            self.pod_deleted(raw)
+            self.pod_deleted(raw, started)
             return
         pod = PodInfo(raw)
         uid = pod.uid
         if pod.node_name:
             self._pending.pop(uid, None)
+            self._foreign.pop(uid, None)
             self.queue.delete(uid)  # bound: no longer ours to schedule
             old = self.cache.get_pod(uid)
             was_assumed = self.cache.is_assumed(uid)
@@ -62,20 +101,29 @@ class EventHandlers:
                 if old is not None:
                     self.cache.remove_pod(uid)
                     self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
+                    self._handled(started, ASSIGNED_DELETE)
                 return
             self.cache.add_pod(pod)
             if old is None or was_assumed:
                 self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.ADD), None, pod)
+                self._handled(started, ASSIGNED_ADD)
+                return
+            action = assigned_pod_update_action(old, pod)
+            if action:
+                self._move(ClusterEvent("AssignedPod", action), old, pod, started, ASSIGNED_UPDATE)
             else:
-                action = assigned_pod_update_action(old, pod)
-                if action:
-                    self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", action), old, pod)
+                self._handled(started, ASSIGNED_UPDATE)
             return
         if pod.scheduler_name not in self.frameworks:
+            if pod.terminal:
+                self._foreign.pop(uid, None)
+            else:
+                self._foreign[uid] = raw
             return
         if pod.terminal:
             self._pending.pop(uid, None)
             self.queue.delete(uid)
+            self._handled(started, UNSCHEDULED_DELETE)
             return
         if self.cache.is_assumed(uid):
             # Our own binding is in flight; a stale unbound version must not requeue it.
@@ -88,13 +136,18 @@ class EventHandlers:
         self._pending[uid] = pod
         if prev is None and uid not in self.queue:
             self.queue.add(pod)
+            self._handled(started, UNSCHEDULED_ADD)
         else:
             self.queue.update(prev, pod)
+            self._handled(started, UNSCHEDULED_UPDATE)
 
-    def pod_deleted(self, raw: Raw) -> None:
+    def pod_deleted(self, raw: Raw, started: float | None = None) -> None:
+        started = time.perf_counter() if started is None else started
         meta = metadata(raw)
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
+        ours = uid in self._pending
         self._pending.pop(uid, None)
+        self._foreign.pop(uid, None)
         self.queue.delete(uid)
         self.recorder.forget_pod(uid)
         if self.cache.is_assumed(uid):
@@ -104,6 +157,9 @@ class EventHandlers:
         if old is not None:
             self.cache.remove_pod(uid)
             self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
+            self._handled(started, ASSIGNED_DELETE)
+        elif ours:
+            self._handled(started, UNSCHEDULED_DELETE)
 
     def assumed_pod_deleted(self, uid: str) -> None:
         """An assumed pod is being deleted (upstream handleAssumedPodDeletion): waiting at
@@ -118,35 +174,39 @@ class EventHandlers:
         self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", ActionType.DELETE), old, None)
 
     def on_node(self, etype: str | None, raw: Raw) -> None:
+        started = time.perf_counter()
         name = str(metadata(raw).get("name", ""))
         existing = self.cache.nodes.get(name)
         if etype == "DELETED":
             self.cache.remove_node(name)
+            self._handled(started, ClusterEvent("Node", ActionType.DELETE))
             return
         old = existing.clone() if existing is not None and existing.node_present else None
         new = self.cache.add_node(raw)
         if old is None:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", ActionType.ADD), None, new)
+            self._move(ClusterEvent("Node", ActionType.ADD), None, new, started)
             return
         action = node_update_action(old, new, self._declared_features)
         if action:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", action), old, new)
+            self._move(ClusterEvent("Node", action), old, new, started)
 
     def on_namespace(self, etype: str | None, raw: Raw) -> None:
+        started = time.perf_counter()
         ns = NamespaceInfo.parse(raw)
         if etype == "DELETED":
             self.listers.namespaces.pop(ns.name, None)
-            self.queue.move_all_to_active_or_backoff(ClusterEvent("Namespace", ActionType.DELETE), ns, None)
+            self._move(ClusterEvent("Namespace", ActionType.DELETE), ns, None, started)
             return
         old = self.listers.namespaces.get(ns.name)
         self.listers.namespaces[ns.name] = ns
         if old is None:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent("Namespace", ActionType.ADD), None, ns)
+            self._move(ClusterEvent("Namespace", ActionType.ADD), None, ns, started)
         elif old.labels != ns.labels:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent("Namespace", ActionType.UPDATE), old, ns)
+            self._move(ClusterEvent("Namespace", ActionType.UPDATE), old, ns, started)
 
     def on_owner(self, kind: str, etype: str | None, raw: Raw) -> None:
         """Services, ReplicaSets, StatefulSets, ReplicationControllers (default spreading's selectors)."""
+        started = time.perf_counter()
         raw = dict(raw)
         raw.setdefault("kind", kind)
         o = SelectorOwner.parse(raw)
@@ -154,26 +214,27 @@ class EventHandlers:
         byname = self.listers.owners.setdefault(kind, {})
         if etype == "DELETED":
             old = byname.pop(key, None)
-            self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, ActionType.DELETE), old, None)
+            self._move(ClusterEvent(kind, ActionType.DELETE), old, None, started)
             return
         old = byname.get(key)
         byname[key] = o
         action = ActionType.ADD if old is None else ActionType.UPDATE
-        self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action), old, o)
+        self._move(ClusterEvent(kind, action), old, o, started)
 
     def on_storage(self, kind: str, etype: str | None, raw: Raw) -> None:
         """PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities,
         VolumeAttachments: the volume plugins' store first, then the pods the change may help,
         with the stored (old, new) for the hints (upstream buildEvtResHandler: only for actions
         some plugin registered)."""
+        started = time.perf_counter()
         store = self.listers.dra if kind in DRA_KINDS else self.listers.storage
         change = store.on_event(kind, etype, raw)
         if change is None:
             return
         old, new = change
-        self._moved_by(kind, old, new)
+        self._moved_by(kind, old, new, started)
 
-    def _moved_by(self, kind: str, old: Any, new: Any) -> None:
+    def _moved_by(self, kind: str, old: Any, new: Any, started: float) -> None:
         """Move the pods an add, update or delete of ``kind`` may help, if some plugin
         registered that action (``old``/``new`` None on the missing side)."""
         action, verb = (
@@ -185,12 +246,13 @@ class EventHandlers:
         if registered is None:
             registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
         if registered & action:
-            self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, action, f"{kind}{verb}"), old, new)
+            self._move(ClusterEvent(kind, action, f"{kind}{verb}"), old, new, started)
 
     def on_resource(self, resource: str, etype: str | None, raw: Raw) -> None:
         """An object of a kind plugins named (``<plural>.<version>.<group>``): into its informer
         (the plugins' handlers run there), then the pods the plugins' registered events may help
         (upstream's dynamic-informer handlers)."""
+        started = time.perf_counter()
         inf = self.listers.informers.get(resource)
         if inf is None:
             return
@@ -198,7 +260,7 @@ class EventHandlers:
         if change is None:
             return
         old, new = change
-        self._moved_by(resource, old, new)
+        self._moved_by(resource, old, new, started)
 
     def on_pdb(self, etype: str | None, raw: Raw) -> None:
         """PodDisruptionBudgets, for DefaultPreemption (no plugin requeues pods on them)."""

@@ -40,10 +40,13 @@ from scheduler.live.handlers import EventHandlers
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced
+from scheduler.live.log import verbose
 from scheduler.live.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, Metrics
 from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
+# kube-scheduler's schedule_one.go log calls behind V(n), selected by -v or --vmodule=schedule_one=N.
+SCHEDULE_ONE = verbose("schedule_one")
 
 
 def permit_timer(seconds: float, fire: Callable[[], None]) -> Cancel:
@@ -105,6 +108,7 @@ class Scheduler(EventHandlers):
         self.metrics = metrics or Metrics()
         recorder = recorder or Recorder(binder.events_api, binder.events, on_drop=self._event_dropped)
         super().__init__(frameworks, cache, listers, queue, recorder)
+        self.observe_event = self.metrics.event_handled
         self.snapshot = snapshot
         self.algorithm = algorithm
         self.binder = binder
@@ -178,6 +182,8 @@ class Scheduler(EventHandlers):
         start = time.perf_counter()
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
         self.metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+        if SCHEDULE_ONE.level >= 10 and out.result is not None:
+            self._log_scores(pod.key, out)
         if out.assumed is None:
             self._cycle_failed(fw, q, out, start)
             return
@@ -189,11 +195,24 @@ class Scheduler(EventHandlers):
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
 
+    def _log_scores(self, pod: str, out: CycleOutcome) -> None:
+        """prioritizeNodes' V(10) lines: each plugin's weighted score per node, then each node's total."""
+        scores = out.result.scores if out.result is not None else None
+        if scores is None or not scores.plugins:
+            return  # one feasible node, or no Score plugin: upstream logs no scores either
+        infos = self.snapshot.node_infos
+        names = [infos[int(i)].name for i in scores.idx]
+        for k, node in enumerate(names):
+            for plugin, final in zip(scores.plugins, scores.final):
+                log.info("Plugin scored node for pod", v=10, pod=pod, plugin=plugin, node=node, score=int(final[k]))
+        for k, node in enumerate(names):
+            log.info("Calculated node's final score for pod", v=10, pod=pod, node=node, score=int(scores.totals[k]))
+
     def _cycle_crashed(self, q: QueuedPodInfo, exc: Exception) -> None:
         """A cycle that raised costs only its pod: logged, counted, evented, back with backoff."""
         log.exception("scheduling_cycle_crashed", pod=q.pod.key)
         self.metrics.object_error("Pod", "cycle")
-        q.unschedulable_plugins = set()
+        q.unschedulable_plugins, q.pending_plugins = set(), set()  # an error: no rejector
         fw = self.frameworks.get(q.pod.scheduler_name)
         if fw is None:
             self.queue.add_unschedulable_if_not_present(q)
@@ -207,8 +226,7 @@ class Scheduler(EventHandlers):
         q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(st)
         result = UNSCHEDULABLE if st.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
-        for p in q.unschedulable_plugins:
-            self.metrics.unschedulable_reasons.labels(p, fw.profile_name).inc()
+        self.metrics.rejected(q.unschedulable_plugins | q.pending_plugins, fw.profile_name)
         self._handle_scheduling_failure(fw, q, st, out.nominating)
 
     def _handle_scheduling_failure(
@@ -296,11 +314,8 @@ class Scheduler(EventHandlers):
             self.cache.finish_binding(uid)
             seconds = time.perf_counter() - start
             self.metrics.attempt(SCHEDULED, fw.profile_name, seconds)
-            self.metrics.pod_scheduling_attempts.observe(q.attempts)
-            if q.initial_attempt_timestamp is not None:
-                self.metrics.pod_scheduling_sli_duration.labels(str(q.attempts)).observe(
-                    max(0.0, self.clock() - q.initial_attempt_timestamp)
-                )
+            first = q.initial_attempt_timestamp
+            self.metrics.scheduled(q, None if first is None else max(0.0, self.clock() - first))
             log.info("pod_scheduled", pod=assumed.key, node=node, profile=fw.profile_name, attempts=q.attempts)
             self.recorder.event(
                 assumed, fw.profile_name, "Normal", "Scheduled", "Binding",
@@ -339,6 +354,7 @@ class Scheduler(EventHandlers):
         result = UNSCHEDULABLE if s.is_rejected() else ERROR
         self.metrics.attempt(result, fw.profile_name, time.perf_counter() - start)
         q.unschedulable_plugins, q.pending_plugins = rejecting_plugins(s)
+        self.metrics.rejected(q.unschedulable_plugins | q.pending_plugins, fw.profile_name)
         self._handle_scheduling_failure(fw, q, s)
         if s.is_rejected():
             self._freed(assumed)

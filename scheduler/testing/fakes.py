@@ -4,11 +4,14 @@ API, a kubeconfig on disk (upstream: k8s.io/utils/clock/testing, client-go's fak
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import pathlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import yaml
+from aiohttp import web
 
 from scheduler.live.kube.transport import ApiError
 
@@ -187,3 +190,18 @@ def write_kubeconfig(tmp: pathlib.Path, user: dict[str, Any], server: str = "htt
     path = tmp / "kubeconfig"
     path.write_text(yaml.safe_dump(doc))
     return str(path)
+
+
+@contextlib.asynccontextmanager
+async def serve_loopback(app: web.Application) -> AsyncIterator[str]:
+    """Serve ``app`` on a free 127.0.0.1 port for the block; yields its base URL (a fake API
+    server for the watcher and the app's start-up)."""
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()

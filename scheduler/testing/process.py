@@ -27,8 +27,9 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def run_argv(config: str | os.PathLike[str], *flags: str) -> list[str]:
-    """The command line of ``scheduler run --config CONFIG FLAGS...`` under this interpreter."""
-    return [sys.executable, "-m", "scheduler", "run", "--config", str(config), *flags]
+    """The command line of ``scheduler run --config CONFIG FLAGS...`` under this interpreter, its
+    log in JSON lines (what ``read_log_events`` reads)."""
+    return [sys.executable, "-m", "scheduler", "run", "--config", str(config), "--logging-format=json", *flags]
 
 
 def scheduler_env(keep_kubeconfig: bool = False) -> dict[str, str]:

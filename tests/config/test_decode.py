@@ -123,3 +123,44 @@ def test_plugin_args_of_wrong_kind() -> None:
         parse_config(
             doc(profiles=[{"pluginConfig": [{"name": "NodeAffinity", "args": {"kind": "InterPodAffinityArgs"}}]}]),
         )
+
+
+@pytest.mark.parametrize(
+    ("fields", "want"),
+    [
+        # The v1.36.3 binary's --write-config-to output for each input (apis/config/v1/defaults.go).
+        ({}, (True, True, False)),
+        ({"enableProfiling": False}, (False, False, False)),
+        ({"enableProfiling": False, "enableContentionProfiling": True}, (False, True, False)),
+        ({"enableContentionProfiling": False}, (True, False, False)),
+        ({"delayCacheUntilActive": True}, (True, True, True)),
+    ],
+)
+def test_debugging_and_delay_cache_fields_are_carried(fields: dict[str, Any], want: tuple[bool, bool, bool]) -> None:
+    c = parse_config({"apiVersion": API_VERSION, "kind": KIND, **fields})
+    assert (c.enable_profiling, c.enable_contention_profiling, c.delay_cache_until_active) == want
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # The v1.36.3 binary accepts each (--write-config-to writes them back) and its factories
+        # ignore them: these plugins have no args type.
+        {"foo": 1},
+        {"apiVersion": API_VERSION, "kind": "Foo"},
+        {"apiVersion": "v9"},
+        [1],
+    ],
+)
+@pytest.mark.parametrize("plugin", ["ImageLocality", "NodeName", "TaintToleration"])
+def test_args_of_plugins_without_an_args_type_are_accepted_and_said_to_have_no_effect(plugin: str, args: Any) -> None:
+    c = parse_config(doc(profiles=[{"schedulerName": "a", "pluginConfig": [{"name": plugin, "args": args}]}]))
+    assert plugin not in c.profiles[0].plugin_args
+    assert c.warnings == (f"profiles[0].pluginConfig[0].args: plugin {plugin} takes no arguments, so they have no "
+                          "effect (kube-scheduler v1.36.3 ignores them too)",)
+
+
+def test_args_of_typed_plugins_still_name_their_type() -> None:
+    with pytest.raises(ConfigError, match="args for plugin NodeAffinity were not of type NodeAffinityArgs"):
+        parse_config(doc(profiles=[{"schedulerName": "a", "pluginConfig": [
+            {"name": "NodeAffinity", "args": {"kind": "Foo"}}]}]))

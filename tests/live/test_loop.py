@@ -88,7 +88,11 @@ async def test_bind_error_unreserves_forgets_and_backs_off():
     assert cond["message"].endswith("etcd timeout")
     assert attempts(h.metrics, "error") == 1
     api.bind_error = None
-    h.clock.step(1.01)
+    # An error backs off in podErrorBackoffQ (never popped early): 1 s, truncated to its
+    # 1-second window, over when the next window starts.
+    h.clock.step(1.99)
+    assert not await h.step()
+    h.clock.step(0.01)
     await h.step()
     assert h.bound() == {"a": "n1"}
 
@@ -303,3 +307,39 @@ async def test_events_queue_is_bounded_drops_and_counts():
     await h.sched.recorder.flush()
     # Events are best effort; the PodScheduled condition of every pod is written.
     assert len(h.api.events) == 2 and len(h.api.status_patches) == 5
+
+
+# ---------------------------------------------------------------------------------------------
+# schedule_one.go's V(10) lines: each plugin's weighted score per node, then each node's total
+
+
+@pytest.mark.parametrize(("v", "nodes", "expect"), [(10, 2, True), (9, 2, False), (10, 1, False)])
+async def test_scores_logged_at_v10_only(v: int, nodes: int, expect: bool) -> None:
+    from structlog.testing import capture_logs
+
+    from scheduler.live import log as logconf
+
+    h = Harness()
+    for i in range(nodes):
+        h.sched.on_node(None, make_node(f"n{i}", cpu=str(4 * (i + 1))))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    logconf.set_verbosity(v)
+    try:
+        with capture_logs() as logs:
+            assert await h.step()
+    finally:
+        logconf.set_verbosity(0)
+    scored = [e for e in logs if e["event"] == "Plugin scored node for pod"]
+    final = [e for e in logs if e["event"] == "Calculated node's final score for pod"]
+    if not expect:
+        # Below V(10), or one feasible node (upstream scores nothing then).
+        assert scored == [] and final == []
+        return
+    plugins = [e["plugin"] for e in scored if e["node"] == "n0"]
+    assert "NodeResourcesFit" in plugins and "TaintToleration" in plugins
+    assert {e["node"] for e in scored} == {"n0", "n1"}
+    assert all(set(e) >= {"pod", "plugin", "node", "score", "v"} and e["pod"] == "default/a" for e in scored)
+    # Each total is the sum of the node's weighted plugin scores (prioritizeNodes).
+    for f in final:
+        assert f["score"] == sum(e["score"] for e in scored if e["node"] == f["node"])
+    assert [f["node"] for f in final] == ["n0", "n1"]

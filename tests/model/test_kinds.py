@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS, Role, kinds_of, metadata
+from scheduler.model.kinds import (
+    DRA_KINDS,
+    KINDS,
+    STORAGE_KINDS,
+    WATCHED_KINDS,
+    Role,
+    kinds_of,
+    live_kinds,
+    metadata,
+)
 
 
 def test_storage_kinds_have_the_informer_paths() -> None:
@@ -36,10 +45,50 @@ def test_roles() -> None:
     assert kinds_of(Role.OWNER) == ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
 
-def test_priority_classes_are_read_offline_only() -> None:
-    # Admission resolves a pod's priority before the scheduler sees it; simulate does it itself.
-    assert "PriorityClass" in KINDS and "PriorityClass" not in WATCHED_KINDS
-    assert set(WATCHED_KINDS) == set(KINDS) - {"PriorityClass"}
+def test_kinds_read_offline_only() -> None:
+    # Admission resolves a pod's priority before the scheduler sees it, and the resourceclaim
+    # controller turns templates into claims: kube-scheduler has no informer for either.
+    assert not KINDS["PriorityClass"].watched and not KINDS["ResourceClaimTemplate"].watched
+    assert set(WATCHED_KINDS) == set(KINDS) - {"PriorityClass", "ResourceClaimTemplate"}
+
+
+V1_36_DEFAULT_GATES = {"DynamicResourceAllocation": True}
+DEFAULT_PLUGINS = {"SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",
+                   "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+                   "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+                   "DefaultPreemption", "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder",
+                   "NodeDeclaredFeatures"}
+
+
+@pytest.mark.parametrize(
+    ("plugins", "gates", "want"),
+    [
+        # kube-scheduler v1.36.3's informers for its default profile (scheduler.go New,
+        # addAllEventHandlers, the plugins' New): no ResourceClaimTemplates, no PriorityClasses.
+        (DEFAULT_PLUGINS, V1_36_DEFAULT_GATES,
+         ["Pod", "Node", "Namespace", "Service", "ReplicationController", "ReplicaSet", "StatefulSet",
+          "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity",
+          "VolumeAttachment", "PodDisruptionBudget", "ResourceClaim", "DeviceClass", "ResourceSlice"]),
+        # The scheduler's own informers: pods, nodes, the queue's namespaces, the shared CSINode
+        # manager, and the DRA manager's whenever DynamicResourceAllocation is on.
+        (set(), V1_36_DEFAULT_GATES, ["Pod", "Node", "Namespace", "CSINode", "ResourceClaim", "DeviceClass",
+                                      "ResourceSlice"]),
+        (set(), {}, ["Pod", "Node", "Namespace", "CSINode"]),
+        # Only the plugins that ask for a lister make kube-scheduler watch it.
+        ({"VolumeRestrictions"}, {}, ["Pod", "Node", "Namespace", "PersistentVolumeClaim", "CSINode"]),
+        ({"VolumeZone"}, {}, ["Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
+                              "StorageClass", "CSINode"]),
+        ({"NodeVolumeLimits"}, {}, ["Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
+                                    "StorageClass", "CSINode", "CSIDriver", "VolumeAttachment"]),
+        ({"VolumeBinding"}, {}, ["Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
+                                 "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity"]),
+        ({"DefaultPreemption", "PodTopologySpread"}, {},
+         ["Pod", "Node", "Namespace", "Service", "ReplicationController", "ReplicaSet", "StatefulSet", "CSINode",
+          "PodDisruptionBudget"]),
+    ],
+)
+def test_live_kinds(plugins: set[str], gates: dict[str, bool], want: list[str]) -> None:
+    assert list(live_kinds(plugins, lambda g: gates.get(g, False))) == want
 
 
 @pytest.mark.parametrize(("raw", "want"), [({"metadata": {"name": "a"}}, {"name": "a"}), ({}, {}),

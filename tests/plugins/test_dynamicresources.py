@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import NodeToStatus
-from scheduler.framework.listers import DraStore
+from scheduler.framework.interface import Handle, NodeToStatus
+from scheduler.framework.listers import DraStore, Listers
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.dra import Device, DeviceClass, ResourceClaim, ResourceSlice
 from scheduler.model.node import NodeInfo
@@ -965,6 +966,35 @@ def test_no_resources() -> None:
     assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.message == "cannot allocate all claims"
     _, pst = pl.post_filter(state, pod(), NodeToStatus())
     assert pst is not None and pst.code == Code.UNSCHEDULABLE and pst.message == "still not schedulable"
+
+
+@pytest.mark.parametrize(
+    ("filter_timeout", "code", "message"),
+    [
+        # plug "timeout" (dynamicresources_test.go): the search ran out of time on the node, an
+        # Error so the pod goes through backoff rather than waiting for a cluster event.
+        (1e-9, Code.ERROR, "node worker: timed out trying to allocate devices"),
+        # 0 turns the limit off; a generous limit is not reached.
+        (0.0, None, None),
+        (60.0, None, None),
+    ],
+)
+def test_filter_timeout(filter_timeout: float, code: Code | None, message: str | None) -> None:
+    pl = DynamicResources(store_with(pclaim(), slices=(worker_slice(),)))
+    assert (pl.filter_timeout, pl.binding_timeout) == (10.0, 600.0)  # v1.36.3's defaults
+    pl.filter_timeout = filter_timeout
+    _, _, filt = _cycle(pl, pod(), [node()])
+    st = filt["worker"]
+    if code is None:
+        assert st is None
+    else:
+        assert st is not None and (st.code, st.message) == (code, message)
+
+
+def test_filter_timeout_from_args() -> None:
+    handle = Handle(Snapshot(), Listers())
+    pl = DynamicResources.new({"filterTimeout": "250ms", "bindingTimeout": "2m"}, handle)
+    assert (pl.filter_timeout, pl.binding_timeout) == (0.25, 120.0)
 
 
 def test_exhausted_resources_in_informer_cache() -> None:

@@ -27,6 +27,7 @@ import urllib3
 import yaml
 
 from scheduler.live.kube.fence import check_send_guard
+from scheduler.live.metrics.client import REST, InstrumentedConnection
 
 log = structlog.get_logger(__name__)
 
@@ -38,15 +39,16 @@ TOKEN_REREAD_PERIOD = 60.0  # client-go's cached token file source re-reads once
 USER_AGENT = "pyscheduler/0.1.0"
 
 
-class _FencedHTTPConnection(urllib3.connection.HTTPConnection):
-    """Runs the binder's fence check before every write of request bytes (headers, body)."""
+class _FencedHTTPConnection(InstrumentedConnection, urllib3.connection.HTTPConnection):
+    """Runs the binder's fence check before every write of request bytes (headers, body); each
+    exchange is counted in rest_client_* (InstrumentedConnection)."""
 
     def send(self, data: Any) -> None:
         check_send_guard()
         super().send(data)
 
 
-class _FencedHTTPSConnection(urllib3.connection.HTTPSConnection):
+class _FencedHTTPSConnection(InstrumentedConnection, urllib3.connection.HTTPSConnection):
     def send(self, data: Any) -> None:
         check_send_guard()
         super().send(data)
@@ -226,6 +228,7 @@ class CredentialSource:
         api = client.ApiClient(conf)
         api.user_agent = f"{USER_AGENT} {purpose}"
         install_send_guard(api)  # a no-op unless a Binding is being sent from this thread
+        REST.transport_created()
         return api
 
 

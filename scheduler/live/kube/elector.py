@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.live.kube.transport import ApiError, TokenBucket, micro_time
+from scheduler.live.metrics.client import REST
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +48,26 @@ HEALTHZ_TOLERANCE = 20.0
 
 class LeadershipLost(Exception):
     pass
+
+
+class ElectorConfigError(ValueError):
+    """Timings the elector cannot work with, in client-go's words (NewLeaderElector)."""
+
+
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """client-go's NewLeaderElector checks, in its order. Config validation does not catch a
+    renew deadline within the jittered retry period; without this the elector would fail later."""
+    if lease_duration <= renew_deadline:
+        raise ElectorConfigError("leaseDuration must be greater than renewDeadline")
+    # Go truncates JitterFactor*retryPeriod to whole nanoseconds.
+    if round(renew_deadline * 1e9) <= int(JITTER_FACTOR * round(retry_period * 1e9)):
+        raise ElectorConfigError("renewDeadline must be greater than retryPeriod*JitterFactor")
+    if lease_duration < 1e-9:
+        raise ElectorConfigError("leaseDuration must be greater than zero")
+    if renew_deadline < 1e-9:
+        raise ElectorConfigError("renewDeadline must be greater than zero")
+    if retry_period < 1e-9:
+        raise ElectorConfigError("retryPeriod must be greater than zero")
 
 
 class LeaseAPI(Protocol):
@@ -122,11 +143,9 @@ class LeaderElector:
         limiter: TokenBucket | None = None,
         rng: random.Random | None = None,
         on_change: Callable[[bool], None] | None = None,
+        on_slowpath: Callable[[], None] | None = None,
     ) -> None:
-        if lease_duration <= renew_deadline:
-            raise ValueError("leaseDuration must be greater than renewDeadline")
-        if renew_deadline <= JITTER_FACTOR * retry_period:
-            raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+        check_timings(lease_duration, renew_deadline, retry_period)
         self.api = api
         self.name = name
         self.namespace = namespace
@@ -141,6 +160,7 @@ class LeaderElector:
         self.limiter = limiter
         self.rng = rng or random.Random()
         self.on_change = on_change
+        self.on_slowpath = on_slowpath  # the leader renews through a GET (leader_election_slowpath_total)
         self.observed: dict[str, Any] | None = None  # last seen spec of the lease
         self.observed_lease: dict[str, Any] | None = None  # the whole object, for the fast renew path
         self.observed_rv = ""
@@ -181,6 +201,7 @@ class LeaderElector:
     def _throttle(self) -> None:
         if self.limiter is not None:
             wait = self.limiter.reserve()
+            REST.limiter_waited(max(0.0, wait))
             if wait > 0:
                 self.sleep(wait)
 
@@ -262,6 +283,8 @@ class LeaderElector:
         if holder and holder != self.identity and self.observed_time + duration > now:
             return False  # held by another candidate and not expired
         transitions = int(spec.get("leaseTransitions") or 0)
+        if self.is_leader and self.on_slowpath is not None:
+            self.on_slowpath()
         if holder == self.identity:
             new_spec = self._spec(transitions, spec.get("acquireTime"))
         else:

@@ -22,6 +22,8 @@ import structlog
 import urllib3
 from urllib3.exceptions import NewConnectionError
 
+from scheduler.live.metrics.client import REST
+
 log = structlog.get_logger(__name__)
 
 REQUEST_TIMEOUT = 30.0  # seconds per API call; a hung call must not hold a binding forever
@@ -242,6 +244,11 @@ class KubeCoreAPI:
         self._request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
 
 
+def _after_wait(waited: float, fn: Callable[..., Any], *args: Any) -> Any:
+    REST.limiter_waited(waited)
+    return fn(*args)
+
+
 class Lane:
     """One API client's writes: its own token bucket and its own threads, so the event loop
     only awaits and one kind of write never queues behind another."""
@@ -261,9 +268,13 @@ class Lane:
         return self._executor
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        started = time.perf_counter()
         await self.limiter.take()
         self.writes += 1
-        return await asyncio.get_running_loop().run_in_executor(self._pool(), fn, *args)
+        # The wait is the rate limiter's latency of the request the thread sends next.
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool(), _after_wait, time.perf_counter() - started, fn, *args
+        )
 
     def shutdown(self) -> None:
         if self._executor is not None:

@@ -169,7 +169,8 @@ class SecureServer:
     async def start(self, routes: Mapping[str, Handler]) -> None:
         app = web.Application(middlewares=[self._guard])
         for path, handler in routes.items():
-            app.router.add_get(path, handler)
+            # Any method, as Go's mux routes them; the handler decides (PUT /debug/flags/v).
+            app.router.add_route("*", path, handler)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.options.bind_address, self.options.secure_port, ssl_context=self.tls)

@@ -19,6 +19,12 @@ Kinds a plugin names (its informers, or cluster events it registers on ``<plural
 are watched the same way, keyed by that name, and handed whole to the handlers' ``on_resource``.
 
 The first completed LIST of every kind is the informer "synced" barrier (``synced``).
+
+Before the first LIST the watcher asks the API server which of its kinds it serves
+(discovery.py) and stops with one line (``NotServed``) if any is missing. A LIST or WATCH the
+API server forbids (403) or does not serve (404) is reported once per kind and verb, in one
+line naming the kind and the permission, then retried quietly: RBAC granted later is picked up,
+as kube-scheduler's reflectors pick it up.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import os
 import random
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -42,9 +48,21 @@ from kopf._cogs.clients import auth as kopf_auth
 from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.structs import credentials as kopf_credentials
 
+from scheduler.framework.informers import GroupVersionResource
+from scheduler.live.metrics.client import REST, host_of
+from scheduler.live.watch.discovery import (
+    Served,
+    Target,
+    discovery_path,
+    group_versions,
+    rbac_resource,
+    resources_of,
+    unserved,
+    unserved_message,
+)
 from scheduler.live.watch.informer import DELETED, Store, store_for
 from scheduler.live.watch.listdecode import SPEC_AFTER_METADATA, ListDecoder, iter_lines, loads
-from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS
+from scheduler.model.kinds import DRA_KINDS, KINDS, STORAGE_KINDS, WATCHED_KINDS, why_watched
 from scheduler.model.schema import ObjectError
 
 if TYPE_CHECKING:
@@ -52,6 +70,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 _kopf_logger = logging.getLogger("kopf.pyscheduler")
+# kopf logs each attempt of a request it retries; the reflector reports the request's final
+# failure itself (once per kind for a 403 or 404), so kopf's lines would only repeat it.
+_kopf_logger.setLevel(logging.CRITICAL)
 
 
 class Handlers(Protocol):
@@ -102,6 +123,10 @@ def _env_seconds(name: str, default: float) -> float:
     return value if value > 0 else default
 
 
+class NotServed(Exception):
+    """The API server does not serve kinds the scheduler watches; ``str()`` is the one line."""
+
+
 class _Relist(Exception):
     """The watch cannot resume (410 Gone, another kind's gap, or the resync is due): list again.
     ``gap``: events were lost, so every kind re-lists before scheduling goes on."""
@@ -145,12 +170,16 @@ class Watcher:
         scheduler_names: Iterable[str] | None = None,
         on_error: Callable[[str], None] | None = None,
         resources: Mapping[str, str] | None = None,
+        informer_users: Collection[str] = (),
     ) -> None:
         """``resources``: kinds plugins named, ``<plural>.<version>.<group>`` -> collection path,
         watched like ours and delivered whole (no fingerprint) to ``handlers.on_resource``."""
         self.handlers = handlers
+        # The enabled plugins that asked for informers (what the lines about a kind name).
+        self.informer_users = frozenset(informer_users)
         self.on_error = on_error  # called with the kind of an object that could not be handled
         self.credentials = credentials
+        self._server_host: str | None = None  # host:port of the API server, for rest_client_*
         self.settings = settings or WatchSettings()
         self.kopf_settings = make_kopf_settings(self.settings)
         self.resources: dict[str, str] = dict(resources or {})
@@ -175,6 +204,8 @@ class Watcher:
         self._interrupt: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in self.kinds}
         self._stop = asyncio.Event()
         self.vault: kopf_credentials.Vault | None = None
+        # (kind, verb, status) already reported; cleared for a kind once its LIST succeeds.
+        self._reported: set[tuple[str, str, int]] = set()
 
     # -- delivery ------------------------------------------------------------------------------
     def dispatch(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
@@ -289,10 +320,89 @@ class Watcher:
         return f"{path}?{urllib.parse.urlencode(params)}"
 
     async def _get(self, url: str, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
-        resp: aiohttp.ClientResponse = await kopf_api.request(
-            "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
-        )
+        # One rest_client_* observation per request, until the response headers (as client-go
+        # times a watch); kopf's own retries of a transient failure are inside it.
+        started = time.perf_counter()
+        try:
+            resp: aiohttp.ClientResponse = await kopf_api.request(
+                "get", url, settings=self.kopf_settings, timeout=timeout, logger=_kopf_logger
+            )
+        except kopf_errors.APIError as exc:
+            REST.request("GET", self._host(), exc.status, time.perf_counter() - started, 0, None)
+            raise
+        except Exception:
+            REST.request("GET", self._host(), None, time.perf_counter() - started, 0, None)
+            raise
+        REST.request("GET", self._host(), resp.status, time.perf_counter() - started, 0, resp.content_length)
         return resp
+
+    def target(self, kind: str) -> Target:
+        """(group/version, plural) of a watched kind: ours, or a resource a plugin named."""
+        k = KINDS.get(kind)
+        if k is not None:
+            return k.api_version, k.plural
+        gvr = GroupVersionResource.parse(kind)
+        return gvr.api_version, gvr.resource
+
+    def _why(self, kind: str) -> str:
+        if kind in KINDS:
+            return why_watched(kind, self.informer_users)
+        return "a plugin (an informer it asked for, or a cluster event it registered)"
+
+    async def discover(self) -> Served:
+        """Which of the watched kinds' group/versions and resources the API server serves;
+        raises NotServed with one line if any kind is missing. A discovery the API server
+        forbids is reported and skipped: the LISTs then say what is wrong."""
+        ws = self.settings
+        timeout = aiohttp.ClientTimeout(total=ws.request_timeout, sock_connect=ws.connect_timeout)
+        served: dict[str, frozenset[str] | None] = {}
+        backoff = ws.backoff
+        targets = {kind: self.target(kind) for kind in self.kinds}
+        pending = list(group_versions(targets.values()))
+        while pending and not self._stop.is_set():
+            gv = pending[0]
+            path = discovery_path(gv)
+            try:
+                resp = await self._get(path, timeout)
+                async with resp:
+                    served[gv] = resources_of(loads(await resp.read()))
+            except kopf_errors.APINotFoundError:
+                served[gv] = None
+            except kopf_errors.APIForbiddenError as exc:
+                log.warning("discovery_forbidden", group_version=gv, permission=f"get {path}",
+                            reason=exc.message or str(exc))
+            except (kopf_errors.APIError, aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("discovery_failed", group_version=gv, error=repr(exc), retry_in=backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, ws.max_backoff)
+                continue
+            pending.pop(0)
+        missing = unserved(targets, served)
+        if missing:
+            raise NotServed(unserved_message(missing, targets, served, self._why))
+        log.info("api_discovered", group_versions=sorted(served), kinds=list(self.kinds))
+        return served
+
+    def _report(self, kind: str, verb: str, exc: kopf_errors.APIClientError) -> bool:
+        """One line per kind, verb and status (403, 404) until the kind lists again; False when
+        this failure was already reported."""
+        key = (kind, verb, exc.status)
+        if key in self._reported:
+            return False
+        self._reported.add(key)
+        target = self.target(kind)
+        reason = exc.message or str(exc)
+        if exc.status == 403:
+            log.error("watch_forbidden", kind=kind, permission=f"{verb} {rbac_resource(target)} (all namespaces)",
+                      reason=reason, retrying=True)
+        else:
+            log.error("watch_not_served", kind=kind, resource=f"{target[0]} {target[1]}", verb=verb,
+                      reason=reason, retrying=True)
+        return True
+    def _host(self) -> str:
+        if self._server_host is None:
+            self._server_host = host_of(self.credentials().server)
+        return self._server_host
 
     async def list_kind(self, kind: str, initial: bool = False) -> str:
         """One LIST, delivered item by item, closed by Replace. Returns the list's RV.
@@ -379,13 +489,16 @@ class Watcher:
         backoff = ws.backoff
         first = True
         while not self._stop.is_set():
+            verb = "list"
             try:
                 if not first:
                     self.relists[kind] += 1
                 rv = await self.list_kind(kind, initial=first)
                 first = False
                 backoff = ws.backoff
+                self._reported = {r for r in self._reported if r[0] != kind}
                 deadline = time.monotonic() + ws.resync_period * random.uniform(0.9, 1.1)
+                verb = "watch"
                 await self._watch_phase(kind, rv, deadline)
             except _Relist as why:
                 log.info("relist", kind=kind, reason=str(why))
@@ -395,7 +508,12 @@ class Watcher:
                 raise
             except Exception as exc:
                 self.errors += 1
-                log.warning("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
+                if isinstance(exc, kopf_errors.APIForbiddenError | kopf_errors.APINotFoundError):
+                    # Reported once; kube-scheduler's reflector retries such a LIST forever too.
+                    if not self._report(kind, verb, exc):
+                        log.debug("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
+                else:
+                    log.warning("watch_failed", kind=kind, error=repr(exc), retry_in=backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, ws.max_backoff)
 
@@ -453,8 +571,17 @@ class Watcher:
         await vault.populate({"pyscheduler": _connection_info(self.credentials())})
         self.vault = vault
         kopf_auth.vault_var.set(vault)  # the tasks below inherit it
+        reauth = asyncio.create_task(self._reauthenticate(vault), name="watch re-auth")
+        try:
+            await self.discover()
+        except BaseException:
+            reauth.cancel()
+            await asyncio.gather(reauth, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await vault.close()
+            raise
         tasks = [asyncio.create_task(self.reflect(kind), name=f"watch {kind}") for kind in self.kinds]
-        tasks.append(asyncio.create_task(self._reauthenticate(vault), name="watch re-auth"))
+        tasks.append(reauth)
         stop = asyncio.create_task(self._stop.wait())
         try:
             done, _ = await asyncio.wait({*tasks, stop}, return_when=asyncio.FIRST_COMPLETED)

@@ -12,17 +12,19 @@ Unreserve and PostFilter undo as upstream.
 The allocator's features follow the gates (DRAPrioritizedList, DRAPartitionableDevices,
 DRADeviceTaints, DRADeviceBindingConditions with DRAResourceClaimDeviceStatus,
 DRAConsumableCapacity); without DRAPrioritizedList a claim with subrequests is unschedulable
-and Score is 0.
+and Score is 0. With DRASchedulerFilterTimeout (beta/on) Filter stops searching a node's devices
+after ``filterTimeout`` (default 10s) and returns upstream's Error.
 
 Not modelled (all default-off or outside the pod's own claims in v1.36.3): extended resources
 backed by DRA (DRAExtendedResource, beta/on: pods asking for an extended resource that a
 DeviceClass maps are not turned into a special claim), PodGroup claims, node-allocatable
-claims, waiting for binding conditions in PreBind, the filter timeout.
+claims, waiting for binding conditions in PreBind (``bindingTimeout`` is validated and kept).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ import numpy as np
 import structlog
 
 from scheduler.config.duration import format_duration_ns, parse_duration_ns
+from scheduler.config.dynamicresources import timeouts as dra_timeouts
 from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
@@ -60,7 +63,13 @@ from scheduler.model.dra import (
 from scheduler.model.labels import NodeSelector
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, AllocatorFeatures, FailedOnNode
+from scheduler.plugins.dynamicresources.allocator import (
+    Aborted,
+    AllocationError,
+    Allocator,
+    AllocatorFeatures,
+    FailedOnNode,
+)
 from scheduler.plugins.dynamicresources.celcache import CelCache
 from scheduler.plugins.helper import default_normalize_score
 
@@ -98,8 +107,9 @@ class _State:
 
 
 def _validate_args(args: Mapping[str, Any], f: Features) -> None:
-    """ValidateDynamicResourcesArgs: each timeout only with its gates, and then in range. The
-    timeouts themselves are not modelled (no filter deadline, no waiting in PreBind)."""
+    """ValidateDynamicResourcesArgs: each timeout only with its gates, and then in range (for
+    args that did not come through the configuration, which checks them first with upstream's
+    field paths)."""
     errs: list[str] = []
     for key, gated, check, forbidden in (
         (
@@ -159,6 +169,10 @@ class DynamicResources(
             and f.enable_dra_resource_claim_device_status,
             consumable_capacity=f.enable_dra_consumable_capacity,
         )
+        # DynamicResourcesArgs after defaulting (config/dynamicresources.py): Filter gives up on a
+        # node after filter_timeout seconds (0: never); binding_timeout bounds PreBind's wait for
+        # device binding conditions.
+        self.filter_timeout, self.binding_timeout = dra_timeouts(None, f.enable_dra_scheduler_filter_timeout)
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> DynamicResources:
@@ -167,7 +181,9 @@ class DynamicResources(
                 raise ValueError(f'unknown field "{key}"')
         _validate_args(args or {}, handle.features)
         store = getattr(handle.listers, "dra", None)
-        return cls(store if isinstance(store, DraStore) else DraStore(), handle)
+        pl = cls(store if isinstance(store, DraStore) else DraStore(), handle)
+        pl.filter_timeout, pl.binding_timeout = dra_timeouts(args, pl.features.enable_dra_scheduler_filter_timeout)
+        return pl
 
     @property
     def api(self) -> Any:
@@ -297,8 +313,14 @@ class DynamicResources(
         allocations: list[dict[str, Any]] | None = None
         if s.allocator is not None:
             claims = [s.claims[i] for i in s.to_allocate()]
+            # DRASchedulerFilterTimeout: the search for this node stops after filter_timeout.
+            deadline = time.monotonic() + self.filter_timeout if self.filter_timeout > 0 else None
             try:
-                result = s.allocator.allocate(node.name, node.labels, claims)
+                result = s.allocator.allocate(node.name, node.labels, claims, deadline=deadline)
+            except Aborted:
+                # An Error, not Unschedulable: the pod retries after backoff, as upstream (a timeout
+                # may be transient), rather than waiting in unschedulablePods for a cluster event.
+                return Status(Code.ERROR, f"node {node.name}: timed out trying to allocate devices")
             except FailedOnNode as exc:
                 return _unschedulable(str(exc))
             except AllocationError as exc:

@@ -16,6 +16,7 @@ sees), constraint.py (matchAttribute, distinctAttribute) and consumable_capacity
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,10 @@ class AllocationError(Exception):
 
 class FailedOnNode(AllocationError):
     """ErrFailedAllocationOnNode: the node cannot be used, others may."""
+
+
+class Aborted(AllocationError):
+    """The search passed its deadline (upstream: the Filter context's DRASchedulerFilterTimeout)."""
 
 
 class _MaxSizeExceeded(Exception):
@@ -134,18 +139,22 @@ class Allocator:
         self._available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
 
     def allocate(
-        self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
+        self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim],
+        deadline: float | None = None,
     ) -> list[dict[str, Any]] | None:
-        return _Run(self, node_name, labels, claims).run()
+        """``deadline``: a time.monotonic() value past which the search raises Aborted."""
+        return _Run(self, node_name, labels, claims, deadline).run()
 
 
 class _Run:
     """One Allocate call (upstream's per-call ``allocator``)."""
 
     def __init__(
-        self, a: Allocator, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
+        self, a: Allocator, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim],
+        deadline: float | None = None,
     ) -> None:
         self.a = a
+        self.deadline = deadline
         self.node_name = node_name
         self.labels = labels
         self.claims = list(claims)
@@ -282,6 +291,9 @@ class _Run:
     def _allocate_one(
         self, ci: int, ri: int, si: int, di: int, allocate_sub: bool, start: tuple[int, int, int]
     ) -> bool:
+        # Checked on every step of the search, as upstream's allocateOne checks its context.
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise Aborted("filter operation aborted: context deadline exceeded")
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]

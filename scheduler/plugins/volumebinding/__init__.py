@@ -266,6 +266,7 @@ class VolumeBinding(
         try:
             vols, reasons = self.binder.find_pod_volumes(pod, s.claims, node)
         except BinderError as exc:
+            self._stage_failed("predicate")
             return Status(Code.ERROR, str(exc))
         if reasons:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons)
@@ -351,6 +352,7 @@ class VolumeBinding(
         try:
             s.all_bound = self.binder.assume(pod, node_name, vols)
         except (BinderError, NotFoundError) as exc:
+            self._stage_failed("assume")
             return Status(Code.ERROR, str(exc))
         return None
 
@@ -386,11 +388,15 @@ class VolumeBinding(
             node = self.handle.snapshot.get(node_name) if self.handle is not None else None
         try:
             await self.binder.bind(pod, node, vols, api)
-        except (BinderError, NotFoundError) as exc:
-            return Status(Code.ERROR, str(exc))
-        except Exception as exc:  # an API error: report it, the pod goes back to the queue
+        except Exception as exc:  # a binder or API error: report it, the pod goes back to the queue
+            self._stage_failed("bind")
             return Status(Code.ERROR, str(exc))
         return None
+
+    def _stage_failed(self, operation: str) -> None:
+        """scheduler_volume_scheduling_stage_error_total (upstream volumeBinder's deferred counts)."""
+        if self.handle is not None:
+            self.handle.metrics.volume_stage_error(operation)
 
     # -- queueing ------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:

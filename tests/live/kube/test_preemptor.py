@@ -19,7 +19,7 @@ import yaml
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.nominator import OVERRIDE, PodNominator
-from scheduler.backend.queue import GATED
+from scheduler.backend.queue import ACTIVE, GATED
 from scheduler.config import PluginRef, PluginSet, Profile
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import scheduling_cycle
@@ -194,7 +194,11 @@ async def test_preemptor_is_gated_while_its_preemption_runs() -> None:
     raw = make_pod("pre", cpu="1", priority=100)
     raw["metadata"]["labels"] = {"x": "y"}
     h.sched.on_pod("MODIFIED", raw)
-    assert h.queue.where("uid-default-pre") != GATED
+    # Upstream Update asks the hints: DefaultPreemption registered only Pod/Delete, so a label
+    # change leaves the pod held; the end of its preemption (Activate or release) lets it go.
+    assert h.queue.where("uid-default-pre") == GATED
+    h.queue.activate({"pre": PodInfo(raw)})
+    assert h.queue.where("uid-default-pre") == ACTIVE
 
 
 class _VictimAlreadyGone(FakeCoreAPI):

@@ -26,6 +26,7 @@ from scheduler.live.watch.informer import ADDED, DELETED, MODIFIED, Store, store
 from scheduler.live.watch.watcher import Watcher, WatchSettings
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.builders import with_resource_version as rv
+from scheduler.testing.fakes import serve_loopback
 from scheduler.testing.harness import Harness
 
 
@@ -350,20 +351,23 @@ class Recorder:
     def on_owner(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
 
+async def core_v1_resources(_: web.Request) -> web.Response:
+    """The discovery document of the fake's group/version (what the watcher asks first)."""
+    return web.json_response({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+        {"name": "nodes", "kind": "Node"}, {"name": "nodes/status", "kind": "Node"},
+        {"name": "namespaces", "kind": "Namespace"}]})
+
+
 @pytest.fixture
 async def fake_api() -> AsyncIterator[tuple[FakeAPI, str]]:
     api = FakeAPI()
     api.namespaces = FakeAPI()  # type: ignore[attr-defined]
     app = web.Application()
+    app.router.add_get("/api/v1", core_v1_resources)
     app.router.add_get("/api/v1/nodes", api.handle)
     app.router.add_get("/api/v1/namespaces", api.namespaces.handle)  # type: ignore[attr-defined]
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield api, f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serve_loopback(app) as url:
+        yield api, url
 
 
 async def until(cond: Any, timeout: float = 5.0) -> None:

@@ -1,0 +1,54 @@
+"""What the framework and its plugins report for metrics: calls on a recorder the
+edge supplies (``scheduler.live.metrics``); the default records nothing, so ``simulate`` and the
+tests pay nothing. The core never imports a metrics library.
+
+Per-plugin timing is sampled as upstream samples it (schedule_one.go pluginMetricsSamplePercent):
+one scheduling cycle in ten, one PreEnqueue run in ten. A batch form that decides many nodes in
+one call reports its time once with the number of nodes it covered; the recorder spreads it.
+"""
+
+from __future__ import annotations
+
+import random
+
+# Upstream pluginMetricsSamplePercent.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+
+class MetricsRecorder:
+    """The no-op recorder. ``enabled`` False tells the framework not to sample at all."""
+
+    enabled = False
+
+    def __init__(self) -> None:
+        self._rng = random.Random()
+
+    def sample(self) -> bool:
+        """Whether this cycle (or PreEnqueue run) times its plugins."""
+        return self.enabled and self._rng.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
+
+    def plugin(self, point: str, plugin: str, status: str, seconds: float, count: int = 1) -> None:
+        """One plugin ran at ``point`` ``count`` times (once per node for a batch form) in
+        ``seconds`` all told, each ending in ``status``."""
+
+    def batch_hint(self, profile: str, seconds: float) -> None:
+        """OpportunisticBatching asked for a node hint and had none (no pod is signed here, so the
+        batch never holds results: upstream's behaviour for pods it cannot sign)."""
+
+    def batch_stored(self, profile: str, seconds: float, reason: str) -> None:
+        """OpportunisticBatching was handed a cycle's results and kept none: ``reason`` is
+        empty_list (no other feasible node) or pod_not_batchable."""
+
+    def volume_stage_error(self, operation: str) -> None:
+        """VolumeBinding's binder failed at ``operation``: predicate, assume or bind."""
+
+    def resource_claim_created(self, status: str) -> None:
+        """DynamicResources created a claim for extended resources: ``status`` success or failure."""
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float | None) -> None:
+        """An allocation with devices that have binding conditions, per driver and attempt;
+        ``seconds`` is the PreBind wait when it ended (status success, failure, timeout, error)."""
+
+
+NOOP = MetricsRecorder()
+
