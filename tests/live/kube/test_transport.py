@@ -26,6 +26,23 @@ async def test_token_bucket_burst_then_qps():
     assert tb.tokens == 3
 
 
+class _Configuration:
+    def auth_settings(self):
+        return {}
+
+
+class _Client:
+    user_agent = "test"
+    configuration = _Configuration()
+
+
+def bare_core_api() -> KubeCoreAPI:
+    """A KubeCoreAPI without a kubernetes client: the test sets its ``_pool``."""
+    api = KubeCoreAPI.__new__(KubeCoreAPI)
+    api.api, api._host = _Client(), "https://x"
+    return api
+
+
 def test_transport_errors_say_whether_the_request_left() -> None:
     # A refused connection never carried the Binding; a reset after connecting may have.
     from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
@@ -37,16 +54,7 @@ def test_transport_errors_say_whether_the_request_left() -> None:
         def urlopen(self, *args, **kwargs):
             raise self.exc
 
-    class Configuration:
-        def auth_settings(self):
-            return {}
-
-    class Client:
-        user_agent = "test"
-        configuration = Configuration()
-
-    api = KubeCoreAPI.__new__(KubeCoreAPI)
-    api.api, api._host = Client(), "https://x"
+    api = bare_core_api()
     api._pool = RaisingPool(MaxRetryError(None, "/x", NewConnectionError(None, "Connection refused")))
     with pytest.raises(ApiError) as info:
         api.create_binding("ns", "p", {})
@@ -93,17 +101,9 @@ def test_throttled_write_is_retried_after_the_servers_wait() -> None:
             self.calls += 1
             return self.answers.pop(0)
 
-    class Configuration:
-        def auth_settings(self):
-            return {}
-
-    class Client:
-        user_agent = "test"
-        configuration = Configuration()
-
     slept: list[float] = []
-    api = KubeCoreAPI.__new__(KubeCoreAPI)
-    api.api, api._host, api.sleep = Client(), "https://x", slept.append
+    api = bare_core_api()
+    api.sleep = slept.append
     api._pool = Pool([Resp(429, "1"), Resp(503, "2"), Resp(201, None)])
     api.create_binding("ns", "p", {})
     assert (api._pool.calls, slept) == (3, [1, 2])

@@ -12,6 +12,7 @@ eventhandlers.go, nodeSchedulingPropertiesChange).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import AsyncIterator
 from typing import Any
@@ -370,6 +371,19 @@ async def fake_api() -> AsyncIterator[tuple[FakeAPI, str]]:
         yield api, url
 
 
+@contextlib.asynccontextmanager
+async def watching(handlers: Any, url: str, **settings: Any) -> AsyncIterator[Watcher]:
+    """A Watcher of nodes at ``url`` running (synced) for the block, stopped after it."""
+    w = Watcher(handlers, lambda: Credentials(server=url), kinds=("Node",), settings=WatchSettings(**settings))
+    task = asyncio.create_task(w.run())
+    try:
+        await asyncio.wait_for(w.synced.wait(), 5)
+        yield w
+    finally:
+        w.stop()
+        await asyncio.wait_for(task, 5)
+
+
 async def until(cond: Any, timeout: float = 5.0) -> None:
     async with asyncio.timeout(timeout):
         while not cond():
@@ -433,20 +447,13 @@ async def test_a_stalled_watch_is_detected_and_resumed(fake_api: tuple[FakeAPI, 
     api, url = fake_api
     api.put("n0")
     rec = Recorder()
-    w = Watcher(rec, lambda: Credentials(server=url), kinds=("Node",),
-                settings=WatchSettings(server_timeout=300, backoff=0.01, idle_timeout=0.3))
-    task = asyncio.create_task(w.run())
-    try:
-        await asyncio.wait_for(w.synced.wait(), 5)
+    async with watching(rec, url, server_timeout=300, backoff=0.01, idle_timeout=0.3):
         await until(lambda: len(api.watches) == 1)
         api.stalled.add(1)
         api.put("n1")  # held in the silent stream
         await until(lambda: "n1" in rec.nodes, timeout=3)
         assert len(api.watches) == 2 and int(api.watches[1]["resourceVersion"]) < api.rv
         assert len(api.lists) == 1  # resumed, not re-listed: the RV was still served
-    finally:
-        w.stop()
-        await asyncio.wait_for(task, 5)
 
 
 async def test_a_version_the_handlers_failed_on_is_delivered_again_by_the_next_list() -> None:
@@ -473,19 +480,12 @@ async def test_periodic_resync_relists_without_a_watch_error(fake_api: tuple[Fak
     api.put("n0")
     api.put("n1")
     rec = Recorder()
-    w = Watcher(rec, lambda: Credentials(server=url), kinds=("Node",),
-                settings=WatchSettings(resync_period=1.0, server_timeout=5, backoff=0.01))
-    task = asyncio.create_task(w.run())
-    try:
-        await asyncio.wait_for(w.synced.wait(), 5)
+    async with watching(rec, url, resync_period=1.0, server_timeout=5, backoff=0.01) as w:
         assert rec.nodes == {"n0", "n1"}
         api.nodes.pop("n1")  # gone, and the watch never says so
         await until(lambda: rec.nodes == {"n0"})
         assert (DELETED, "n1") in rec.events
         assert len(api.lists) >= 2 and w.errors == 0
-    finally:
-        w.stop()
-        await asyncio.wait_for(task, 5)
 
 
 async def test_401_then_the_same_credentials_work_again(fake_api: tuple[FakeAPI, str]) -> None:
