@@ -11,13 +11,14 @@ and as many of the oldest bound pods are deleted, so about ``--live`` pods stay 
 records when each pod is first seen bound (created -> bound latency). Every ``--sample``
 seconds: the scheduler's RSS, its queue (scheduler_pending_pods) and cache
 (scheduler_cache_size) from /metrics, and the created -> bound p50/p99 of the pods bound since
-the previous sample.
+the previous sample (printed as it goes).
 
-The report (stdout, and JSON with ``--json``): RSS slope in MiB/hour over the run after the
-warm-up (least squares), the queue and cache sizes at the start and the end of that window,
-p99 per window (first vs last quarter), the pods created, bound and deleted. A flat soak has a
-slope near 0, an empty queue (apart from the pods just created), a cache that tracks the live
-pods, and a p99 that does not grow. Not CI.
+The report (stdout, and JSON with ``--json``), over the steady state (from the first deletion,
+when the live target is reached, less ``--warmup`` of what follows): the RSS slope in MiB/hour
+(least squares), the queue sizes at its start, end and their maximum, the cache sizes at its
+start and end, the created -> bound p99 of each minute and its slope, and the pods created,
+bound and deleted. A flat soak has a slope near 0, an empty queue (apart from pods just
+created), a cache that holds the live pods, and a p99 that does not grow. Not CI.
 """
 
 from __future__ import annotations
@@ -250,19 +251,30 @@ def main() -> int:
         pool.shutdown(wait=True)
         bound.stop.set()
 
-        warm = [s for s in samples if s["t"] >= args.warmup * args.minutes * 60] or samples
-        quarter = max(1, len(warm) // 4)
-        p99_first = percentile([s["p99_s"] for s in warm[:quarter] if s["p99_s"] is not None], 0.5)
-        p99_last = percentile([s["p99_s"] for s in warm[-quarter:] if s["p99_s"] is not None], 0.5)
+        # Steady state: from the first deletion (the live target reached), less its warm-up share.
+        t_steady = next((s["t"] for s in samples if s["deleted"] > 0), 0.0)
+        t_from = t_steady + args.warmup * (samples[-1]["t"] - t_steady)
+        warm = [s for s in samples if s["t"] >= t_from] or samples
+        # created -> bound per minute of binding (enough pods per window for a p99).
+        by_minute: dict[int, list[float]] = {}
+        for name, at in created.items():
+            if name in bound.times and bound.times[name] - start >= t_from:
+                by_minute.setdefault(int((bound.times[name] - start) // 60), []).append(bound.times[name] - at)
+        p99s = [(m, percentile(v, 0.99)) for m, v in sorted(by_minute.items()) if len(v) >= 50]
+
+        def queue_max(key: str) -> float:
+            return max((s["queue"].get(key, 0.0) for s in warm), default=0.0)
+
         report = {
             "minutes": args.minutes, "nodes": args.nodes, "rate_per_min": args.rate, "live_target": args.live,
-            "created": seq, "bound": len(bound.times), "deleted": deleted,
+            "created": seq, "bound": len(bound.times), "deleted": deleted, "steady_from_s": round(t_from),
             "rss_mib_start": warm[0]["rss_mib"], "rss_mib_end": warm[-1]["rss_mib"],
             "rss_slope_mib_per_hour": round(slope_per_hour([(s["t"], s["rss_mib"]) for s in warm]) or 0.0, 2),
             "queue_start": warm[0]["queue"], "queue_end": warm[-1]["queue"],
+            "queue_max": {k: queue_max(k) for k in warm[-1]["queue"]},
             "cache_start": warm[0]["cache"], "cache_end": warm[-1]["cache"],
-            "p99_s_first_quarter": p99_first, "p99_s_last_quarter": p99_last,
-            "p99_s_worst_window": max((s["p99_s"] for s in warm if s["p99_s"] is not None), default=None),
+            "p99_s_per_minute": [round(v, 3) for _, v in p99s if v is not None],
+            "p99_slope_s_per_hour": round(slope_per_hour([(60.0 * m, v) for m, v in p99s if v is not None]) or 0.0, 3),
             "samples": len(samples),
         }
         print(json.dumps(report, indent=1))
