@@ -109,9 +109,19 @@ def load(plane: Plane, namespace: str) -> tuple[list[str], dict[str, str]]:
 def settle(plane: Plane, namespace: str, nodes: list[str], procs: dict[str, SchedulerProcess],
            stall: float = 90, cap: float = 420) -> Tally:
     """Every pod bound or Unschedulable, waited for as long as binding goes on."""
+    def report() -> str:
+        unsettled = [
+            f"{p.metadata.name}: conditions={[(c.type, c.status, c.reason) for c in p.status.conditions or []]} "
+            f"nominated={p.status.nominated_node_name!r}"
+            for p in plane.core.list_namespaced_pod(namespace).items
+            if not p.spec.node_name and not any(c.type == "PodScheduled" and c.reason == "Unschedulable"
+                                                for c in p.status.conditions or [])
+        ]
+        return replica_report(procs) + "\nunsettled: " + "; ".join(unsettled[:10])
+
     return wait_progressing(
         lambda: settled(plane.core, namespace, nodes), lambda: bound_count(plane.core, namespace),
-        stall=stall, cap=cap, desc="every pod bound or Unschedulable", report=lambda: replica_report(procs),
+        stall=stall, cap=cap, desc="every pod bound or Unschedulable", report=report,
     )
 
 

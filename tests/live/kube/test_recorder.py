@@ -132,3 +132,15 @@ async def test_condition_lost_to_a_passing_error_is_written_again():
     await asyncio.sleep(0.01)
     await r.flush()
     assert api.status_patches == []
+    # A retry never overwrites a newer condition (e2e/test_faults.py's 5xx case: a bind error's
+    # SchedulerError, retried after the pod's Unschedulable was written, left it SchedulerError).
+    api = Flaky([ApiError(503)])
+    r = Recorder(api, lane())
+    r.retry_delay = 0.0
+    r.unschedulable(POD, "SchedulerError", "bind failed")
+    await r.flush()
+    r.unschedulable(POD, "Unschedulable", "0/1 nodes are available")
+    for _ in range(3):
+        await r.flush()
+        await asyncio.sleep(0.01)
+    assert [b["status"]["conditions"][0]["reason"] for _, _, b in api.status_patches] == ["Unschedulable"]
