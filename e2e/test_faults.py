@@ -249,7 +249,7 @@ def test_watch_cut_and_stalled(plane, namespace, replicas, proxy, monkeypatch):
     make_pods(plane.core, namespace, PODS - first, group, prefix="stall")
     t = settle(plane, namespace, nodes, {"a": a})
     recovery = time.monotonic() - stall_start
-    noticed = [e for e in a.log_events() if e.get("event") == "watch_stalled"]
+    noticed = [e for e in a.log_events() if e.get("event") == "watch_idle"]
     check("watch_cut_stall", plane, namespace, t, [px], cut=cuts, stalled=stalled, noticed=len(noticed),
           recovery_s=round(recovery, 1), scheduler=alive_or_stated(a))
     assert cuts > 0 and stalled > 0

@@ -106,12 +106,13 @@ class WatchSettings:
     resync_period: float = 600.0  # re-list this often even without a watch error (backstop)
     backoff: float = 0.5  # first retry delay after a failed list/watch; doubles up to max_backoff
     max_backoff: float = 5.0  # kopf's request already retried for ~8 s before the reflector backs off
-    # A watch stream that sends no byte for this long is taken for dead and resumed from the last
-    # resourceVersion seen. The API server's watch cache sends a bookmark about every minute
-    # (cacher.go defaultBookmarkFrequency), so a healthy stream is never this quiet; one held by
-    # a broken proxy or a half-dead connection would otherwise wait for the request's total
-    # timeout (client-go detects the same over HTTP/2 with its 30 s read-idle ping). The fault
-    # tests (e2e/test_faults.py) shorten it through PYSCHED_WATCH_IDLE_TIMEOUT.
+    # A watch stream that sends no byte for this long is given up and resumed from the last
+    # resourceVersion seen, so one held open and silent (a broken proxy, a half-dead connection)
+    # costs at most this long instead of the request's total timeout (server_timeout + 30 s).
+    # A healthy stream of a quiet kind can be this quiet too (the watch cache's minutely
+    # bookmarks carry no newer resourceVersion for a kind without events, and are not sent):
+    # its resume is one cheap request. The fault tests (e2e/test_faults.py) shorten it through
+    # PYSCHED_WATCH_IDLE_TIMEOUT.
     idle_timeout: float = field(default_factory=lambda: _env_seconds("PYSCHED_WATCH_IDLE_TIMEOUT", 90.0))
 
 
@@ -541,7 +542,7 @@ class Watcher:
                     elif isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError | TimeoutError):
                         # Dropped or silent stream: resume from the last RV (410 then says re-list).
                         if isinstance(exc, aiohttp.ServerTimeoutError):
-                            log.warning("watch_stalled", kind=kind, idle_seconds=self.settings.idle_timeout)
+                            log.info("watch_idle", kind=kind, idle_seconds=self.settings.idle_timeout)
                         else:
                             log.info("watch_reconnect", kind=kind, error=repr(exc))
                         await asyncio.sleep(self.settings.backoff)
