@@ -68,6 +68,20 @@ def test_same_decisions_with_resource_claims(
 
 
 @pytest.mark.usefixtures("kwok")
+@pytest.mark.parametrize("seed", (6, 9))
+def test_same_decisions_with_extenders(
+    seed: int, kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
+) -> None:
+    """Both sides ask the suite's two extenders (e2e/support/extender.py): filter, prioritize,
+    preempt and (the binary) bind; whole nodes to one, names to the other. Seed 6 has
+    priorities, so preemption asks the extender too."""
+    res = run_seed(api_client, kubeconfig, seed, tmp_path, unique_name("x")[-4:], pending=PENDING, extender=True)
+    assert res.tally.decisions == PENDING
+    assert res.tally.plugin_values.get("extender", 0) > 0
+    assert not res.tally.mismatches, "\n".join(str(m) for m in res.tally.mismatches[:40]) + f"\n(files in {tmp_path})"
+
+
+@pytest.mark.usefixtures("kwok")
 def test_suite_catches_a_wrong_weight(
     kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
 ) -> None:
@@ -107,6 +121,24 @@ def test_klog_line_parsing() -> None:
         == '0/2 nodes are available: 1 node(s) had untolerated taint(s) {"k": v}, 1 Insufficient cpu.'
     )
     assert parse_line("W1123 not a structured line") is None
+    ext = (
+        'I1123 08:09:10.3 4242 schedule_one.go:1016] "Extender scored node for pod" pod="a/b" '
+        'extender="http://127.0.0.1:4000/a" node="n1" score=7'
+    )
+    assert parse_line(ext)[2] == {"pod": "a/b", "extender": "http://127.0.0.1:4000/a", "node": "n1", "score": "7"}
+
+
+def test_compare_checks_extender_scores() -> None:
+    a = Attempt("ns/p", totals={"n1": 70, "n2": 20}, extender_scores={"n1": {"e": 7}, "n2": {"e": 2}}, node="n1")
+    rec = {
+        "node": "n1",
+        "scores": {
+            "n1": {"plugins": {}, "extenders": {"e": {"score": 7, "final": 70}}, "total": 70},
+            "n2": {"plugins": {}, "extenders": {"e": {"score": 3, "final": 30}}, "total": 20},
+        },
+    }
+    t = compare(1, Decision("ns/p", a, "n1", None), rec)
+    assert {(m.check, m.node, m.plugin) for m in t.mismatches} == {("scores", "n2", "e")}
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from e2e.differential.kslog import FINAL, SCORED, parse_line
 from e2e.differential.kubescheduler import binary_path
 from e2e.support.auth import create_sa_token, ensure_service_account
 from e2e.support.objects import create_nodes, make_pod, unique_name
-from e2e.support.waits import wait_for
+from e2e.support.waits import wait_for, wait_for_pod_scheduled
 from scheduler.testing.process import REPO, free_port, run_argv, scheduler_env, stop_process
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed")
@@ -228,14 +228,20 @@ def test_pprof_index_and_unknown_profile(pair: dict[str, Endpoint]) -> None:
 
 
 def test_score_lines_read_the_same(pair: dict[str, Endpoint], core_v1: client.CoreV1Api, kwok: None) -> None:
-    """One pod per scheduler on the same three nodes: the same V(10) lines, keys and scores."""
+    """One pod per scheduler on the same three nodes: the same V(10) lines, keys and scores.
+
+    The pods go one after the other: the second scheduler sees the first pod on its node, so
+    that node is left out of the comparison (every pod counts in NodeResourcesFit's score)."""
     nodes = create_nodes(core_v1, 3, prefix=unique_name("ep-node"), wait_ready=True)
-    pods = {}
+    pods: dict[str, str] = {}
     try:
         for side, ep in pair.items():
             pod = unique_name(side)
             core_v1.create_namespaced_pod("default", make_pod(pod, scheduler_name=ep.name))
             pods[side] = pod
+            bound = wait_for_pod_scheduled(core_v1, "default", pod, timeout=60).spec.node_name
+            if len(pods) == 1 and bound in nodes:
+                nodes = [n for n in nodes if n != bound]
 
         def scored(side: str) -> dict[tuple[str, str], str]:
             out = {}

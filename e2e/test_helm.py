@@ -197,8 +197,18 @@ def test_rendered_objects_are_accepted_and_run_the_scheduler(
     proc = SchedulerProcess(str(cfg_path), sa_kc, tmp_path, "helm", port=free_port())
     try:
         proc.wait_ready(timeout=60)
-        lease = client.CoordinationV1Api(api_client).read_namespaced_lease(full, ns)
-        assert lease.spec.holder_identity
+        # Ready means synced, as upstream's readyz: the Lease may be taken a moment later.
+        leases = client.CoordinationV1Api(api_client)
+
+        def holder() -> str | None:
+            try:
+                return leases.read_namespaced_lease(full, ns).spec.holder_identity
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+
+        wait_for(holder, timeout=30, desc="the chart's Lease to be held")
         # In the test's own namespace: the release's enforces the restricted standard.
         create_pod(core_v1, namespace, name="p", scheduler_name=profile, node_selector={"kubernetes.io/hostname": node})
         assert wait_for_pod_scheduled(core_v1, namespace, "p", timeout=60).spec.node_name == node

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import pathlib
 import signal
 import subprocess
@@ -109,7 +110,9 @@ def wait_metrics(
         shown = {
             k: v
             for k, v in (last[0] or {}).items()
-            if k[0].startswith(("scheduler_pending", "scheduler_cache", "scheduler_schedule_attempts_total"))
+            if k[0].startswith(
+                ("scheduler_pending", "scheduler_cache", "scheduler_schedule_attempts", "scheduler_queue_incoming")
+            )
         }
         raise WaitTimeout(f"{exc}; metrics: {shown}") from None
 
@@ -348,7 +351,11 @@ def test_priority_order(
     # makes the queue compare the clock with the pod's timestamp (queue.py _requeue). So this
     # waits for the deadline the scheduler's own records give: the queue stamps the pod, then
     # logs pod_unschedulable, so the backoff ends at the latest one backoff after that line.
-    ends = max(log_time(e) + backoff_seconds(scheduler_config_path, e["attempts"]) for e in failures.values())
+    # Upstream's backoff ends at the start of the whole second after the expiry (its 1-second
+    # windows, backoff_queue.go), so the wait rounds up to that second.
+    ends = max(
+        math.floor(log_time(e) + backoff_seconds(scheduler_config_path, e["attempts"])) + 1 for e in failures.values()
+    )
     wait_for(lambda: time.time() > ends + 0.1, timeout=15, interval=0.05, desc="first backoff of both over")
     node = node_factory(1, cpu="1", labels=target)[0]
     assert wait_bound(core_v1, namespace, "high") == node
@@ -356,10 +363,10 @@ def test_priority_order(
     m = wait_metrics(
         scheduler,
         metrics_token,
-        lambda m: sample(m, "scheduler_queue_incoming_pods_total", queue="active", event="NodeADD") >= 2,
+        lambda m: sample(m, "scheduler_queue_incoming_pods_total", queue="active", event="NodeAdd") >= 2,
         "the node event to requeue both pods",
     )
-    assert sample(m, "scheduler_queue_incoming_pods_total", queue="backoff", event="NodeADD") == 0
+    assert sample(m, "scheduler_queue_incoming_pods_total", queue="backoff", event="NodeAdd") == 0
     # "low" was tried again with "high" on the node (not just left waiting) and did not fit.
     wait_for(
         lambda: "Insufficient cpu" in scheduled_message(core_v1, namespace, "low"),

@@ -6,6 +6,7 @@ import argparse
 import os
 import platform
 import sys
+from typing import Any
 
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.boot.lazyimport import defer_reexports
@@ -58,7 +59,40 @@ def _parser() -> argparse.ArgumentParser:
     _add_logs_flags(run)
     _add_version_flag(run)
     _add_feature_gates(run)
+    _add_record_flags(run)
+    _add_feature_gates(_add_explain(sub))
     return p
+
+
+def _add_explain(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser("explain", help="why a pod is where it is, or why it is pending (asks the scheduler)")
+    p.add_argument("pod", metavar="POD", help="the pod's name (or namespace/name)")
+    p.add_argument("-n", "--namespace", help="the pod's namespace (default: the kubeconfig context's, else default)")
+    p.add_argument("--kubeconfig", help="kubeconfig file; in-cluster credentials or ~/.kube/config otherwise")
+    p.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    p.add_argument("--server", metavar="URL", help="ask the scheduler at this URL (https://host:10259)")
+    p.add_argument("--certificate-authority", metavar="FILE", help="CA bundle for --server's certificate")
+    p.add_argument("--insecure-skip-tls-verify", action="store_true",
+                   help="do not check --server's certificate (it is self-signed unless configured)")
+    p.add_argument("--what-if", action="store_true",
+                   help="do not ask: recompute the decision now from the cluster, writing nothing")
+    p.add_argument("--config", help="the scheduler's KubeSchedulerConfiguration file (else its ConfigMap)")
+    p.add_argument("--config-map", default="pyscheduler/pyscheduler-config", metavar="NAMESPACE/NAME",
+                   help="the ConfigMap holding the scheduler's config.yaml (default pyscheduler/pyscheduler-config)")
+    p.add_argument("--no-hints", action="store_true",
+                   help="for a pending pod, do not read the cluster to find nodes that fail one plugin only")
+    return p
+
+
+def _add_record_flags(run: argparse.ArgumentParser) -> None:
+    g = run.add_argument_group("decision records (pyscheduler explain, /debug/explain)")
+    g.add_argument("--decision-records", type=int, default=1000, metavar="N",
+                   help="pods whose latest attempts are kept for explain (the least recent dropped; 0: none)")
+    g.add_argument("--decision-top-nodes", type=int, default=10, metavar="N",
+                   help="score rows an older record keeps (the newest records keep every node)")
+    g.add_argument("--result-annotations", action="store_true",
+                   help="also write each attempt's record to its pod as kube-scheduler-simulator's result "
+                        "annotations (one write per attempt; needs patch on pods)")
 
 
 def _bool(text: str) -> bool:
@@ -234,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
         for message, gate, value in args.gates.warnings:
             print(f"warning: {message} featureGate={gate} value={str(value).lower()}", file=sys.stderr)
         return simulate_run(args.cluster, args.config, args.seed, args.output, stats=args.stats, gates=args.gates)
+    if args.command == "explain":
+        from scheduler.live.explainclient import run as explain_run
+        from scheduler.simulate.whatif import what_if
+
+        return explain_run(args, what_if)
     if args.command == "run":
         args.flagz = flag_values(args.run_parser, args)
         # kopf and the kubernetes client re-export hundreds of modules we never use; importing

@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vary-args", action="store_true", help="non-default plugin args and weights per seed (both sides)")
     p.add_argument("--simulate-subprocess", action="store_true", help="run each simulate as its own process")
     p.add_argument("--dra", action="store_true", help="devices and ResourceClaims too (differential/dra_gen.py)")
+    p.add_argument(
+        "--extender", action="store_true", help="both sides ask the suite's extenders (e2e/support/extender.py)"
+    )
     args = p.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the binary is stopped and the seed's objects removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -87,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess_cli=args.simulate_subprocess,
                 vary_args=args.vary_args,
                 dra=args.dra,
+                extender=args.extender,
             )
             total.merge(res.tally)
             features.update(res.features)

@@ -4,7 +4,7 @@ Checks (each counted per decision where it applies):
 
 ``outcome``   both scheduled the pod, or both found it unschedulable
 ``feasible``  the same set of feasible nodes (and the binary's evaluated/feasible counts)
-``scores``    every plugin's weighted score on every feasible node
+``scores``    every plugin's weighted score on every feasible node, and every extender's answer
 ``totals``    every node's total score
 ``chosen``    the binary's node is one of simulate's top-scored nodes
 ``message``   the FailedScheduling event text equals simulate's message
@@ -156,6 +156,14 @@ def compare(seed: int, d: Decision, rec: dict[str, Any]) -> Tally:
                     t.mismatches.append(
                         Mismatch(seed, pod, "scores", node, plugin, theirs.get(plugin), ours.get(plugin))
                     )
+        for node in sorted(set(a.extender_scores) | {n for n, v in our_scores.items() if v.get("extenders")}):
+            theirs = a.extender_scores.get(node, {})
+            ours = {e: v["score"] for e, v in (our_scores.get(node, {}).get("extenders") or {}).items()}
+            for ext in sorted(set(theirs) | set(ours)):
+                t.plugin_values["extender"] += 1
+                if theirs.get(ext) != ours.get(ext):
+                    ok = False
+                    t.mismatches.append(Mismatch(seed, pod, "scores", node, ext, theirs.get(ext), ours.get(ext)))
         t.applicable["scores"] += 1
         t.agreed["scores"] += ok
         ok = True

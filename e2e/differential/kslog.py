@@ -10,8 +10,10 @@ One structured line looks like::
 The message and string values are Go-quoted; other values are bare tokens. Per attempt the
 binary (v1.36.3, schedule_one.go) logs, in order: one "Plugin scored node for pod" per scored
 node and plugin (the weighted score, i.e. normalised score times the plugin weight), one
-"Calculated node's final score for pod" per node (the sum), then either "Successfully bound
-pod to node" (binding cycle) or "Unable to schedule pod; no fit; waiting" with the fit error.
+"Extender scored node for pod" per prioritizing extender and node it answered for (its own
+score), one "Calculated node's final score for pod" per node (the sum, extenders included),
+then either "Successfully bound pod to node" (binding cycle) or "Unable to schedule pod; no
+fit; waiting" with the fit error.
 A single feasible node is not scored at all.
 """
 
@@ -27,6 +29,7 @@ _HEADER = re.compile(r"^[IWEF]\d{4} \S+\s+\d+ (?P<src>[^:\]]+):\d+\] (?P<rest>.*
 _KEY = re.compile(r"\s*([A-Za-z_][\w.-]*)=")
 
 SCORED = "Plugin scored node for pod"
+EXT_SCORED = "Extender scored node for pod"
 FINAL = "Calculated node's final score for pod"
 BOUND = "Successfully bound pod to node"
 NO_FIT = "Unable to schedule pod; no fit; waiting"
@@ -92,6 +95,8 @@ class Attempt:
     pod: str
     # node -> plugin -> weighted score
     plugin_scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    # node -> extender -> the score it answered (before its weight and the x10 scaling)
+    extender_scores: dict[str, dict[str, int]] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
     node: str | None = None
     evaluated: int | None = None
@@ -150,6 +155,9 @@ class LogReader:
         elif msg == SCORED:
             a = self._current(pod)
             a.plugin_scores.setdefault(kv["node"], {})[kv["plugin"]] = int(kv["score"])
+        elif msg == EXT_SCORED:
+            a = self._current(pod)
+            a.extender_scores.setdefault(kv["node"], {})[kv["extender"]] = int(kv["score"])
         elif msg == FINAL:
             self._current(pod).totals[kv["node"]] = int(kv["score"])
         elif msg == BOUND:

@@ -269,15 +269,17 @@ def varied_profile(seed: int) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def running(scheduler_name: str, kubeconfig: str, workdir: pathlib.Path,
-            leader_election: dict[str, Any] | None = None) -> Iterator[KubeScheduler]:
+            leader_election: dict[str, Any] | None = None, **fields: Any) -> Iterator[KubeScheduler]:
     """The binary under profile ``scheduler_name`` (this module's configuration; leader election
-    off unless ``leader_election`` gives its section), stopped on exit; its files in ``workdir``."""
+    off unless ``leader_election`` gives its section; other top-level ``fields`` as given),
+    stopped on exit; its files in ``workdir``."""
     binary = binary_path()
     if not binary.exists():
         raise FileNotFoundError(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler")
     cfg = config(scheduler_name, kubeconfig, disabled_plugins())
     if leader_election is not None:
         cfg["leaderElection"] = leader_election
+    cfg.update(fields)
     ks = KubeScheduler(binary, write_config(workdir / "config.yaml", cfg), kubeconfig, workdir / "kube-scheduler.log")
     ks.start()
     try:

@@ -51,6 +51,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from e2e.support.extender import HashPolicy, extenders_config
 from e2e.support.objects import make_node
 from e2e.support.waits import node_is_usable, wait_for, wait_for_deleted, wait_for_pod_scheduled
 
@@ -398,10 +399,13 @@ def run_seed(
     vary_args: bool = False,
     log: Callable[[str], None] = print,
     dra: bool = False,
+    extender: bool = False,
 ) -> SeedResult:
     """One seed end to end. *ours_weights* gives simulate other score weights than the binary
     (only to prove that the comparison notices). *vary_args* gives both sides non-default plugin
-    arguments and weights drawn from the seed. *dra* adds devices and claims (dra_gen)."""
+    arguments and weights drawn from the seed. *dra* adds devices and claims (dra_gen).
+    *extender* serves the suite's two extenders (e2e/support/extender.py) for the run and puts
+    them in the one configuration file: the binary asks them live, simulate asks them offline."""
     core = client.CoreV1Api(api)
     workdir.mkdir(parents=True, exist_ok=True)
     sc = generator.generate(seed, f"df{run_id}s{seed}", SCHEDULER_NAME, pending=pending)
@@ -410,6 +414,11 @@ def run_seed(
     disabled = kubescheduler.disabled_plugins(node_declared_features)
     varied = kubescheduler.varied_profile(seed) if vary_args else None
     cfg = kubescheduler.config(SCHEDULER_NAME, kubeconfig, disabled, varied)
+    ext_server = None
+    if extender:
+        policy = HashPolicy(api)
+        ext_server = policy.serve()
+        cfg["extenders"] = extenders_config(ext_server.url)
     config_file = workdir / "config.yaml"
     config_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     ours_config = config_file
@@ -481,7 +490,8 @@ def run_seed(
                     desc=f"FailedScheduling of {key}",
                 )
                 _delete_pod_now(core, ns, name)  # before the binary retries it on the nominated node
-                if prio is not None and "preemption: " not in event:
+                errored = (attempt.error or "").startswith("error: ")  # not a fit error: no PostFilter
+                if prio is not None and "preemption: " not in event and not errored:
                     # PostFilter succeeded (its message would follow the FitError otherwise).
                     ours = [r for r in run_simulate(cluster_file, ours_config, subprocess_cli) if r["pod"] == key]
                     expected = len(ours[0].get("victims") or []) if ours else 1
@@ -489,7 +499,7 @@ def run_seed(
                     preempted.add(key)  # may be retried on its nominated node before the delete lands
                     log(f"seed {seed}: {key} preempted {victims} on {nominated}")
                     _wait_cache_synced(api, ks)  # the binary has seen the victims go
-                elif prio is not None:
+                elif prio is not None and not errored:
                     nominated, victims = "", []
             now = _nodes_now(api)
             changed = sorted(n for n, fp in _node_fingerprints(docs).items() if now.get(n, fp) != fp)
@@ -511,6 +521,8 @@ def run_seed(
     finally:
         if ks is not None:
             ks.stop()
+        if ext_server is not None:
+            ext_server.stop()
         cleanup(api, sc)
         if prio is not None:
             preemption.delete(api, prio)

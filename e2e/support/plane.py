@@ -27,6 +27,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from e2e.support.waits import wait_for
+from scheduler.live.presence import alive
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONTROLPLANE_DIR = REPO_ROOT / "e2e" / "controlplane"
@@ -59,17 +60,8 @@ def _controlplane_env(run: pathlib.Path, kube_module: str = "k8s") -> dict[str, 
 
 
 def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped) counts as gone
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    """Whether ``pid`` runs; a zombie (killed, not yet reaped) counts as gone."""
+    return alive(pid)
 
 
 def _port_free(port: int) -> bool:

@@ -7,6 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHintFn
+from scheduler.framework.extender import EXTENDER_NAME
 from scheduler.framework.interface import EnqueueExtensions
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ def build_hint_map(fw: Framework) -> QueueingHintMap:
     kubernetes#109437)."""
     hint_map: QueueingHintMap = {}
     seen: set[str] = set()
+    for name, ext in fw.enqueue_extensions():
+        if name == EXTENDER_NAME:
+            # Registered first (upstream NewFramework): the extenders' every-event extension.
+            for e in ext.events_to_register():
+                hint_map.setdefault(e.event, []).append((name, e.hint))
+            seen.add(name)
     for point in _REJECTING_POINTS:
         for pl in getattr(fw, point, ()):
             name = pl.name

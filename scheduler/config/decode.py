@@ -6,9 +6,10 @@ their defaults here, where a zero value means "unset" (v1 defaults.go).
 
 from __future__ import annotations
 
+import base64
 import copy
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,9 @@ from scheduler.config.types import (
     KIND,
     ClientConnection,
     ConfigError,
+    Extender,
+    ExtenderManagedResource,
+    ExtenderTLSConfig,
     LeaderElection,
     PluginRef,
     PluginSet,
@@ -99,6 +103,7 @@ class Document:
     leader_election: LeaderElection
     client_connection: ClientConnection
     profiles: list[RawProfile]
+    extenders: list[Extender] = field(default_factory=list)
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
     delay_cache_until_active: bool = False
@@ -254,6 +259,122 @@ def _decode_args(path: str, plugin: str, raw: Any) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# Extenders (v1 Extender, ExtenderTLSConfig, ExtenderManagedResource; no defaults in v1)
+
+_EXTENDER_KEYS = (
+    "urlPrefix",
+    "filterVerb",
+    "preemptVerb",
+    "prioritizeVerb",
+    "weight",
+    "bindVerb",
+    "enableHTTPS",
+    "tlsConfig",
+    "httpTimeout",
+    "nodeCacheCapable",
+    "managedResources",
+    "ignorable",
+)
+_TLS_KEYS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
+_B64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _base64(path: str, value: Any) -> bytes:
+    """A []byte field: standard base64 with padding, as encoding/json reads it (CR and LF
+    skipped); a bad input names the offset Go's decoder stops at."""
+    text = _str(path, value).encode()
+    offset = _base64_error_offset(text)
+    if offset is not None:
+        raise ConfigError(f"{path}: illegal base64 data at input byte {offset}")
+    return base64.b64decode(bytes(c for c in text if c not in b"\r\n"))
+
+
+def _base64_error_offset(src: bytes) -> int | None:
+    """Where Go's base64.StdEncoding.Decode fails on ``src`` (its decodeQuantum, step by step);
+    None when the input decodes."""
+    si, n = 0, len(src)
+    newline = (ord("\n"), ord("\r"))
+    while True:
+        j = 0
+        while j < 4:
+            if si == n:
+                if j == 0:
+                    return None
+                return si - j  # a short final quantum: padding is required
+            c = src[si]
+            si += 1
+            if c in _B64:
+                j += 1
+                continue
+            if c in newline:
+                continue
+            if c != ord("="):
+                return si - 1
+            if j < 2:
+                return si - 1
+            if j == 2:
+                while si < n and src[si] in newline:
+                    si += 1
+                if si == n:
+                    return n
+                if src[si] != ord("="):
+                    return si - 1
+                si += 1
+            while si < n and src[si] in newline:
+                si += 1
+            return si if si < n else None
+
+
+def _opt(path: str, obj: Mapping[str, Any], key: str, conv: Callable[[str, Any], Any], default: Any) -> Any:
+    """An optional member: ``default`` when absent or null, else checked by ``conv``."""
+    v = obj.get(key)
+    return default if v is None else conv(f"{path}.{key}", v)
+
+
+def _decode_tls(path: str, raw: Any) -> ExtenderTLSConfig | None:
+    if raw is None:
+        return None
+    obj = _mapping(path, raw)
+    _check_keys(path, obj, _TLS_KEYS)
+    return ExtenderTLSConfig(
+        insecure=_opt(path, obj, "insecure", _bool, False),
+        server_name=_opt(path, obj, "serverName", _str, ""),
+        cert_file=_opt(path, obj, "certFile", _str, ""),
+        key_file=_opt(path, obj, "keyFile", _str, ""),
+        ca_file=_opt(path, obj, "caFile", _str, ""),
+        cert_data=_opt(path, obj, "certData", _base64, b""),
+        key_data=_opt(path, obj, "keyData", _base64, b""),
+        ca_data=_opt(path, obj, "caData", _base64, b""),
+    )
+
+
+def _decode_extender(path: str, raw: Any) -> Extender:
+    obj = _mapping(path, raw)
+    _check_keys(path, obj, _EXTENDER_KEYS)
+    resources: list[ExtenderManagedResource] = []
+    for j, item in enumerate(_list(f"{path}.managedResources", obj.get("managedResources"))):
+        rpath = f"{path}.managedResources[{j}]"
+        r = _mapping(rpath, item)
+        _check_keys(rpath, r, ("name", "ignoredByScheduler"))
+        ignored = _opt(rpath, r, "ignoredByScheduler", _bool, False)
+        resources.append(ExtenderManagedResource(_opt(rpath, r, "name", _str, ""), ignored))
+    return Extender(
+        url_prefix=_opt(path, obj, "urlPrefix", _str, ""),
+        filter_verb=_opt(path, obj, "filterVerb", _str, ""),
+        preempt_verb=_opt(path, obj, "preemptVerb", _str, ""),
+        prioritize_verb=_opt(path, obj, "prioritizeVerb", _str, ""),
+        weight=_opt(path, obj, "weight", lambda p, v: _int(p, v, _INT64), 0),
+        bind_verb=_opt(path, obj, "bindVerb", _str, ""),
+        enable_https=_opt(path, obj, "enableHTTPS", _bool, False),
+        tls_config=_decode_tls(f"{path}.tlsConfig", obj.get("tlsConfig")),
+        http_timeout=_opt(path, obj, "httpTimeout", _duration, 0.0),
+        node_cache_capable=_opt(path, obj, "nodeCacheCapable", _bool, False),
+        managed_resources=tuple(resources),
+        ignorable=_opt(path, obj, "ignorable", _bool, False),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # The top level, leader election and client connection
 
 _TOP_KEYS = (
@@ -368,11 +489,11 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
             "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
             "feature gate, which pyscheduler does not enable"
         )
-    if _list("extenders", top_obj.get("extenders")):
-        raise ConfigError("extenders: Forbidden: scheduler extenders are not supported by pyscheduler")
+    raw_extenders = _list("extenders", top_obj.get("extenders"))
+    extenders = [_decode_extender(f"extenders[{i}]", e) for i, e in enumerate(raw_extenders)]
     le = _decode_leader_election(top_obj.get("leaderElection"))
     cc = _decode_client_connection(top_obj.get("clientConnection"))
     profiles = [_decode_profile(f"profiles[{i}]", p) for i, p in enumerate(_list("profiles", top_obj.get("profiles")))]
-    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles,
+    return Document(parallelism, percentage, initial_backoff, max_backoff, le, cc, profiles, extenders,
                     enable_profiling=profiling, enable_contention_profiling=contention,
                     delay_cache_until_active=bool(flags["delayCacheUntilActive"]))

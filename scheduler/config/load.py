@@ -74,6 +74,7 @@ def parse_config(doc: Mapping[str, Any] | None, gates: FeatureGates = DEFAULT_GA
         delay_cache_until_active=d.delay_cache_until_active,
         warnings=tuple(w for prof in d.profiles for w in prof.ignored.values()),
         feature_gates=gates,
+        extenders=tuple(d.extenders),
     )
 
 

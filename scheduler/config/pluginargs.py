@@ -51,7 +51,8 @@ def is_dns1123_subdomain(value: str) -> list[str]:
 
 
 def is_qualified_name(value: str) -> list[str]:
-    """validation.IsQualifiedName: an optional DNS-subdomain prefix, '/', and a name part."""
+    """validation.IsQualifiedName (content.IsLabelKey in v1.36): an optional DNS-subdomain
+    prefix, '/', and a name part."""
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -64,7 +65,7 @@ def is_qualified_name(value: str) -> list[str]:
             errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
     else:
         return [
-            "a qualified name "
+            "a valid label key "
             + regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]

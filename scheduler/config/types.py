@@ -85,6 +85,50 @@ class ClientConnection:
 
 
 @dataclass(frozen=True, slots=True)
+class ExtenderTLSConfig:
+    """How to reach an extender over TLS (upstream ExtenderTLSConfig); ``*_data`` (PEM bytes,
+    base64 in the file) win over the matching ``*_file``."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderManagedResource:
+    """An extended resource an extender manages; ``ignored_by_scheduler`` makes NodeResourcesFit
+    skip it (upstream ExtenderManagedResource)."""
+
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Extender:
+    """One scheduler extender (upstream config.Extender): an empty verb means the extender does
+    not offer that call. ``http_timeout`` in seconds as written: 0 means the 5 s default, a
+    negative value no timeout at all (Go's http.Client), both decided when the client is built."""
+
+    url_prefix: str = ""
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    weight: int = 0
+    bind_verb: str = ""
+    enable_https: bool = False
+    tls_config: ExtenderTLSConfig | None = None
+    http_timeout: float = 0.0
+    node_cache_capable: bool = False
+    managed_resources: tuple[ExtenderManagedResource, ...] = ()
+    ignorable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     profiles: tuple[Profile, ...]
     parallelism: int = 16
@@ -106,3 +150,5 @@ class SchedulerConfig:
     warnings: tuple[str, ...] = ()
     # --feature-gates (not in the file): what defaults and validation used, and what plugins get.
     feature_gates: FeatureGates = DEFAULT_GATES
+    # Shared by every profile, in the file's order (scheduler/extender builds their clients).
+    extenders: tuple[Extender, ...] = ()

@@ -4,13 +4,15 @@ leader-election checks): every error is collected, formatted like field.ErrorLis
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler.config import dynamicresources
 from scheduler.config.decode import Document, RawProfile, fmt_value, invalid, required
 from scheduler.config.duration import format_duration
-from scheduler.config.types import LeaderElection, PluginSet
+from scheduler.config.pluginargs import is_qualified_name
+from scheduler.config.types import Extender, LeaderElection, PluginSet
 
 
 def validate(
@@ -58,7 +60,52 @@ def validate(
         errs.append(
             invalid("podMaxBackoffSeconds", maximum, "must be greater than or equal to PodInitialBackoffSeconds")
         )
+    errs.extend(validate_extenders(doc.extenders))
     return errs
+
+
+def validate_extenders(extenders: Sequence[Extender]) -> list[str]:
+    """Upstream validateExtenders: a prioritizer needs a positive weight, managed resources are
+    distinct extended resource names, and at most one extender binds."""
+    errs: list[str] = []
+    binders = 0
+    managed: set[str] = set()
+    for i, ext in enumerate(extenders):
+        path = f"extenders[{i}]"
+        if ext.prioritize_verb and ext.weight <= 0:
+            errs.append(invalid(f"{path}.weight", ext.weight, "must have a positive weight applied to it"))
+        if ext.bind_verb:
+            binders += 1
+        for j, res in enumerate(ext.managed_resources):
+            rpath = f"{path}.managedResources[{j}].name"
+            errs.extend(_extended_resource_name_errors(rpath, res.name))
+            if res.name in managed:
+                errs.append(invalid(rpath, res.name, "duplicate extender managed resource name"))
+            managed.add(res.name)
+    if binders > 1:
+        found = f"found {binders} extenders implementing bind"
+        errs.append(invalid("extenders", found, "only one extender can implement bind"))
+    return errs
+
+
+def _json_string(value: str) -> str:
+    """A string as field.Error prints a named string type (json.Marshal: HTML characters escaped)."""
+    out = json.dumps(value, ensure_ascii=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        out = out.replace(ch, esc)
+    return out
+
+
+def _extended_resource_name_errors(path: str, name: str) -> list[str]:
+    """Upstream validateExtendedResourceName: a qualified name, outside the kubernetes.io
+    namespace, not prefixed "requests.", and still qualified with that prefix (quota's name)."""
+    msgs = is_qualified_name(name)
+    if msgs:
+        return [f"{path}: Invalid value: {_json_string(name)}: {m}" for m in msgs]
+    native = "/" not in name or "kubernetes.io/" in name
+    if native or name.startswith("requests.") or is_qualified_name("requests." + name):
+        return [invalid(path, name, "is an invalid extended resource name")]
+    return []
 
 
 

@@ -12,11 +12,19 @@ from operator import itemgetter
 
 import numpy as np
 
+from scheduler.core.extenders import (
+    find_nodes_that_pass_extenders,
+    has_extender_filters,
+    has_extender_prioritizers,
+    prioritize_with_extenders,
+)
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.extender import EXTENDER_NAME
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.runtime import Framework, ScoreResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, StatusError
+from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -43,6 +51,9 @@ class Diagnosis:
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+    # The feasible nodes as the filter extenders returned them, when one rebuilt them from
+    # its answer (upstream then scores those NodeInfos, without their pods); else None.
+    extender_nodes: list[NodeInfo] | None = None
 
     def add_plugin_status(self, s: Status) -> None:
         if not s.plugin:
@@ -92,6 +103,7 @@ class ScheduleResult:
     feasible_nodes: int
     scores: ScoreResult | None = None  # None when only one node was feasible
     diagnosis: Diagnosis | None = None
+    winner: int = 0  # the chosen node's position in ``scores`` (decision records read it)
 
 
 class Algorithm:
@@ -115,7 +127,7 @@ class Algorithm:
         if n_all == 0:
             return nodes
         to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n_all)
-        if not fw.has_score_plugins():
+        if not has_extender_filters(fw.extenders) and not self._has_scoring(fw):
             to_find = 1
         start = self.next_start_node_index % n_all
         rotated = nodes if start == 0 else np.concatenate((nodes[start:], nodes[:start]))
@@ -189,6 +201,8 @@ class Algorithm:
             ni = snap.get(pod.nominated_node_name)
             if ni is not None:
                 ok = self._find_nodes_that_pass_filters_once(fw, state, pod, snap, diagnosis, ni.index)
+                if ok and fw.extenders:
+                    ok = bool(find_nodes_that_pass_extenders(fw.extenders, pod, [ni], diagnosis.node_to_status))
                 if ok:
                     return np.array([ni.index], dtype=np.int64), diagnosis
 
@@ -211,7 +225,35 @@ class Algorithm:
             self._advance(len(diagnosis.node_to_status.statuses), n_all)
             raise
         self._advance(len(feasible) + len(diagnosis.node_to_status.statuses), n_all)
+        if fw.extenders and len(feasible):
+            feasible = self._pass_extenders(fw, pod, snap, diagnosis, feasible)
         return feasible, diagnosis
+
+    def _pass_extenders(
+        self, fw: Framework, pod: PodInfo, snap: Snapshot, diagnosis: Diagnosis, feasible: np.ndarray
+    ) -> np.ndarray:
+        """The filter extenders over the feasible nodes (upstream findNodesThatPassExtenders);
+        when they removed some, the pod counts EXTENDER_NAME among its rejectors."""
+        infos = snap.node_infos
+        before = [infos[i] for i in feasible.tolist()]
+        kept = find_nodes_that_pass_extenders(fw.extenders, pod, before, diagnosis.node_to_status)
+        if len(kept) != len(before):
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        node_map = snap.node_map
+        missing = next((n.name for n in kept if n.name not in node_map), None)
+        if missing is not None:
+            # Scoring and binding need the snapshot's node; upstream would go on and fail later.
+            msg = f"extender returned node {missing!r}, which the scheduler does not know"
+            raise StatusError(Status(Code.ERROR, msg))
+        idx = np.fromiter((node_map[n.name].index for n in kept), dtype=np.int64, count=len(kept))
+        foreign = False
+        for n, i in zip(kept, idx.tolist()):
+            if n is not infos[i]:
+                n.index = i  # plugins' PreScore place a node by its snapshot position
+                foreign = True
+        if foreign:
+            diagnosis.extender_nodes = kept
+        return idx
 
     def _find_nodes_that_pass_filters_once(
         self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot, diagnosis: Diagnosis, i: int
@@ -225,6 +267,10 @@ class Algorithm:
         diagnosis.node_to_status.statuses[ni.name] = s
         diagnosis.add_plugin_status(s)
         return False
+
+    @staticmethod
+    def _has_scoring(fw: Framework) -> bool:
+        return fw.has_score_plugins() or has_extender_prioritizers(fw.extenders)
 
     def _advance(self, processed: int, n_all: int) -> None:
         if n_all:
@@ -258,20 +304,22 @@ class Algorithm:
         if len(feasible) == 1:
             self._batch_stored(fw, "empty_list")
             return ScheduleResult(infos[int(feasible[0])].name, evaluated, 1, None, diagnosis)
-        if not fw.has_score_plugins():
+        if not fw.has_score_plugins() and not fw.extenders:
             # Upstream gives every node a total of 1; selection is then a pure tie-break.
             totals = np.ones(len(feasible), dtype=np.int64)
             scores = ScoreResult(feasible, [], [], [], totals)
         else:
             # itemgetter builds the node tuple in C; len(feasible) >= 2 here, so it is a tuple.
-            nodes = itemgetter(*feasible.tolist())(infos)
+            nodes = diagnosis.extender_nodes or itemgetter(*feasible.tolist())(infos)
             s = fw.run_pre_score(state, pod, nodes)
             if s is not None:
                 raise StatusError(s)
-            scores = fw.run_score(state, pod, snap, feasible)
+            scores = fw.run_score(state, pod, snap, feasible, diagnosis.extender_nodes)
+            if fw.extenders:
+                scores.extenders = prioritize_with_extenders(fw.extenders, pod, nodes, scores.totals)
         winner = self.select_host(scores.totals)
         self._batch_stored(fw, "pod_not_batchable")
-        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis)
+        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis, winner)
 
     @staticmethod
     def _batch_stored(fw: Framework, reason: str) -> None:

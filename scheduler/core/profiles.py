@@ -12,13 +12,14 @@ path of the profile). Then each plugin is built once, from its args, with a comp
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
 
 from scheduler.config import ConfigError, PluginRef, PluginSet, Profile, SchedulerConfig
 from scheduler.config.types import MULTI_POINT
+from scheduler.framework.extender import Extender
 from scheduler.framework.informers import GroupVersionResource, is_resource_event
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
@@ -219,11 +220,13 @@ def build_frameworks(
     activator: PodActivator | None = None,
     client_set: Any = None,
     events: EventSink | None = None,
+    extenders: Sequence[Extender] = (),
 ) -> dict[str, Framework]:
     """Scheduler name -> framework, for every profile of ``cfg``. The handles share the snapshot,
     the listers (the plugins' informers among them), one map of waiting pods and the API side
     (``client``: the binder; ``volume_api``: PV/PVC writes; ``client_set``: the kubernetes client
-    plugins may use; ``events``: the Event sink; all None offline); ``permit_timer`` runs the
+    plugins may use; ``events``: the Event sink; all None offline); ``extenders``: the scheduler
+    extenders every profile shares (scheduler/extender builds them); ``permit_timer`` runs the
     Permit timeouts on the edge's clock; ``activator`` moves pods to activeQ; ``seed`` seeds each
     handle's random source. ConfigError for a profile that does not fit the registry,
     FrameworkError for args a plugin refuses."""
@@ -251,6 +254,7 @@ def build_frameworks(
             activator=activator,
             client_set=client_set,
             events=events,
+            extenders=extenders,
         )
         frameworks[prof.scheduler_name] = new_framework(
             prof,

@@ -77,6 +77,28 @@ class ClusterEventWithHint:
     hint: QueueingHintFn | None = None
 
 
+# The kinds a wildcard registration stands for when events are registered one by one
+# (upstream UnrollWildCardResource; PodGroup only with GenericWorkload).
+UNROLLED_WILDCARD_RESOURCES: tuple[str, ...] = (
+    "Pod",
+    "Node",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "StorageClass",
+    "ResourceClaim",
+    "DeviceClass",
+)
+
+
+def unroll_wildcard_resource(generic_workload: bool = False) -> list[ClusterEventWithHint]:
+    """Every kind with every action, no hint: what a registrant without its own events gets."""
+    kinds = (*UNROLLED_WILDCARD_RESOURCES, "PodGroup") if generic_workload else UNROLLED_WILDCARD_RESOURCES
+    return [ClusterEventWithHint(ClusterEvent(k, ActionType.ALL)) for k in kinds]
+
+
 # ---------------------------------------------------------------------------------------------
 # What changed in an object, as actions
 

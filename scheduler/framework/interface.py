@@ -21,6 +21,7 @@ import numpy as np
 from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.extender import Extender
 from scheduler.framework.informers import InformerFactory
 from scheduler.framework.metrics import NOOP, MetricsRecorder
 from scheduler.framework.status import Status
@@ -206,13 +207,15 @@ class Handle:
     * ``snapshot``, ``listers`` (``shared_informer_factory`` among them) and ``nominator``;
     * the waiting pods: ``get_waiting_pod``, ``iterate_over_waiting_pods``, ``reject_waiting_pod``;
     * ``activate`` (the queue), ``event_recorder``, ``client_set`` (the live app's kubernetes
-      ApiClient; None offline), ``client`` (the binder), ``volume_api`` and ``preemption``."""
+      ApiClient; None offline), ``client`` (the binder), ``volume_api`` and ``preemption``;
+    * ``extenders``: the scheduler extenders, shared by every profile."""
 
     __slots__ = (
         "activator",
         "client",
         "client_set",
         "event_recorder",
+        "extenders",
         "features",
         "listers",
         "metrics",
@@ -242,6 +245,7 @@ class Handle:
         activator: PodActivator | None = None,
         client_set: Any = None,
         events: EventSink | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self.snapshot = snapshot
         self.listers = listers
@@ -264,6 +268,8 @@ class Handle:
         # Typed Any so the core never imports kubernetes: the live app's ApiClient, None offline.
         self.client_set = client_set
         self.event_recorder = EventRecorder(events, profile_name)
+        # Shared by every profile (upstream Handle.Extenders()), non-ignorable ones first.
+        self.extenders: tuple[Extender, ...] = tuple(extenders)
 
     @property
     def shared_informer_factory(self) -> InformerFactory:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import structlog
+
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.extender import Victims
 from scheduler.framework.interface import Handle, NodeToStatus, PostFilterResult
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import NodeInfo
@@ -24,6 +27,8 @@ from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.runtime import Framework
+
+log = structlog.get_logger(__name__)
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_CANDIDATE = "no candidate node for preemption"
@@ -48,15 +53,6 @@ def more_important_pod(a: PodInfo, b: PodInfo) -> bool:
 def importance_key(p: PodInfo) -> tuple[int, float]:
     """Sort key equivalent to ``more_important_pod`` (most important first; stable on ties)."""
     return (-p.priority, pod_start_time(p))
-
-
-@dataclass(slots=True)
-class Victims:
-    """Upstream extenderv1.Victims: the pods to evict (most important first) and how many of
-    them violate a PodDisruptionBudget."""
-
-    pods: list[PodInfo] = field(default_factory=list)
-    num_pdb_violations: int = 0
 
 
 @dataclass(slots=True)
@@ -213,6 +209,9 @@ class Evaluator:
             # What a FitError over the dry run's statuses says; unvisited nodes are not helpful.
             node_statuses.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_HELPFUL)
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, fit_error_message(len(all_nodes), node_statuses))
+        candidates, st = self.call_extenders(pod, candidates)
+        if st is not None:
+            return None, st
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
@@ -268,6 +267,39 @@ class Evaluator:
                 errors.append(s.message)
             node_statuses.statuses[copy.name] = s
         return non_violating.items + violating.items, node_statuses, errors
+
+    def call_extenders(self, pod: PodInfo, candidates: list[Candidate]) -> tuple[list[Candidate], Status | None]:
+        """Upstream callExtenders: each interested extender that supports preemption trims the
+        candidates and may choose other victims; the next one sees what it returned. A failing
+        or victimless answer is an error, unless the extender is ignorable."""
+        extenders = self.handle.extenders
+        if not extenders:
+            return candidates, None
+        victims = self.candidates_to_victims_map(candidates)
+        if not victims:
+            return candidates, None
+        for ext in extenders:
+            if not ext.supports_preemption() or not ext.is_interested(pod):
+                continue
+            try:
+                answer = ext.process_preemption(pod, victims, self.handle.snapshot)
+            except Exception as exc:
+                if ext.is_ignorable():
+                    log.info("extender_skipped", point="preempt", extender=ext.name(), pod=pod.key, error=str(exc))
+                    continue
+                return [], Status(Code.ERROR, str(exc), err=exc)
+            for node in list(answer):
+                v = answer[node]
+                if v is None or not v.pods:
+                    if ext.is_ignorable():
+                        del answer[node]
+                        log.info("extender_node_without_victims", extender=ext.name(), node=node)
+                        continue
+                    return [], Status(Code.ERROR, f'expected at least one victim pod on node "{node}"')
+            victims = answer
+            if not victims:
+                break
+        return [Candidate(node, v) for node, v in victims.items()], None
 
     def candidates_to_victims_map(self, candidates: Sequence[Candidate]) -> dict[str, Victims]:
         return {c.name: c.victims for c in candidates}

@@ -6,13 +6,15 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scheduler.config import PluginRef
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint, unroll_wildcard_resource
+from scheduler.framework.extender import EXTENDER_NAME, Extender, HostPriority
 from scheduler.framework.interface import (
     BindPlugin,
     EnqueueExtensions,
@@ -53,14 +55,27 @@ DurationObserver = Callable[[str, str, str, float], None]
 
 
 @dataclass(slots=True)
+class ExtenderScores:
+    """One prioritizing extender's answer: its scores as returned (in its order, hosts it was
+    not asked about included) and, aligned with the scored nodes, what it added to each total."""
+
+    name: str
+    weight: int
+    priorities: list[HostPriority]
+    final: np.ndarray
+
+
+@dataclass(slots=True)
 class ScoreResult:
-    """Scores of the feasible nodes: per plugin raw and weighted-normalised, plus totals."""
+    """Scores of the feasible nodes: per plugin raw and weighted-normalised, plus totals
+    (extenders' contributions included)."""
 
     idx: np.ndarray  # snapshot positions of the scored nodes
     plugins: list[str]
     raw: list[np.ndarray]  # what Score returned, per plugin
     final: list[np.ndarray]  # after NormalizeScore and weight, per plugin
     totals: np.ndarray
+    extenders: list[ExtenderScores] = field(default_factory=list)
 
 
 def _status_name(s: Status | None) -> str:
@@ -93,6 +108,16 @@ def _invalid_score(plugin: str, score: int) -> str:
         f"applying score defaultWeights on Score plugins: plugin {go_quote(plugin)} returns an invalid score "
         f"{score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
     )
+
+
+class _EveryEvent(EnqueueExtensions):
+    """Upstream defaultEnqueueExtension: every kind's every action, each one queueing the pod."""
+
+    def __init__(self, generic_workload: bool) -> None:
+        self.generic_workload = generic_workload
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return unroll_wildcard_resource(self.generic_workload)
 
 
 class Framework:
@@ -191,8 +216,19 @@ class Framework:
     def has_post_filter_plugins(self) -> bool:
         return bool(self.post_filter_plugins)
 
+    @property
+    def extenders(self) -> tuple[Extender, ...]:
+        """The scheduler extenders (upstream Framework.Extenders()), from the Handle."""
+        return self.handle.extenders
+
     def enqueue_extensions(self) -> list[tuple[str, EnqueueExtensions]]:
-        return [(name, pl) for name, pl in self.plugins.items() if isinstance(pl, EnqueueExtensions)]
+        out: list[tuple[str, EnqueueExtensions]] = []
+        if self.handle.extenders:
+            # Extenders register no events: a pod they rejected moves on any of them (upstream
+            # gives EXTENDER_NAME the default enqueue extension).
+            out.append((EXTENDER_NAME, _EveryEvent(self.handle.features.enable_generic_workload)))
+        out.extend((name, pl) for name, pl in self.plugins.items() if isinstance(pl, EnqueueExtensions))
+        return out
 
     # -- PreEnqueue --------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
@@ -286,6 +322,17 @@ class Framework:
             if s is not None:
                 return s
         return None
+
+    def filter_verdicts(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> list[Status]:
+        """Every Filter plugin's rejection of ``node``, not stopping at the first (``explain``'s
+        "which nodes fail only one plugin"; never part of a scheduling cycle)."""
+        out: list[Status] = []
+        for pl in self.filter_plugins:
+            if pl.name not in state.skip_filter_plugins:
+                s = self._filter_one(pl, state, pod, node)
+                if s is not None:
+                    out.append(s)
+        return out
 
     def _filter_one(self, pl: FilterPlugin, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         try:
@@ -541,13 +588,21 @@ class Framework:
         self._observe("PreScore", "", None, started)
         return None
 
-    def run_score(self, state: CycleState, pod: PodInfo, snap: Snapshot, idx: np.ndarray) -> ScoreResult:
+    def run_score(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, idx: np.ndarray, nodes: Sequence[NodeInfo] | None = None
+    ) -> ScoreResult:
+        """Score the nodes at snapshot positions ``idx``. ``nodes``, aligned with ``idx``, are
+        the NodeInfos to score instead of the snapshot's (what a filter extender returned):
+        then only the per-node forms run, on those objects, as upstream scores what it is given."""
         started = time.perf_counter()
         names: list[str] = []
         raws: list[np.ndarray] = []
         finals: list[np.ndarray] = []
         totals = np.zeros(len(idx), dtype=np.int64)
-        infos = snap.node_infos
+        infos: Sequence[NodeInfo] = snap.node_infos
+        scored = idx.tolist()
+        if nodes is not None:
+            infos, scored = nodes, list(range(len(nodes)))
         rec = state.record_plugin_metrics
         evals = self._evals["Score"]
         for k, pl in enumerate(self.score_plugins):
@@ -557,11 +612,11 @@ class Framework:
             t0 = time.perf_counter() if rec else 0.0
             try:
                 arr: np.ndarray | None = None
-                if self._score_has_batch[pl.name] and not self.reference_mode:
+                if self._score_has_batch[pl.name] and not self.reference_mode and nodes is None:
                     arr = pl.score_batch(state, pod, snap, idx)
                 if arr is None:
                     arr = np.fromiter(
-                        (pl.score(state, pod, infos[i]) for i in idx.tolist()), dtype=np.int64, count=len(idx)
+                        (pl.score(state, pod, infos[i]) for i in scored), dtype=np.int64, count=len(idx)
                     )
                 else:
                     arr = np.asarray(arr, dtype=np.int64)

@@ -22,10 +22,14 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
+import pathlib
 import signal
+import socket
+import ssl
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -43,10 +47,16 @@ from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.config.validation import validate_leader_election
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import FrameworkError, Registry, build_frameworks, check_profiles, plugin_resources
+from scheduler.extender import build_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.live import log as logconf
+from scheduler.live import presence
+from scheduler.live.decisions import DecisionStore, RecordOptions
+from scheduler.live.explainpage import ExplainPage
+from scheduler.live.kube.annotator import ResultAnnotator
 from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.live.kube.elector import ElectorConfigError, KubeLeaseAPI, LeaderElector, LeadershipLost, check_timings
@@ -60,7 +70,7 @@ from scheduler.live.metrics.resources import PodResources
 from scheduler.live.serving.debug import DebugFlags, Profiling
 from scheduler.live.serving.health import HealthEndpoint, HealthSLIs, NamedCheck
 from scheduler.live.serving.options import ServingError, options_from_args
-from scheduler.live.serving.server import Handler, SecureServer, build_server
+from scheduler.live.serving.server import Handler, SecureServer, build_server, fetch_client_ca
 from scheduler.live.serving.zpages import Flagz, Statusz, configz_handler
 from scheduler.live.watch.watcher import NotServed, Watcher
 from scheduler.model.kinds import live_kinds
@@ -100,10 +110,15 @@ def informer_users(frameworks: Mapping[str, Framework]) -> frozenset[str]:
 
 class App:
     def __init__(self, cfg: SchedulerConfig, registry: Registry, metrics: Metrics, creds: CredentialSource,
-                 server: SecureServer | None, flags: Mapping[str, str] | None = None) -> None:
+                 server: SecureServer | None, flags: Mapping[str, str] | None = None,
+                 extenders: Sequence[Extender] = (), records: RecordOptions | None = None) -> None:
         """Builds every part, frameworks included (FrameworkError for plugin args a factory
-        refuses); talks to no API server until ``run``. ``flags``: /flagz's name -> value."""
+        refuses); talks to no API server until ``run``. ``flags``: /flagz's name -> value;
+        ``extenders``: the scheduler extenders' clients (scheduler/extender); ``records``: the
+        decision records' bounds and the result annotations."""
         self.cfg = cfg
+        self.creds = creds
+        records = records or RecordOptions()
         self.metrics = metrics
         self.server = server
         self.flags = dict(flags or {})
@@ -143,7 +158,7 @@ class App:
         frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
                                       volume_api=self.volume_api, observers=metrics.extension_point_observer,
                                       permit_timer=permit_timer, activator=self._activate_pods,
-                                      client_set=self.api_client, events=self.recorder)
+                                      client_set=self.api_client, events=self.recorder, extenders=extenders)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
         self.cache = Cache()
@@ -157,8 +172,14 @@ class App:
             # Backoff windows start on the wall clock's seconds, as kube-scheduler's do.
             window_phase=wall_window_phase(time.monotonic),
         )
+        # Decision records (explain, /debug/explain) and, opted in, the simulator's annotations.
+        self.annotator = (ResultAnnotator(self.binder.events_api, self.binder.events)  # type: ignore[arg-type]
+                          if records.annotations else None)
+        self.decisions = DecisionStore(records.max_pods, top=records.top,
+                                       on_final=self.annotator.submit if self.annotator is not None else None)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
-                                   Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder)
+                                   Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder,
+                                   decisions=self.decisions)
         # DefaultPreemption: the queue's nominator and the API side of preemption.
         self.preemption = LivePreemption(
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
@@ -176,6 +197,9 @@ class App:
                                scheduler_names=frameworks, on_error=metrics.object_error,
                                resources=self.plugin_resources, informer_users=users)
         self.scheduler.hold = self.watcher.fresh.wait  # no cycle on a half re-listed view
+        # Who this process is: the Lease holder identity when electing, else host and pid.
+        self.identity = self.elector.identity if self.elector is not None else f"{socket.gethostname()}_{os.getpid()}"
+        self.presence_path: pathlib.Path | None = None
         self.synced = False
         self.shutdown = asyncio.Event()
         self._debug_tasks: set[asyncio.Task[None]] = set()
@@ -248,9 +272,38 @@ class App:
     async def _start_http(self) -> None:
         # HTTPS, authentication and authorization live in live/serving/; these are the routes.
         if self.server is not None:
-            await self.server.start(self.routes())
+            # Ours beside upstream's: the decision records' page and API (live/explainpage.py).
+            page = ExplainPage(self.decisions, self.queue, self.cache.nodes.values, identity=self.identity)
+            await self.server.start({**self.routes(), **page.routes()})
+            await self._publish_presence()
+
+    async def _publish_presence(self) -> None:
+        """Say where this process serves, for `explain` on this machine (live/presence.py)."""
+        assert self.server is not None
+        host = presence.local_host(self.server.options.bind_address)
+        try:
+            fingerprint = await presence.certificate_fingerprint(host, self.server.port)
+            le = self.cfg.leader_election
+            self.presence_path = presence.publish(presence.Presence(
+                os.getpid(), self.identity, host, self.server.port, fingerprint, self.creds.host,
+                sorted(p.scheduler_name for p in self.cfg.profiles),
+                f"{le.resource_namespace}/{le.resource_name}" if le.leader_elect else "", time.time()))
+        except (OSError, ssl.SSLError, TimeoutError) as exc:
+            log.warning("presence_not_published", error=str(exc))
+
+    async def _trust_client_ca(self) -> None:
+        """Client certificates, as kube-scheduler's delegated authentication: with no
+        --client-ca-file, the CA the API server publishes for its clients."""
+        server = self.server
+        if server is None or server.options.client_ca_file or server.authn_client is None:
+            return
+        pem = await asyncio.get_running_loop().run_in_executor(self.executor, fetch_client_ca, server.authn_client)
+        if pem:
+            server.trust_client_ca(pem, "configmap kube-system/extension-apiserver-authentication")
 
     async def _stop_http(self) -> None:
+        presence.withdraw(self.presence_path)
+        self.presence_path = None
         if self.server is not None:
             await self.server.stop()
 
@@ -385,6 +438,7 @@ class App:
             self._close()
             log.info("stopped", code=code)
             return code
+        await self._trust_client_ca()
         # delayCacheUntilActive: a standby does not watch; it lists everything once it leads.
         delayed = self.cfg.delay_cache_until_active and self.elector is not None
         if delayed:
@@ -424,6 +478,10 @@ class App:
                 asyncio.create_task(self.queue.run_flushers(), name="queue-flushers"),
                 asyncio.create_task(self.scheduler.recorder.run(), name="event-writers"),
             ]
+            if self.annotator is not None:
+                tasks.append(asyncio.create_task(self.annotator.run(), name="result-annotations"))
+            if self.decisions.enabled:
+                tasks.append(asyncio.create_task(self.decisions.run_compactor(), name="decision-compactor"))
             keep: asyncio.Task[Any] | None = None
             if self.elector is not None:
                 keep = asyncio.create_task(self.elector.keep(), name="lease-renew")
@@ -541,6 +599,13 @@ def configure_logging(args: argparse.Namespace) -> str | None:
     return None
 
 
+def records_from_args(args: argparse.Namespace) -> RecordOptions:
+    """--decision-records, --decision-top-nodes and --result-annotations."""
+    d = RecordOptions()
+    return RecordOptions(getattr(args, "decision_records", d.max_pods), getattr(args, "decision_top_nodes", d.top),
+                         bool(getattr(args, "result_annotations", False)))
+
+
 def main(args: argparse.Namespace) -> int:
     err = configure_logging(args)
     if err is not None:
@@ -554,6 +619,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         with long_lived_objects():
             cfg = apply_flags(load_run_config(args.config, gates), args)
+            # Upstream builds the extenders before the profiles (scheduler.New).
+            extenders, cfg = build_extenders(cfg)
             registry = default_registry()
             check_profiles(cfg, registry)
     except ConfigError as exc:
@@ -586,7 +653,8 @@ def main(args: argparse.Namespace) -> int:
         with long_lived_objects():
             metrics = Metrics()
             metrics.feature_gates(gates)
-            app = App(cfg, registry, metrics, creds, server, getattr(args, "flagz", None))
+            app = App(cfg, registry, metrics, creds, server, getattr(args, "flagz", None), extenders,
+                      records_from_args(args))
     except FrameworkError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG

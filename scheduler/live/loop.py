@@ -29,6 +29,7 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, rejecting_plugins, scheduling_cycle
+from scheduler.core.extenders import extenders_binding
 from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.listers import Listers
@@ -36,6 +37,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, code_string
 from scheduler.framework.waiting_pods import Cancel, WaitingPod
+from scheduler.live.decisions import DecisionStore
 from scheduler.live.handlers import EventHandlers
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
 from scheduler.live.kube.recorder import Recorder
@@ -104,8 +106,11 @@ class Scheduler(EventHandlers):
         *,
         clock: Callable[[], float] = time.monotonic,
         recorder: Recorder | None = None,
+        decisions: DecisionStore | None = None,
     ) -> None:
         self.metrics = metrics or Metrics()
+        # Each pod's latest attempts, for `explain` and the page (references, kept bounded).
+        self.decisions = decisions if decisions is not None else DecisionStore()
         recorder = recorder or Recorder(binder.events_api, binder.events, on_drop=self._event_dropped)
         super().__init__(frameworks, cache, listers, queue, recorder)
         self.observe_event = self.metrics.event_handled
@@ -181,7 +186,9 @@ class Scheduler(EventHandlers):
         self.cycles += 1
         start = time.perf_counter()
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
-        self.metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        self.metrics.scheduling_algorithm_duration.observe(elapsed)
+        self.decisions.record(pod, fw, out, self.snapshot.node_infos, q.attempts, start, elapsed)
         if SCHEDULE_ONE.level >= 10 and out.result is not None:
             self._log_scores(pod.key, out)
         if out.assumed is None:
@@ -198,13 +205,16 @@ class Scheduler(EventHandlers):
     def _log_scores(self, pod: str, out: CycleOutcome) -> None:
         """prioritizeNodes' V(10) lines: each plugin's weighted score per node, then each node's total."""
         scores = out.result.scores if out.result is not None else None
-        if scores is None or not scores.plugins:
-            return  # one feasible node, or no Score plugin: upstream logs no scores either
+        if scores is None or not (scores.plugins or scores.extenders):
+            return  # one feasible node, or nothing scored: upstream logs no scores either
         infos = self.snapshot.node_infos
         names = [infos[int(i)].name for i in scores.idx]
         for k, node in enumerate(names):
             for plugin, final in zip(scores.plugins, scores.final):
                 log.info("Plugin scored node for pod", v=10, pod=pod, plugin=plugin, node=node, score=int(final[k]))
+        for ext in scores.extenders:
+            for hp in ext.priorities:  # as the extender answered, before weight and scaling
+                log.info("Extender scored node for pod", v=10, pod=pod, extender=ext.name, node=hp.host, score=hp.score)
         for k, node in enumerate(names):
             log.info("Calculated node's final score for pod", v=10, pod=pod, node=node, score=int(scores.totals[k]))
 
@@ -271,6 +281,7 @@ class Scheduler(EventHandlers):
         uid = assumed.uid
         s: Status | None = None
         at_permit = False  # the attempt ended in the wait at Permit, not in PreBind or Bind
+        timings: dict[str, float] = {}  # the decision record's
         try:
             wp = fw.get_waiting_pod(uid)
             if wp is not None:
@@ -286,8 +297,10 @@ class Scheduler(EventHandlers):
                     outcome = await wait_on_permit(wp)
                 finally:
                     self.permit_waits.discard(task)
-                self.metrics.permit_waited(code_string(outcome.code), time.perf_counter() - began)
+                timings["permitWait"] = time.perf_counter() - began
+                self.metrics.permit_waited(code_string(outcome.code), timings["permitWait"])
                 s = fw.end_wait_on_permit(assumed, outcome)
+                self.decisions.stage(uid, "Permit", s)
                 at_permit = s is not None
                 if s is not None and s.is_rejected():
                     s = binding_rejection(assumed, node, s)
@@ -297,12 +310,17 @@ class Scheduler(EventHandlers):
                 # be recorded once per binding pod.
                 self.queue.done(uid)
                 s = await fw.run_pre_bind(state, assumed, node)
+                self.decisions.stage(uid, "PreBind", s)
             if s is None:
-                s = await fw.run_bind(state, assumed, node)
+                bound, s = await self._extenders_bind(fw, assumed, node)
+                if not bound:
+                    s = await fw.run_bind(state, assumed, node)
                 if s is not None and s.code == Code.SKIP:
                     s = Status(Code.ERROR, "no bind plugin bound the pod")
+                self.decisions.stage(uid, "Bind", s)
         except asyncio.CancelledError:
             # Shutting down mid-binding: release the reservation; the next run retries the pod.
+            self.decisions.finish(uid, Status(Code.ERROR, "binding cycle cancelled"), timings)
             fw.discard_waiting_pod(assumed)
             fw.run_unreserve(state, assumed, node)
             self.cache.forget_pod(uid)
@@ -310,6 +328,8 @@ class Scheduler(EventHandlers):
             raise
         except Exception as exc:  # the runtime catches plugin errors; this is a last resort
             s = Status(Code.ERROR, f"binding cycle: {exc}", err=exc)
+        timings["total"] = time.perf_counter() - start
+        self.decisions.finish(uid, s, timings)
         if s is None:
             self.cache.finish_binding(uid)
             seconds = time.perf_counter() - start
@@ -358,6 +378,16 @@ class Scheduler(EventHandlers):
         self._handle_scheduling_failure(fw, q, s)
         if s.is_rejected():
             self._freed(assumed)
+
+    async def _extenders_bind(self, fw: Framework, pod: PodInfo, node: str) -> tuple[bool, Status | None]:
+        """A binder extender interested in the pod binds it before any Bind plugin (upstream
+        extendersBinding), off the event loop: its HTTP call may take up to its timeout. The
+        lease fence is checked first, as the Binder does before a Binding."""
+        if not any(e.is_binder() for e in fw.extenders):
+            return False, None
+        if not self.binder.fence_open():
+            return True, Status(Code.ERROR, "lease fence closed", err=Fenced())
+        return await asyncio.to_thread(extenders_binding, fw.extenders, pod, node)
 
     async def _nominate_while_waiting(self, pod: PodInfo, node: str) -> None:
         """NominatedNodeNameForExpectation (beta, on in v1.36.3): a pod about to wait at Permit

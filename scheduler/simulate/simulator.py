@@ -1,7 +1,8 @@
 """Offline what-if: the real framework against a cluster described in YAML, no API server.
 
 The same Cache, Snapshot, Framework, Algorithm and scheduling cycle as the live scheduler; the
-binder is a stand-in that always succeeds.
+binder is a stand-in that always succeeds. Configured extenders are asked over HTTP as live
+(filter, prioritize, preempt), except to bind: a binder extender would write to a cluster.
 
 Permit ``Wait``, deterministically: the pod stays assumed (its room held) while the next pods
 are tried. When a later pod's cycle allows it (a plugin calls ``allow`` on the waiting pod), its
@@ -20,9 +21,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 import numpy as np
+import structlog
 import yaml
 
 from scheduler.backend.cache import Cache
@@ -31,7 +33,11 @@ from scheduler.config import ConfigError, SchedulerConfig, error_line, load_conf
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
+from scheduler.core.decision import from_outcome
 from scheduler.core.profiles import FrameworkError, build_frameworks
+from scheduler.core.report import render
+from scheduler.extender import build_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Plugin, QueuedPodInfo
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
@@ -251,7 +257,10 @@ class Simulator:
         config: SchedulerConfig,
         seed: int | None = None,
         registry: Mapping[str, type[Plugin]] | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
+        """``extenders``: the scheduler extenders to ask (their filter, prioritize and preempt
+        verbs; a binder extender is not asked to bind: simulate writes nothing anywhere)."""
         self.config = config
         self.cache = Cache()
         self.snapshot = Snapshot()
@@ -272,6 +281,7 @@ class Simulator:
             seed=seed,
             permit_timer=self._timer,
             activator=self._activate,
+            extenders=extenders,
         )
         preemption.waiting_pods = next(iter(self.frameworks.values())).handle.waiting_pods
         # Kinds the plugins' informers asked for: the file's objects of those kinds go there.
@@ -369,6 +379,10 @@ class Simulator:
             return None
         return self._bind(fw, out)
 
+    def waiting_attempt(self, uid: str) -> CycleOutcome | None:
+        """The attempt of a pod that waits at Permit (``attempt`` returned None for it)."""
+        return self._waiting.get(uid)
+
     def _ended_waits(self) -> Iterator[CycleOutcome]:
         """The waits that ended since the last look: bound, or rejected and released."""
         while self._ended:
@@ -447,6 +461,18 @@ def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
                 "plugins": {name: {"score": raws[k][j], "final": finals[k][j]} for k, name in enumerate(sc.plugins)},
                 "total": totals[j],
             }
+        for ext in sc.extenders:
+            # What the extender answered for each node it scored, and what that added.
+            answered: dict[str, int] = {}
+            for hp in ext.priorities:
+                answered[hp.host] = answered.get(hp.host, 0) + hp.score
+            for j, i in enumerate(sc.idx.tolist()):
+                name = infos[i].name
+                if name in answered:
+                    scores[name].setdefault("extenders", {})[ext.name] = {
+                        "score": answered[name],
+                        "final": int(ext.final[j]),
+                    }
     rec["scores"] = scores
     if out.node is None:
         rec["message"] = out.message
@@ -478,33 +504,20 @@ def claim_allocations(sim: Simulator, pod: PodInfo) -> dict[str, Any]:
 
 
 def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> None:
-    pod = out.pod.key
-    if out.node is None:
-        stream.write(f"{pod}: unschedulable\n  {out.message}\n")
-        pf = out.post_filter
-        if pf is not None and pf.nominated_node_name:
-            victims = ", ".join(v.key for v in pf.victims)
-            stream.write(f"  preemption: nominated {pf.nominated_node_name}, victims {victims}\n")
-        stream.write("\n")
-        return
-    res = out.result
-    assert res is not None
-    stream.write(f"{pod} -> {out.node}   (evaluated {res.evaluated_nodes}, feasible {res.feasible_nodes})\n")
-    for claim, devices in claim_allocations(sim, out.pod).items():
-        names = ", ".join(f"{d['request']}={d['driver']}/{d['pool']}/{d['device']}" for d in devices)
-        stream.write(f"  claim {claim}: {names}\n")
-    sc = res.scores
-    if sc is None or not sc.plugins:
-        stream.write("  only one feasible node: no scoring\n\n" if sc is None else "  no score plugins\n\n")
-        return
-    order = np.argsort(-sc.totals, kind="stable")[:top]
-    infos = sim.snapshot.node_infos
-    headers = ["NODE", "TOTAL", *sc.plugins]
-    rows = [[infos[int(sc.idx[j])].name, str(int(sc.totals[j]))] + [str(int(f[j])) for f in sc.final] for j in order]
-    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
-    for r in [headers, *rows]:
-        stream.write(("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() + "\n")
-    stream.write("\n")
+    fw = sim.frameworks[out.pod.scheduler_name]
+    d = from_outcome(out, fw, sim.snapshot.node_infos, top=top)
+    claims = claim_allocations(sim, out.pod) if out.node is not None else None
+    stream.write(render(d, top=top, claims=claims))
+
+
+class _Stderr:
+    """Whatever ``sys.stderr`` is when a line is written (it may be replaced after start-up)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def run(
@@ -516,12 +529,17 @@ def run(
     stats: bool = False,
     gates: FeatureGates = DEFAULT_GATES,
 ) -> int:
+    if stream is None and not structlog.is_configured():
+        # The output is the contract: whatever the core logs (an extender skipped, a plugin's
+        # warning) goes to stderr, not between the JSON lines.
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())))
     stream = stream or sys.stdout
     try:
         docs = load_documents(cluster_path)
         cluster = build_cluster(docs)
         config = load_config(config_path, gates)
-        sim = Simulator(cluster, config, seed)
+        extenders, config = build_extenders(config)
+        sim = Simulator(cluster, config, seed, extenders=extenders)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

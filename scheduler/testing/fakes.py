@@ -80,6 +80,7 @@ class FakeCoreAPI:
         self.get_errors: list[ApiError] = []  # raised by get_pod, one per call, first
         self.gets = 0
         self.deleted: list[tuple[str, str]] = []
+        self.pod_patches: list[tuple[str, str, dict[str, Any]]] = []
 
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float | None = None) -> None:
         self.uids[(namespace, name)] = body["metadata"]["uid"]
@@ -108,6 +109,9 @@ class FakeCoreAPI:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.deleted.append((namespace, name))
+
+    def patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        self.pod_patches.append((namespace, name, body))
 
 
 class FakeFence:

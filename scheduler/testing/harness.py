@@ -4,7 +4,7 @@ cycle per ``step`` (upstream: schedule_one_test.go's scheduler built around a fa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,7 @@ from scheduler.backend.queue import SchedulingQueue
 from scheduler.config import SchedulerConfig, load_config
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Plugin
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
@@ -28,11 +29,12 @@ from scheduler.testing.fakes import FakeClock, FakeCoreAPI, FakeFence, FakePermi
 
 class Harness:
     """``config``/``registry``: the profiles and plugins (default: the default configuration);
+    ``extenders``: the scheduler extenders every profile shares;
     Permit timeouts run on ``permit_timer`` (a FakePermitTimer, advanced by the test)."""
 
     def __init__(self, api: FakeCoreAPI | None = None, fence: FakeFence | None = None,
                  limiter: TokenBucket | None = None, *, config: SchedulerConfig | None = None,
-                 registry: Mapping[str, type[Plugin]] | None = None) -> None:
+                 registry: Mapping[str, type[Plugin]] | None = None, extenders: Sequence[Extender] = ()) -> None:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
@@ -43,7 +45,7 @@ class Harness:
         snap, listers = Snapshot(), Listers()
         fws = build_frameworks(config or load_config(None), snap, listers, client=self.binder, registry=registry,
                                observers=self.metrics.extension_point_observer, permit_timer=self.permit_timer,
-                               activator=self._activate, events=recorder)
+                               activator=self._activate, events=recorder, extenders=extenders)
         self.cache = Cache()
         self.queue = SchedulingQueue(fws, self.clock)
         self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),

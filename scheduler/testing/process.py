@@ -177,6 +177,14 @@ class SchedulerProcess:
                 out[keys[e["pod"]]] = e
         return out
 
+    def __enter__(self) -> SchedulerProcess:
+        """Ready (``wait_ready``) for the ``with`` block; stopped after it."""
+        self.wait_ready()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int | None:
         code = stop_process(self.proc, sig, timeout)
         self._log.close()

@@ -68,10 +68,47 @@ DECODE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("profiles-not-a-list", doc(profiles={"a": 1}), "profiles: Invalid value: object: must be a list"),
     (
-        "extenders-unsupported",
-        doc(extenders=[{"urlPrefix": "http://x"}]),
-        "extenders: Forbidden: scheduler extenders are not supported by pyscheduler",
+        "extender-unknown-field",
+        doc(extenders=[{"urlPrefix": "http://x", "filterverb": "f"}]),
+        'strict decoding error: unknown field "extenders[0].filterverb"',
     ),
+    (
+        "extender-tls-unknown-field",
+        doc(extenders=[{"tlsConfig": {"caFiles": "x"}}]),
+        'strict decoding error: unknown field "extenders[0].tlsConfig.caFiles"',
+    ),
+    (
+        "extender-resource-unknown-field",
+        doc(extenders=[{"managedResources": [{"name": "example.com/a", "ignored": True}]}]),
+        'strict decoding error: unknown field "extenders[0].managedResources[0].ignored"',
+    ),
+    (
+        "extender-weight-not-int",
+        doc(extenders=[{"weight": "2"}]),
+        'extenders[0].weight: Invalid value: "2": must be an integer',
+    ),
+    (
+        "extender-timeout-not-duration",
+        doc(extenders=[{"httpTimeout": "5"}]),
+        'extenders[0].httpTimeout: Invalid value: "5": time: missing unit in duration "5"',
+    ),
+    (
+        "extender-https-not-bool",
+        doc(extenders=[{"enableHTTPS": "yes"}]),
+        'extenders[0].enableHTTPS: Invalid value: "yes": must be a boolean',
+    ),
+    # encoding/json's base64 errors, offsets as Go reports them (checked against the binary).
+    (
+        "extender-cert-data-short",
+        doc(extenders=[{"tlsConfig": {"certData": "YWJ"}}]),
+        "extenders[0].tlsConfig.certData: illegal base64 data at input byte 0",
+    ),
+    (
+        "extender-ca-data-bad-char",
+        doc(extenders=[{"tlsConfig": {"caData": "YW*j"}}]),
+        "extenders[0].tlsConfig.caData: illegal base64 data at input byte 2",
+    ),
+    ("extenders-not-a-list", doc(extenders={"urlPrefix": "x"}), "extenders: Invalid value: object: must be a list"),
 ]
 
 

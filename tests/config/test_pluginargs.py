@@ -31,7 +31,8 @@ def test_qualified_name_errors() -> None:
     assert is_qualified_name("a" * 64) == ["name part must be no more than 63 characters"]
     assert is_qualified_name("-a") == ["name part " + name_regex]
     [err] = is_qualified_name("a/b/c")
-    assert err.startswith("a qualified name " + QUALIFIED_NAME_MSG)
+    # v1.36 words a key with two slashes as a label key (apimachinery content.IsLabelKey).
+    assert err.startswith("a valid label key " + QUALIFIED_NAME_MSG)
     assert err.endswith("with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")
     [err] = is_qualified_name("Example.com/a")
     assert err.startswith("prefix part a lowercase RFC 1123 subdomain")

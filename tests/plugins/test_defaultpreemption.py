@@ -19,13 +19,10 @@ from scheduler.backend.cache import Cache
 from scheduler.config import PluginRef, PluginSet, Profile
 from scheduler.core.profiles import new_framework
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.extender import Victims
 from scheduler.framework.interface import Handle, NodeToStatus, Plugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.listers import Listers
-from scheduler.framework.preemption import (
-    Victims,
-    filter_pods_with_pdb_violation,
-    pick_one_node_for_preemption,
-)
+from scheduler.framework.preemption import filter_pods_with_pdb_violation, pick_one_node_for_preemption
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status

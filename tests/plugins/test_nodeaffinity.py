@@ -620,7 +620,7 @@ def test_args_invalid_added_affinity() -> None:
         )
     msg = str(e.value)
     assert msg.startswith(
-        f'[{REQ0}.key: Invalid value: "invalid/label/key": a qualified name must consist of'
+        f'[{REQ0}.key: Invalid value: "invalid/label/key": a valid label key must consist of'
     )
     assert msg.endswith(
         ", addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].matchFields[0].values: "

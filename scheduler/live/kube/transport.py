@@ -152,6 +152,7 @@ def _message_of(body: bytes) -> str:
 
 JSON = "application/json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
 
 
 class KubeCoreAPI:
@@ -235,6 +236,10 @@ class KubeCoreAPI:
     def patch_pod_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         # Strategic merge: conditions merge by type, so the kubelet's conditions stay.
         self._request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body, STRATEGIC_MERGE_PATCH)
+
+    def patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        # The result annotations (JSON merge patch of metadata; its uid is a precondition).
+        self._request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", body, MERGE_PATCH)
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return dict(json.loads(self._request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", timeout=10.0)))

@@ -5,8 +5,15 @@ A request without a bearer token is ``system:anonymous`` (anonymous auth is on).
 goes to the API server as a TokenReview; not authenticated, or the review failing, answers 401
 whatever the path, health paths included. Answers are cached 10 s by token; errors are not
 cached. Authenticated users get the ``system:authenticated`` group. Without a kubeconfig for
-reviews (--authentication-kubeconfig, else in-cluster), every request is anonymous. Client
-certificates and front-proxy headers are not supported.
+reviews (--authentication-kubeconfig, else in-cluster), every request is anonymous.
+
+Client certificates, checked before tokens as the apiserver's union does: one that the client CA
+(--client-ca-file, else the client-ca-file of ConfigMap kube-system/extension-apiserver-
+authentication, read once at start) verifies authenticates as its CommonName with its
+Organizations as groups. A bearer token may also come in ``X-Pyscheduler-Authorization``: the
+API server drops ``Authorization`` when it proxies a request to a pod, so ``pyscheduler
+explain`` repeats its token there; it is reviewed exactly as the other. Front-proxy headers are
+not supported.
 
 The review plumbing that authorization shares lives here too: the review call's shape and
 error, the webhook retry backoff, and the expiring cache.
@@ -54,6 +61,28 @@ class UserInfo:
 
 
 ANONYMOUS_USER = UserInfo(ANONYMOUS, "", (UNAUTHENTICATED,))
+
+# Where a token can come when the API server's proxy has dropped Authorization (see above).
+FORWARDED_AUTHORIZATION = "X-Pyscheduler-Authorization"
+
+
+def certificate_user(peercert: Any) -> UserInfo | None:
+    """The user of a verified client certificate (``SSLSocket.getpeercert()``'s dict): CommonName
+    as the name, Organizations as groups (the apiserver's CommonNameUserConversion); None when
+    there is none or it has no CommonName."""
+    if not isinstance(peercert, dict) or not peercert:
+        return None
+    cn = ""
+    orgs: list[str] = []
+    for rdn in peercert.get("subject") or ():
+        for attr, value in rdn:
+            if attr == "commonName" and not cn:
+                cn = str(value)
+            elif attr == "organizationName":
+                orgs.append(str(value))
+    if not cn:
+        return None
+    return UserInfo(cn, "", (*orgs, AUTHENTICATED))
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,7 @@ class ServingOptions:
     unauthorized_ttl: float = DEFAULT_CACHE_TTL
     always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
     always_allow_groups: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_GROUPS
+    client_ca_file: str | None = None
 
     def validate(self) -> None:
         if not 0 <= self.secure_port <= 65535:
@@ -88,6 +89,10 @@ def add_flags(run: argparse.ArgumentParser, duration: Callable[[str], float]) ->
     a.add_argument("--authorization-kubeconfig", default=None,
                    help="kubeconfig allowed to create subjectaccessreviews; in-cluster if absent, else all "
                         "but the always-allowed paths is forbidden")
+    a.add_argument("--client-ca-file", default=None,
+                   help="CA bundle (PEM) for client certificates: a certificate it signed authenticates as its "
+                        "CommonName, groups its Organizations; without it, the client-ca-file of ConfigMap "
+                        "kube-system/extension-apiserver-authentication when an authentication kubeconfig is known")
     a.add_argument("--authentication-token-webhook-cache-ttl", type=duration, default=DEFAULT_CACHE_TTL,
                    metavar="DURATION", help="how long TokenReview answers are cached (default 10s)")
     a.add_argument("--authorization-webhook-cache-authorized-ttl", type=duration, default=DEFAULT_CACHE_TTL,
@@ -113,4 +118,5 @@ def options_from_args(args: Any) -> ServingOptions:
         authorized_ttl=args.authorization_webhook_cache_authorized_ttl,
         unauthorized_ttl=args.authorization_webhook_cache_unauthorized_ttl,
         always_allow_paths=paths,
+        client_ca_file=getattr(args, "client_ca_file", None) or None,
     )

@@ -25,7 +25,14 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from scheduler.live.serving.authn import ReviewError, TokenAuthenticator, UserInfo
+from scheduler.live.serving.authn import (
+    FORWARDED_AUTHORIZATION,
+    AuthnResult,
+    ReviewError,
+    TokenAuthenticator,
+    UserInfo,
+    certificate_user,
+)
 from scheduler.live.serving.authz import DelegatingAuthorizer
 from scheduler.live.serving.options import ServingError, ServingOptions
 from scheduler.live.serving.tls import ssl_context
@@ -33,6 +40,7 @@ from scheduler.live.serving.tls import ssl_context
 log = structlog.get_logger(__name__)
 
 REVIEW_TIMEOUT = 10.0
+AUTHENTICATION_CONFIGMAP = "extension-apiserver-authentication"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,6 +149,8 @@ class SecureServer:
     authorizer: DelegatingAuthorizer
     tls: ssl.SSLContext | None = None
     port: int = 0
+    # The authentication kubeconfig's client: where the client CA is looked up at start.
+    authn_client: Any = field(default=None, repr=False)
     _runner: web.AppRunner | None = field(default=None, repr=False)
 
     @web.middleware
@@ -153,7 +163,12 @@ class SecureServer:
 
     async def check(self, request: web.Request) -> web.Response | None:
         """None when the request may go on; the refusal otherwise."""
-        authn = await self.authenticator.authenticate(request.headers.get("Authorization"))
+        user = certificate_user(request.transport.get_extra_info("peercert") if request.transport else None)
+        if user is not None:
+            authn = AuthnResult(user)
+        else:
+            header = request.headers.get("Authorization") or request.headers.get(FORWARDED_AUTHORIZATION)
+            authn = await self.authenticator.authenticate(header)
         if authn.user is None:
             log.info("serving_unauthorized", path=request.path, error=authn.error)
             return unauthorized_response()
@@ -182,6 +197,20 @@ class SecureServer:
                  authentication="tokenreview" if self.authenticator.review else "anonymous-only",
                  authorization="subjectaccessreview" if self.authorizer.review else "always-allow-paths-only")
 
+    def trust_client_ca(self, pem: str, source: str) -> bool:
+        """Verify client certificates against ``pem`` from now on (a certificate that fails the
+        check fails the handshake, as Go's VerifyClientCertIfGiven). False if ``pem`` is no CA."""
+        if self.tls is None:
+            return False
+        try:
+            self.tls.load_verify_locations(cadata=pem)
+        except (ssl.SSLError, ValueError) as exc:
+            log.warning("client_ca_unusable", source=source, error=str(exc))
+            return False
+        self.tls.verify_mode = ssl.CERT_OPTIONAL
+        log.info("client_certificates_accepted", source=source)
+        return True
+
     async def stop(self) -> None:
         if self._runner is not None:
             with contextlib.suppress(Exception):
@@ -193,6 +222,13 @@ def build_server(options: ServingOptions, executor: Executor | None = None) -> S
     """Everything that can fail before the cluster is touched: options, key material, review clients."""
     options.validate()
     tls = ssl_context(options.tls_cert_file, options.tls_private_key_file)
+    client_ca = None
+    if options.client_ca_file:
+        try:
+            with open(options.client_ca_file, encoding="utf-8") as f:
+                client_ca = f.read()
+        except OSError as exc:
+            raise ServingError(f"--client-ca-file {options.client_ca_file}: {exc.strerror or exc}") from None
     authn_client = review_client(options.authentication_kubeconfig, "authentication")
     authz_client = review_client(options.authorization_kubeconfig, "authorization")
     authn = TokenAuthenticator(
@@ -206,4 +242,24 @@ def build_server(options: ServingOptions, executor: Executor | None = None) -> S
         options.authorized_ttl,
         options.unauthorized_ttl,
     )
-    return SecureServer(options, authn, authz, tls)
+    server = SecureServer(options, authn, authz, tls, authn_client=authn_client)
+    if client_ca is not None and not server.trust_client_ca(client_ca, options.client_ca_file or ""):
+        raise ServingError(f"--client-ca-file {options.client_ca_file}: no PEM certificate in it")
+    return server
+
+
+def fetch_client_ca(api_client: Any) -> str | None:
+    """The client-ca-file of ConfigMap kube-system/extension-apiserver-authentication (what
+    kube-scheduler's delegated authentication reads when no --client-ca-file is given); None if
+    it cannot be read. Blocking."""
+    from kubernetes import client
+
+    try:
+        cm = client.CoreV1Api(api_client).read_namespaced_config_map(
+            AUTHENTICATION_CONFIGMAP, "kube-system", _request_timeout=REVIEW_TIMEOUT)
+    except Exception as exc:
+        log.warning("client_ca_lookup_failed", configmap=f"kube-system/{AUTHENTICATION_CONFIGMAP}",
+                    error=" ".join(str(getattr(exc, "reason", None) or exc).split()),
+                    detail="client certificates are not accepted")
+        return None
+    return (cm.data or {}).get("client-ca-file") or None

@@ -1,0 +1,561 @@
+"""Decision records: what one scheduling attempt saw and decided, kept so that ``explain`` can
+answer "why this node?" and "why is my pod pending?" afterwards.
+
+Two forms:
+
+* ``Attempt``: what the live loop keeps right after a cycle. References only, to what the cycle
+  computed anyway: the ScheduleResult (its ScoreResult arrays), the Diagnosis's statuses,
+  PostFilter's result, the snapshot's node list of that cycle (positions -> names) and the
+  framework. Building one is O(1): nothing is copied per node on the hot path. The binding cycle
+  fills in its outcome (Permit, PreBind, Bind) and timings when it ends.
+* ``Decision``: the answer, with node names, ranked score rows (raw, normalized and weighted per
+  plugin), filter verdicts per node and per plugin, the FailedScheduling message, the nominated
+  node and victims, the binding stages and the timings. ``explain`` builds it from an Attempt
+  when someone asks. ``compact`` builds a small one and lets the references go; the store does
+  that to attempts that are no longer among the newest, so an old attempt costs a few hundred
+  bytes whatever the size of the cluster.
+
+What a compact Decision keeps, and what it drops (docs/troubleshooting.md says the same):
+
+* scores: the rows of the ``top`` best nodes by total (the chosen node always among them), with
+  every plugin's raw, normalized and weighted score; how many nodes were scored in all;
+* filter: per rejecting plugin, the number of nodes, each distinct reason with its node count and
+  up to ``examples`` node names per reason; each rejected node's own verdict only when no more
+  than ``filtered_limit`` nodes were rejected;
+* the rest as is: message, nominated node, victims, stages, timings.
+
+``to_json``/``from_json`` carry a Decision across the wire (``explain`` asks the scheduler over
+HTTPS); the ``scores`` and ``filtered`` maps have ``simulate --output json``'s shape.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.core.algorithm import FitError, ScheduleResult
+from scheduler.core.cycle import CycleOutcome
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import PostFilterResult
+from scheduler.framework.status import Code, Status, code_string
+
+if TYPE_CHECKING:
+    from scheduler.framework.runtime import Framework
+    from scheduler.framework.snapshot import Snapshot
+    from scheduler.model.node import NodeInfo
+    from scheduler.model.pod import PodInfo
+
+# Attempt outcomes.
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+BINDING = "binding"  # assumed, the binding cycle still running
+WAITING = "waiting"  # assumed, waiting at Permit
+
+# Where a Decision comes from.
+SOURCE_SCHEDULER = "scheduler"
+SOURCE_WHAT_IF = "what-if"
+SOURCE_SIMULATE = "simulate"
+
+# What a compact Decision keeps (see the module docstring).
+DEFAULT_TOP_NODES = 10
+DEFAULT_FILTERED_LIMIT = 50
+DEFAULT_EXAMPLES = 3
+# An explained (not compacted) attempt lists every node, up to these many.
+FULL_LIMIT = 5000
+_PLUGIN_REASONS = attrgetter("plugin", "reasons")
+# A prioritizing extender's raw score on a node it gave no answer for.
+NOT_ASKED = -1
+# Up to this many scored nodes one stable sort is the cheapest way to the best rows.
+SORT_ALL_BELOW = 4096
+# Extension points as the record names them, and the Framework's lists of their plugins; the
+# names per framework, listed once.
+_POINTS_OF: weakref.WeakKeyDictionary[Framework, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+_POINTS = (
+    ("preFilter", "pre_filter_plugins"), ("filter", "filter_plugins"), ("postFilter", "post_filter_plugins"),
+    ("preScore", "pre_score_plugins"), ("score", "score_plugins"), ("reserve", "reserve_plugins"),
+    ("permit", "permit_plugins"), ("preBind", "pre_bind_plugins"), ("bind", "bind_plugins"),
+)
+
+
+@dataclass(slots=True)
+class ScoreRow:
+    """One scored node: per score plugin (in ``Decision.plugins`` order) what Score returned and
+    the weighted normalized score; the normalized one is ``final // weight``."""
+
+    node: str
+    total: int
+    raw: list[int]
+    final: list[int]
+
+
+@dataclass(slots=True)
+class Verdict:
+    """A rejected node: the Filter (or PreFilter) plugin that rejected it and why."""
+
+    plugin: str
+    reasons: list[str]
+
+
+@dataclass(slots=True)
+class Rejection:
+    """One rejecting plugin over all nodes: how many it rejected, each reason with its count,
+    and a few of the nodes per reason."""
+
+    plugin: str
+    nodes: int
+    reasons: dict[str, int]
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class NearMiss:
+    """A node that every Filter plugin but one accepts (what-if only: it runs them all)."""
+
+    node: str
+    plugin: str
+    reasons: list[str]
+
+
+@dataclass(slots=True)
+class Decision:
+    pod: str
+    uid: str = ""
+    profile: str = ""
+    attempt: int = 0
+    time: float = 0.0  # wall clock of the cycle's start (Unix seconds)
+    outcome: str = ""
+    node: str | None = None  # the node the algorithm chose (None: it fit nowhere)
+    message: str = ""  # why the attempt failed (the FailedScheduling message)
+    num_nodes: int = 0
+    evaluated: int = 0
+    feasible: int = 0
+    # Each extension point's plugins in the profile (preFilter, filter, postFilter, preScore,
+    # score, reserve, permit, preBind, bind), and those PreFilter or PreScore made skip.
+    points: dict[str, list[str]] = field(default_factory=dict)
+    skipped_filter: list[str] = field(default_factory=list)
+    skipped_score: list[str] = field(default_factory=list)
+    plugins: list[str] = field(default_factory=list)  # score plugins that ran, then extenders
+    weights: list[int] = field(default_factory=list)
+    extenders: list[str] = field(default_factory=list)  # the columns of ``plugins`` that are extenders
+    scored: int = 0  # nodes scored; 0: one feasible node, or no Score plugin
+    scores: list[ScoreRow] = field(default_factory=list)  # best first
+    filtered: dict[str, Verdict] = field(default_factory=dict)
+    filtered_total: int = 0  # nodes rejected in all (``filtered`` may list fewer)
+    rejections: list[Rejection] = field(default_factory=list)  # most nodes first
+    nominated: str = ""
+    victims: list[str] = field(default_factory=list)
+    stages: dict[str, str] = field(default_factory=dict)  # Permit/PreBind/Bind -> "Success" or why not
+    timings: dict[str, float] = field(default_factory=dict)  # seconds
+    near_misses: list[NearMiss] = field(default_factory=list)
+    source: str = SOURCE_SCHEDULER
+    compact: bool = False
+
+    @property
+    def filter_plugins(self) -> list[str]:
+        return self.points.get("filter", [])
+
+    @property
+    def placed(self) -> bool:
+        return self.outcome in (SCHEDULED, BINDING, WAITING)
+
+    def normalized(self, row: ScoreRow) -> list[int]:
+        return [f // w if w else f for f, w in zip(row.final, self.weights)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The hot path's part
+
+
+class Attempt:
+    """One scheduling attempt as the loop leaves it: references, no copies (see the module
+    docstring). ``decision`` holds the compacted cycle part once the references are let go."""
+
+    __slots__ = (
+        "at",
+        "cycle_seconds",
+        "decision",
+        "fw",
+        "message",
+        "nodes",
+        "number",
+        "outcome",
+        "pod",
+        "post_filter",
+        "result",
+        "skipped",
+        "skipped_score",
+        "stages",
+        "status",
+        "timings",
+        "weight",
+    )
+
+    def __init__(
+        self,
+        pod: PodInfo,
+        fw: Framework,
+        out: CycleOutcome,
+        nodes: list[NodeInfo],
+        number: int,
+        at: float,
+        cycle_seconds: float,
+    ) -> None:
+        self.pod = pod
+        self.fw: Framework | None = fw
+        self.nodes: list[NodeInfo] | None = nodes
+        self.number = number
+        self.at = at
+        self.cycle_seconds = cycle_seconds
+        self.result: ScheduleResult | None = out.result
+        self.status: Status | None = out.status
+        self.post_filter: PostFilterResult | None = out.post_filter
+        self.skipped: set[str] = out.state.skip_filter_plugins
+        self.skipped_score: set[str] = out.state.skip_score_plugins
+        # What the references hold, in node entries (scored nodes, rejected nodes): the store's
+        # measure of memory. Read off lengths: O(1).
+        res = out.result
+        diag = res.diagnosis if res is not None else (out.fit_error.diagnosis if out.fit_error else None)
+        self.weight = (len(res.scores.idx) if res is not None and res.scores is not None else 0) + (
+            len(diag.node_to_status.statuses) if diag is not None else 0) + 1
+        if out.assumed is not None:
+            self.outcome = WAITING if fw.will_wait_on_permit(out.assumed) else BINDING
+        elif out.status is not None and out.status.is_rejected():
+            self.outcome = UNSCHEDULABLE
+        else:
+            self.outcome = ERROR
+        self.message = out.message
+        self.stages: dict[str, str] | None = None
+        self.timings: dict[str, float] | None = None
+        self.decision: Decision | None = None
+
+    def finish(self, outcome: str, message: str, stages: dict[str, str], timings: dict[str, float]) -> None:
+        """The binding cycle ended: its outcome, the message when it failed, what each stage
+        answered and how long the stages took."""
+        self.outcome = outcome
+        self.message = message
+        self.stages = stages
+        self.timings = timings
+
+
+def explain(
+    att: Attempt,
+    *,
+    top: int | None = None,
+    filtered_limit: int = FULL_LIMIT,
+    examples: int = DEFAULT_EXAMPLES,
+) -> Decision:
+    """The Decision of ``att``: every scored node and every rejected node (up to FULL_LIMIT),
+    or what compaction kept. Never mutates ``att``."""
+    base = att.decision
+    if base is None:
+        base = _cycle_decision(att, FULL_LIMIT if top is None else top, filtered_limit, examples)
+    timings = {"cycle": att.cycle_seconds, **(att.timings or {})}
+    stages = {**base.stages, **(att.stages or {})}
+    return replace(base, outcome=att.outcome, message=att.message, stages=stages, timings=timings)
+
+
+def compact(
+    att: Attempt,
+    top: int = DEFAULT_TOP_NODES,
+    filtered_limit: int = DEFAULT_FILTERED_LIMIT,
+    examples: int = DEFAULT_EXAMPLES,
+) -> None:
+    """Keep the small cycle part of ``att`` and let its references go (idempotent)."""
+    if att.decision is not None:
+        return
+    d = _cycle_decision(att, top, filtered_limit, examples)
+    d.compact = True
+    att.decision = d
+    release(att)
+
+
+def release(att: Attempt) -> None:
+    """Let the references go without keeping anything (an attempt nobody can ask for any more)."""
+    att.result = att.status = att.post_filter = None
+    att.nodes = None
+    att.fw = None
+    att.skipped = att.skipped_score = set()
+    att.weight = 0
+
+
+def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) -> Decision:
+    pod, fw = att.pod, att.fw
+    nodes = att.nodes or []
+    d = Decision(pod.key, pod.uid, fw.profile_name if fw is not None else "", att.number, att.at,
+                 num_nodes=len(nodes))
+    if fw is not None:
+        d.points = _points(fw)
+    d.skipped_filter = sorted(att.skipped)
+    d.skipped_score = sorted(att.skipped_score)
+    res = att.result
+    st = att.status
+    fe = st.err if st is not None and isinstance(st.err, FitError) else None
+    diag = res.diagnosis if res is not None else (fe.diagnosis if fe is not None else None)
+    if res is not None:
+        d.node = res.suggested_host
+        d.evaluated, d.feasible = res.evaluated_nodes, res.feasible_nodes
+    if diag is not None:
+        _filter_part(d, diag.node_to_status.statuses, diag.node_to_status.absent if fe is not None else None,
+                     nodes, filtered_limit, examples)
+    if res is None:
+        d.evaluated = d.filtered_total
+    if res is not None and res.scores is not None and fw is not None:
+        sc = res.scores
+        raw, final = list(sc.raw), list(sc.final)
+        d.plugins = list(sc.plugins)
+        d.weights = [fw.weights.get(p, 1) for p in sc.plugins]
+        if sc.extenders:
+            # Prioritizing extenders: columns after the plugins' (as simulate's table), their
+            # answer as the raw score, NOT_ASKED where they gave none for a node.
+            names = [nodes[i].name for i in sc.idx.tolist()]
+            for ext in sc.extenders:
+                answered: dict[str, int] = {}
+                for hp in ext.priorities:
+                    answered[hp.host] = answered.get(hp.host, 0) + hp.score
+                raw.append(np.array([answered.get(n, NOT_ASKED) for n in names], dtype=np.int64))
+                final.append(ext.final)
+                d.plugins.append(ext.name)
+                d.weights.append(ext.weight)
+                d.extenders.append(ext.name)
+        d.scored = len(sc.idx)
+        d.scores = _score_rows(sc.idx, raw, final, sc.totals, nodes, res.winner, top)
+    if res is not None and st is not None and fw is not None:
+        # Chosen, then refused in the scheduling cycle: Reserve or Permit, told by the plugin.
+        inner = next(iter(fe.diagnosis.node_to_status.statuses.values()), st) if fe is not None else st
+        if inner.plugin in d.points.get("permit", ()):
+            d.stages = {"Reserve": "Success", "Permit": status_text(inner)}
+        else:
+            d.stages = {"Reserve": status_text(inner)}
+    elif res is not None and st is None:
+        d.stages = {"Reserve": "Success"}
+    pf = att.post_filter
+    if pf is not None and pf.nominated_node_name:
+        d.nominated = pf.nominated_node_name
+        d.victims = [v.key for v in pf.victims]
+    return d
+
+
+def _points(fw: Framework) -> dict[str, list[str]]:
+    """Each extension point's plugin names: a framework's never change, so they are listed once
+    per framework and shared by its records (read-only)."""
+    pts = _POINTS_OF.get(fw)
+    if pts is None:
+        pts = _POINTS_OF[fw] = {point: [pl.name for pl in getattr(fw, attr)] for point, attr in _POINTS}
+    return pts
+
+
+def _score_rows(
+    idx: np.ndarray, raw: list[np.ndarray], final: list[np.ndarray], totals: np.ndarray,
+    nodes: list[NodeInfo], winner: int, top: int,
+) -> list[ScoreRow]:
+    """The ``top`` best rows, best first, ties in snapshot order (as simulate's table), the chosen
+    node always among them. Whole-array numpy work and ``tolist``: no per-element indexing."""
+    n = len(totals)
+    if n > SORT_ALL_BELOW:
+        # The top-th best total: every node above it is kept, then the first nodes at it (ties
+        # in snapshot order); only those few are sorted.
+        cut = np.partition(totals, n - top)[n - top]
+        above = np.flatnonzero(totals > cut)
+        cand = np.concatenate((above, np.flatnonzero(totals == cut)[: top - len(above)]))
+        picked = cand[np.argsort(-totals[cand], kind="stable")]
+    else:
+        picked = np.argsort(-totals, kind="stable")[:top]
+    if winner not in picked.tolist():
+        # Tied with more nodes than are kept: the chosen one is added after them.
+        picked = np.append(picked, winner)
+    names = [nodes[i].name for i in idx[picked].tolist()]
+    rows_raw = zip(*(r[picked].tolist() for r in raw)) if raw else iter([()] * len(names))
+    rows_final = zip(*(f[picked].tolist() for f in final)) if final else iter([()] * len(names))
+    return [ScoreRow(name, t, list(r), list(f))
+            for name, t, r, f in zip(names, totals[picked].tolist(), rows_raw, rows_final)]
+
+
+def _filter_part(
+    d: Decision, statuses: dict[str, Status], absent: Status | None, nodes: list[NodeInfo],
+    limit: int, examples: int,
+) -> None:
+    """Rejections grouped by plugin and reason, a few nodes per reason, and each rejected node's
+    verdict up to ``limit``. Nodes never filtered carry ``absent`` (PreFilter's rejection, or the
+    PreFilterResult's), as in the FailedScheduling message."""
+    if not statuses and (absent is None or not absent.reasons):
+        return
+    # Nodes that share a rejection share its reasons tuple: count those first.
+    groups: Counter[tuple[str, tuple[str, ...]]] = Counter(map(_PLUGIN_REASONS, statuses.values()))
+    missing = len(nodes) - len(statuses) if absent is not None and absent.reasons else 0
+    if absent is not None and missing > 0:
+        groups[(absent.plugin, absent.reasons)] += missing
+    by_plugin: dict[str, Rejection] = {}
+    for (plugin, reasons), n in groups.items():
+        r = by_plugin.get(plugin)
+        if r is None:
+            r = by_plugin[plugin] = Rejection(plugin, 0, {}, {})
+        r.nodes += n
+        for reason in reasons or ("",):
+            r.reasons[reason] = r.reasons.get(reason, 0) + n
+    d.filtered_total = sum(groups.values())
+    wanted = sum(len(r.reasons) for r in by_plugin.values()) * examples
+    got = 0
+    for name, plugin, reasons in _verdicts(statuses, absent if missing > 0 else None, nodes):
+        if len(d.filtered) < limit:
+            d.filtered[name] = Verdict(plugin, list(reasons))
+        for reason in reasons or ("",):
+            lst = by_plugin[plugin].examples.setdefault(reason, [])
+            if len(lst) < examples:
+                lst.append(name)
+                got += 1
+        if got >= wanted and len(d.filtered) >= min(limit, d.filtered_total):
+            break
+    for r in by_plugin.values():
+        r.reasons = dict(sorted(r.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    d.rejections = sorted(by_plugin.values(), key=lambda r: (-r.nodes, r.plugin))
+
+
+def _verdicts(
+    statuses: dict[str, Status], absent: Status | None, nodes: list[NodeInfo]
+) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    for name, s in statuses.items():
+        yield name, s.plugin, s.reasons
+    if absent is not None:
+        for ni in nodes:
+            if ni.name not in statuses:
+                yield ni.name, absent.plugin, absent.reasons
+
+
+def from_outcome(
+    out: CycleOutcome, fw: Framework, nodes: list[NodeInfo], *, number: int = 1, at: float = 0.0,
+    seconds: float = 0.0, source: str = SOURCE_SIMULATE, top: int | None = None,
+) -> Decision:
+    """A Decision straight from a finished attempt (simulate and what-if: nothing is waiting
+    for a binding cycle, so the outcome is the CycleOutcome's)."""
+    att = Attempt(out.pod, fw, out, nodes, number, at, seconds)
+    if out.assumed is not None:
+        att.outcome = SCHEDULED
+    elif out.result is not None and out.status is not None:
+        # Chosen, then refused later (Reserve, Permit, PreBind, Bind).
+        att.outcome = UNSCHEDULABLE if out.status.is_rejected() else ERROR
+    d = explain(att, top=top)
+    d.source = source
+    return d
+
+
+# ---------------------------------------------------------------------------------------------
+# Wire form
+
+
+def to_json(d: Decision) -> dict[str, Any]:
+    """The JSON object of a Decision. ``scores`` and ``filtered`` have simulate's shapes (node ->
+    {"plugins": {plugin: {"score", "normalized", "final"}}, "total"}; node -> {"plugin", "reasons"}),
+    scores best first."""
+    scores: dict[str, Any] = {}
+    ext = set(d.extenders)
+    for row in d.scores:
+        norm = d.normalized(row)
+        entry: dict[str, Any] = {"plugins": {
+            p: {"score": row.raw[k], "normalized": norm[k], "final": row.final[k]}
+            for k, p in enumerate(d.plugins) if p not in ext}, "total": row.total}
+        answered = {p: {"score": row.raw[k], "final": row.final[k]}
+                    for k, p in enumerate(d.plugins) if p in ext and row.raw[k] != NOT_ASKED}
+        if answered:
+            entry["extenders"] = answered  # only the nodes an extender scored, as simulate
+        scores[row.node] = entry
+    out: dict[str, Any] = {
+        "pod": d.pod, "uid": d.uid, "profile": d.profile, "attempt": d.attempt, "time": d.time,
+        "outcome": d.outcome, "node": d.node, "message": d.message, "numNodes": d.num_nodes,
+        "evaluated": d.evaluated, "feasible": d.feasible, "extensionPoints": d.points,
+        "skippedFilterPlugins": d.skipped_filter, "skippedScorePlugins": d.skipped_score, "scorePlugins": d.plugins,
+        "weights": dict(zip(d.plugins, d.weights)), "extenders": d.extenders, "scored": d.scored, "scores": scores,
+        "filtered": {n: {"plugin": v.plugin, "reasons": v.reasons} for n, v in d.filtered.items()},
+        "filteredTotal": d.filtered_total,
+        "rejections": [{"plugin": r.plugin, "nodes": r.nodes, "reasons": r.reasons, "examples": r.examples}
+                       for r in d.rejections],
+        "stages": d.stages, "timings": d.timings, "source": d.source, "compact": d.compact,
+    }
+    if d.nominated:
+        out["nominated"] = d.nominated
+        out["victims"] = d.victims
+    if d.near_misses:
+        out["nearMisses"] = [{"node": m.node, "plugin": m.plugin, "reasons": m.reasons} for m in d.near_misses]
+    return out
+
+
+def from_json(doc: dict[str, Any]) -> Decision:
+    """The Decision of ``to_json``'s object; ValueError (naming the field) for anything else."""
+    try:
+        plugins = [str(p) for p in doc.get("scorePlugins") or []]
+        extenders = [str(e) for e in doc.get("extenders") or []]
+        weights_map = doc.get("weights") or {}
+        rows = []
+        for node, s in (doc.get("scores") or {}).items():
+            per = {**(s.get("plugins") or {}), **(s.get("extenders") or {})}
+            asked = {"score": NOT_ASKED, "final": 0}
+            rows.append(ScoreRow(str(node), int(s["total"]), [int(per.get(p, asked)["score"]) for p in plugins],
+                                 [int(per.get(p, asked)["final"]) for p in plugins]))
+        return Decision(
+            pod=str(doc["pod"]), uid=str(doc.get("uid") or ""), profile=str(doc.get("profile") or ""),
+            attempt=int(doc.get("attempt") or 0), time=float(doc.get("time") or 0.0),
+            outcome=str(doc.get("outcome") or ""), node=doc.get("node"), message=str(doc.get("message") or ""),
+            num_nodes=int(doc.get("numNodes") or 0), evaluated=int(doc.get("evaluated") or 0),
+            feasible=int(doc.get("feasible") or 0),
+            points={str(k): [str(p) for p in v] for k, v in (doc.get("extensionPoints") or {}).items()},
+            skipped_filter=[str(p) for p in doc.get("skippedFilterPlugins") or []],
+            skipped_score=[str(p) for p in doc.get("skippedScorePlugins") or []],
+            plugins=plugins, weights=[int(weights_map.get(p, 1)) for p in plugins], extenders=extenders,
+            scored=int(doc.get("scored") or 0), scores=rows,
+            filtered={str(n): Verdict(str(v.get("plugin") or ""), [str(r) for r in v.get("reasons") or []])
+                      for n, v in (doc.get("filtered") or {}).items()},
+            filtered_total=int(doc.get("filteredTotal") or 0),
+            rejections=[Rejection(str(r["plugin"]), int(r["nodes"]), {str(k): int(v) for k, v in r["reasons"].items()},
+                                  {str(k): [str(x) for x in v] for k, v in (r.get("examples") or {}).items()})
+                        for r in doc.get("rejections") or []],
+            nominated=str(doc.get("nominated") or ""), victims=[str(v) for v in doc.get("victims") or []],
+            stages={str(k): str(v) for k, v in (doc.get("stages") or {}).items()},
+            timings={str(k): float(v) for k, v in (doc.get("timings") or {}).items()},
+            near_misses=[NearMiss(str(m["node"]), str(m["plugin"]), [str(r) for r in m.get("reasons") or []])
+                         for m in doc.get("nearMisses") or []],
+            source=str(doc.get("source") or SOURCE_SCHEDULER), compact=bool(doc.get("compact")),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"not a decision record: {type(exc).__name__}: {exc}") from None
+
+
+def status_text(s: Status | None) -> str:
+    """One stage's answer as a record shows it: "Success", or the code, plugin and message."""
+    if s is None or s.code == Code.SUCCESS:
+        return "Success"
+    name = code_string(s.code)
+    who = f" ({s.plugin})" if s.plugin else ""
+    return f"{name}{who}: {s.message}" if s.message else f"{name}{who}"
+
+
+# ---------------------------------------------------------------------------------------------
+# What would change the answer (what-if only: it runs every Filter plugin on every node)
+
+
+def near_misses(fw: Framework, pod: PodInfo, snap: Snapshot) -> list[NearMiss]:
+    """The nodes that exactly one Filter plugin rejects now (a node outside a PreFilter plugin's
+    node list counts that as one rejection): change that one verdict and the pod fits there.
+    Nominated pods are not added. Empty when PreFilter rejects the pod outright."""
+    state = CycleState()
+    pre, s, with_nodes = fw.run_pre_filter(state, pod, snap.node_infos)
+    if s is not None and not s.is_success():
+        return []
+    allowed = pre.node_names if pre is not None else None
+    out: list[NearMiss] = []
+    for ni in snap.node_infos:
+        verdicts = fw.filter_verdicts(state, pod, ni)
+        outside = allowed is not None and ni.name not in allowed
+        if len(verdicts) + outside != 1:
+            continue
+        if outside:
+            out.append(NearMiss(ni.name, " ".join(with_nodes), ["node(s) didn't satisfy the PreFilter node list"]))
+        else:
+            out.append(NearMiss(ni.name, verdicts[0].plugin, list(verdicts[0].reasons)))
+    out.sort(key=lambda m: (m.plugin, m.node))
+    return out

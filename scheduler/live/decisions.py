@@ -1,0 +1,235 @@
+"""The live scheduler's decision records: each pod's latest attempts, for ``explain`` and the page.
+
+Bounded: at most ``max_pods`` pods (the pod attempted longest ago is dropped first) and
+``per_pod`` attempts each (the oldest dropped). Recording is O(1): an attempt keeps references
+to what its cycle computed (every scored node's scores, every rejected node's verdict), nothing
+is copied. What those references hold is bounded too, in node entries (scored plus rejected
+nodes per attempt): past ``budget`` the oldest attempts are compacted to their best ``top``
+score rows and per-plugin counts (core/decision.py says what is kept), the ``full`` newest never.
+Compaction is work, so it is done when the loop is idle (``compact_idle``, called by the app
+between bursts, down to half the budget); only a burst that fills the whole budget makes a
+cycle compact one attempt itself. Small clusters never reach the budget: every kept attempt
+stays whole.
+
+Everything runs on the event loop's thread: the loop records, the HTTPS handlers read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.core.decision import (
+    BINDING,
+    DEFAULT_TOP_NODES,
+    ERROR,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    WAITING,
+    Attempt,
+    Decision,
+    compact,
+    explain,
+    release,
+    status_text,
+)
+from scheduler.framework.status import Status
+
+if TYPE_CHECKING:
+    from scheduler.core.cycle import CycleOutcome
+    from scheduler.framework.runtime import Framework
+    from scheduler.model.node import NodeInfo
+    from scheduler.model.pod import PodInfo
+
+DEFAULT_MAX_PODS = 1000
+DEFAULT_PER_POD = 3
+DEFAULT_FULL = 32
+# Node entries the whole attempts may hold: a scored node is about 100 bytes of arrays, a
+# rejected one about 250 (its Status): some 30-75 MB at most.
+DEFAULT_BUDGET = 300_000
+# The loop counts as idle this long after its last record.
+IDLE_AFTER = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    """``run``'s flags for the records: pods kept (0: none), score rows kept once compacted,
+    and whether each attempt's outcome is also written to the pod as kube-scheduler-simulator's
+    result annotations."""
+
+    max_pods: int = DEFAULT_MAX_PODS
+    top: int = DEFAULT_TOP_NODES
+    annotations: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One attempt in a line (the page's list of recent decisions)."""
+
+    pod: str
+    attempt: int
+    time: float
+    outcome: str
+    node: str | None
+    message: str
+
+
+class DecisionStore:
+    def __init__(
+        self,
+        max_pods: int = DEFAULT_MAX_PODS,
+        *,
+        per_pod: int = DEFAULT_PER_POD,
+        full: int = DEFAULT_FULL,
+        budget: int = DEFAULT_BUDGET,
+        top: int = DEFAULT_TOP_NODES,
+        on_final: Callable[[Attempt], None] | None = None,
+        wall: Callable[[], float] = time.time,
+        perf: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        """``on_final``: called with each attempt once its outcome is final (the result
+        annotations' writer). Attempts are stamped from the cycle's own perf_counter start
+        (no clock read per record), turned into wall time with the offset taken here."""
+        self.max_pods = max(0, max_pods)
+        self.per_pod = max(1, per_pod)
+        self.full = max(1, full)
+        self.budget = max(1, budget)
+        self.top = max(1, top)
+        self.on_final = on_final
+        self._perf = perf
+        self._wall_offset = wall() - perf()
+        self._pods: OrderedDict[str, deque[Attempt]] = OrderedDict()
+        self._whole: deque[Attempt] = deque()  # attempts with their references, oldest first
+        self._weight = 0  # node entries they hold
+        self._last = -1e18  # perf time of the last record
+        self.compacted = 0  # by a cycle (the budget was full) and when idle
+        self.compacted_in_cycle = 0
+        self._binding: dict[str, Attempt] = {}  # uid -> the attempt in its binding cycle
+        self.recorded = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_pods > 0
+
+    # -- the loop's side ---------------------------------------------------------------------
+    def record(
+        self, pod: PodInfo, fw: Framework, out: CycleOutcome, nodes: list[NodeInfo], number: int, started: float,
+        seconds: float,
+    ) -> Attempt | None:
+        """Keep one finished scheduling cycle (references only): ``started`` is the cycle's
+        perf_counter start, ``seconds`` its length."""
+        if not self.max_pods:
+            return None
+        att = Attempt(pod, fw, out, nodes, number, self._wall_offset + started, seconds)
+        key = pod.key
+        atts = self._pods.get(key)
+        if atts is None:
+            atts = self._pods[key] = deque(maxlen=self.per_pod)
+            if len(self._pods) > self.max_pods:
+                for gone in self._pods.popitem(last=False)[1]:
+                    self._forget(gone)
+        else:
+            self._pods.move_to_end(key)
+            if len(atts) == self.per_pod:
+                self._forget(atts[0])
+        atts.append(att)
+        whole = self._whole
+        if len(whole) > 2 * self.max_pods * self.per_pod:
+            # Attempts forgotten in the middle: drop them from the list now and then.
+            whole = self._whole = deque(a for a in whole if a.weight)
+        whole.append(att)
+        self._weight += att.weight
+        self._last = started + seconds
+        if self._weight > self.budget:
+            self.compacted_in_cycle += self._compact_oldest(self.budget)
+        self.recorded += 1
+        if att.outcome in (BINDING, WAITING):
+            att.stages = {"Permit": "Wait" if att.outcome == WAITING else "Success"}
+            self._binding[pod.uid] = att
+        elif self.on_final is not None:
+            self.on_final(att)
+        return att
+
+    def stage(self, uid: str, name: str, status: Status | None) -> None:
+        """What one binding stage (Permit after a wait, PreBind, Bind) answered."""
+        att = self._binding.get(uid)
+        if att is not None:
+            if att.stages is None:
+                att.stages = {}
+            att.stages[name] = status_text(status)
+
+    def finish(self, uid: str, status: Status | None, timings: dict[str, float]) -> None:
+        """The binding cycle of ``uid``'s attempt ended: bound (``status`` None) or not."""
+        att = self._binding.pop(uid, None)
+        if att is None:
+            return
+        if status is None:
+            att.finish(SCHEDULED, "", att.stages or {}, timings)
+        else:
+            att.finish(UNSCHEDULABLE if status.is_rejected() else ERROR, status.message, att.stages or {}, timings)
+        if self.on_final is not None:
+            self.on_final(att)
+
+    # -- bounding what the references hold ----------------------------------------------------
+    def _forget(self, att: Attempt) -> None:
+        """An attempt nobody can ask for any more (its pod or its place was taken)."""
+        self._weight -= att.weight
+        release(att)
+
+    def _compact_oldest(self, target: int, limit: int | None = None) -> int:
+        """Compact the oldest whole attempts (never the ``full`` newest) until they hold no
+        more than ``target`` entries, or ``limit`` were compacted."""
+        n = 0
+        whole = self._whole
+        while self._weight > target and len(whole) > self.full and (limit is None or n < limit):
+            att = whole.popleft()
+            if att.weight:
+                self._weight -= att.weight
+                compact(att, self.top)
+                n += 1
+        self.compacted += n
+        return n
+
+    def idle(self) -> bool:
+        """No record for a while: compaction now costs no cycle anything."""
+        return self._perf() - self._last >= IDLE_AFTER
+
+    def compact_idle(self, limit: int = 64) -> int:
+        """Compaction between bursts: down to half the budget, at most ``limit`` attempts
+        (about 2 ms at 5,000 nodes). Returns how many."""
+        return self._compact_oldest(self.budget // 2, limit)
+
+    async def run_compactor(self, period: float = 0.1) -> None:
+        """The app's background task: compact while the loop is idle."""
+        while True:
+            await asyncio.sleep(period)
+            while self.idle() and self.compact_idle():
+                await asyncio.sleep(0)
+
+    # -- readers -----------------------------------------------------------------------------
+    def attempts(self, key: str) -> list[Decision]:
+        """The pod's kept attempts, newest first."""
+        return [explain(a) for a in reversed(self._pods.get(key, ()))]
+
+    def latest(self, key: str) -> Attempt | None:
+        atts = self._pods.get(key)
+        return atts[-1] if atts else None
+
+    def recent(self, limit: int = 100) -> list[Summary]:
+        """The latest attempt of the pods attempted most recently, newest first."""
+        out: list[Summary] = []
+        for _, atts in zip(range(limit), self._newest()):
+            a = atts[-1]
+            node = a.result.suggested_host if a.result is not None else (a.decision.node if a.decision else None)
+            out.append(Summary(a.pod.key, a.number, a.at, a.outcome, node, a.message))
+        return out
+
+    def _newest(self) -> Iterator[deque[Attempt]]:
+        return reversed(self._pods.values())
+
+    def __len__(self) -> int:
+        return len(self._pods)
