@@ -27,25 +27,8 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e.support import safety
 from e2e.support.faultproxy import FaultProxy, kinds
-from e2e.support.safety import (
-    Plane,
-    Tally,
-    binds_per_pod,
-    binds_without_lease,
-    bound_count,
-    fresh_namespace,
-    identity,
-    lease_holder,
-    make_nodes,
-    make_pods,
-    replica_report,
-    replica_starter,
-    result,
-    settled,
-    start_plane,
-    wait_progressing,
-)
 from e2e.support.waits import wait_for
 from scheduler.testing.process import SchedulerProcess
 
@@ -59,26 +42,26 @@ IDLE_SECONDS = 8
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[safety.Plane]:
     assert SLOTS % 10 == 0 and PODS > SLOTS
-    with start_plane(RUN_PREFIX, tmp_path_factory) as p:
+    with safety.start_plane(RUN_PREFIX, tmp_path_factory) as p:
         yield p
 
 
 @pytest.fixture
-def namespace(plane: Plane) -> Iterator[str]:
-    with fresh_namespace(plane, "faults") as name:
+def namespace(plane: safety.Plane) -> Iterator[str]:
+    with safety.fresh_namespace(plane, "faults") as name:
         yield name
 
 
 @pytest.fixture
-def replicas(plane: Plane, tmp_path: pathlib.Path) -> Iterator[Callable[..., SchedulerProcess]]:
-    with replica_starter(plane, tmp_path) as start:
+def replicas(plane: safety.Plane, tmp_path: pathlib.Path) -> Iterator[Callable[..., SchedulerProcess]]:
+    with safety.replica_starter(plane, tmp_path) as start:
         yield start
 
 
 @pytest.fixture
-def proxy(plane: Plane, tmp_path: pathlib.Path) -> Iterator[Callable[[str], tuple[FaultProxy, str]]]:
+def proxy(plane: safety.Plane, tmp_path: pathlib.Path) -> Iterator[Callable[[str], tuple[FaultProxy, str]]]:
     """``proxy(replica)``: a started FaultProxy and a kubeconfig for ``replica`` through it."""
     made: list[FaultProxy] = []
     admin = yaml.safe_load(pathlib.Path(plane.kubeconfig).read_text())
@@ -99,15 +82,15 @@ def proxy(plane: Plane, tmp_path: pathlib.Path) -> Iterator[Callable[[str], tupl
         p.stop()
 
 
-def load(plane: Plane, namespace: str) -> tuple[list[str], dict[str, str]]:
+def load(plane: safety.Plane, namespace: str) -> tuple[list[str], dict[str, str]]:
     """The case's nodes (SLOTS // 10 of them, labelled for the case's pods only)."""
     group = {"faults": namespace}
-    nodes = make_nodes(plane.core, namespace, SLOTS // 10, group)
+    nodes = safety.make_nodes(plane.core, namespace, SLOTS // 10, group)
     return nodes, group
 
 
-def settle(plane: Plane, namespace: str, nodes: list[str], procs: dict[str, SchedulerProcess],
-           stall: float = 90, cap: float = 420) -> Tally:
+def settle(plane: safety.Plane, namespace: str, nodes: list[str], procs: dict[str, SchedulerProcess],
+           stall: float = 90, cap: float = 420) -> safety.Tally:
     """Every pod bound or Unschedulable, waited for as long as binding goes on."""
     def report() -> str:
         unsettled = [
@@ -117,25 +100,26 @@ def settle(plane: Plane, namespace: str, nodes: list[str], procs: dict[str, Sche
             if not p.spec.node_name and not any(c.type == "PodScheduled" and c.reason == "Unschedulable"
                                                 for c in p.status.conditions or [])
         ]
-        return replica_report(procs) + "\nunsettled: " + "; ".join(unsettled[:10])
+        return safety.replica_report(procs) + "\nunsettled: " + "; ".join(unsettled[:10])
 
-    return wait_progressing(
-        lambda: settled(plane.core, namespace, nodes), lambda: bound_count(plane.core, namespace),
+    return safety.wait_progressing(
+        lambda: safety.settled(plane.core, namespace, nodes), lambda: safety.bound_count(plane.core, namespace),
         stall=stall, cap=cap, desc="every pod bound or Unschedulable", report=report,
     )
 
 
-def check(case: str, plane: Plane, namespace: str, t: Tally, proxies: list[FaultProxy], **extra: Any) -> None:
+def check(case: str, plane: safety.Plane, namespace: str, t: safety.Tally, proxies: list[FaultProxy],
+          **extra: Any) -> None:
     """The invariants, and the case's RESULT line."""
-    binds, after_loss, bad = binds_without_lease(plane, namespace)
-    twice = {pod: n for pod, n in binds_per_pod(plane, namespace).items() if n > 1}
+    binds, after_loss, bad = safety.binds_without_lease(plane, namespace)
+    twice = {pod: n for pod, n in safety.binds_per_pod(plane, namespace).items() if n > 1}
     injected: dict[str, int] = {}
     for p in proxies:
         for k, v in p.counts.items():
             if not k.startswith("sent:"):
                 injected[k] = injected.get(k, 0) + v
     lost = t.pods - t.bound - t.unschedulable
-    result(f"faults_{case}", t, binds, after_loss, lost=lost, bound_twice=len(twice),
+    safety.result(f"faults_{case}", t, binds, after_loss, lost=lost, bound_twice=len(twice),
            **extra, injected=",".join(f"{k}={v}" for k, v in sorted(injected.items())))
     assert t.overcommitted == []
     assert twice == {}
@@ -162,9 +146,9 @@ def test_throttled_writes_and_lists(plane, namespace, replicas, proxy):
     px.throttle(0.3, kinds("binding", "event", "status", "write", "list"), retry_after=1)
     nodes, group = load(plane, namespace)
     a = replicas("a", kubeconfig=kc)
-    wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: safety.identity(a), timeout=60, desc="a leads")
     start = time.monotonic()
-    make_pods(plane.core, namespace, PODS, group)
+    safety.make_pods(plane.core, namespace, PODS, group)
     t = settle(plane, namespace, nodes, {"a": a})
     took = time.monotonic() - start
     retried = sum(1 for e in a.log_events() if e.get("event") == "api_retry_after")
@@ -185,14 +169,14 @@ def test_5xx_and_resets_on_writes(plane, namespace, replicas, proxy):
     writes = kinds("binding", "event", "status")
     nodes, group = load(plane, namespace)
     a = replicas("a", kubeconfig=kc)
-    wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: safety.identity(a), timeout=60, desc="a leads")
     px.fail("5xx", 0.15, writes, status=500)
     px.fail("reset", 0.1, writes)
     px.fail("reset_after", 0.1, writes)
-    make_pods(plane.core, namespace, PODS, group)
+    safety.make_pods(plane.core, namespace, PODS, group)
     # The burst lasts until every slot is bound: the excess pods' last PodScheduled=False writes
     # (after the last Binding, no event retries them for minutes) meet it too.
-    wait_for(lambda: bound_count(plane.core, namespace) >= SLOTS, timeout=240, desc="every slot bound")
+    wait_for(lambda: safety.bound_count(plane.core, namespace) >= SLOTS, timeout=240, desc="every slot bound")
     time.sleep(3)
     px.clear()
     healed = time.monotonic()
@@ -209,10 +193,10 @@ def test_slow_api_server(plane, namespace, replicas, proxy):
     px, kc = proxy("a")
     nodes, group = load(plane, namespace)
     a = replicas("a", kubeconfig=kc)
-    wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: safety.identity(a), timeout=60, desc="a leads")
     px.latency(1.0, 5.0)
     slow = time.monotonic()
-    make_pods(plane.core, namespace, PODS, group)
+    safety.make_pods(plane.core, namespace, PODS, group)
     while time.monotonic() - slow < LATENCY_SECONDS and a.proc.poll() is None:
         time.sleep(1)
     px.clear()
@@ -236,17 +220,17 @@ def test_watch_cut_and_stalled(plane, namespace, replicas, proxy, monkeypatch):
     px, kc = proxy("a")
     nodes, group = load(plane, namespace)
     a = replicas("a", kubeconfig=kc)
-    wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: safety.identity(a), timeout=60, desc="a leads")
     first = PODS // 2
-    make_pods(plane.core, namespace, first, group, prefix="cut")
+    safety.make_pods(plane.core, namespace, first, group, prefix="cut")
     cuts = 0
     for _ in range(5):
         cuts += px.cut_watches()
         time.sleep(1)
-    wait_for(lambda: bound_count(plane.core, namespace) >= first, timeout=120, desc="the first half bound")
+    wait_for(lambda: safety.bound_count(plane.core, namespace) >= first, timeout=120, desc="the first half bound")
     stalled = px.stall_watches()
     stall_start = time.monotonic()
-    make_pods(plane.core, namespace, PODS - first, group, prefix="stall")
+    safety.make_pods(plane.core, namespace, PODS - first, group, prefix="stall")
     t = settle(plane, namespace, nodes, {"a": a})
     recovery = time.monotonic() - stall_start
     noticed = [e for e in a.log_events() if e.get("event") == "watch_idle"]
@@ -265,13 +249,14 @@ def test_partitioned_leader_is_replaced(plane, namespace, replicas, proxy):
     pb, kcb = proxy("b")
     nodes, group = load(plane, namespace)
     a = replicas("a", kubeconfig=kca, qps=20)
-    wait_for(lambda: identity(a), timeout=60, desc="a leads")
+    wait_for(lambda: safety.identity(a), timeout=60, desc="a leads")
     b = replicas("b", kubeconfig=kcb, qps=20)
-    make_pods(plane.core, namespace, PODS, group)
-    wait_for(lambda: bound_count(plane.core, namespace) >= 20, timeout=120, desc="a binding")
+    safety.make_pods(plane.core, namespace, PODS, group)
+    wait_for(lambda: safety.bound_count(plane.core, namespace) >= 20, timeout=120, desc="a binding")
     pa.partition(True)
     cut = time.monotonic()
-    wait_for(lambda: identity(b) and lease_holder(plane.api) == identity(b), timeout=90, desc="b takes the lease")
+    b_id = wait_for(lambda: safety.identity(b), timeout=60, desc="b ready")
+    wait_for(lambda: safety.lease_holder(plane.api) == b_id, timeout=90, desc="b takes the lease")
     takeover = time.monotonic() - cut
     wait_for(lambda: a.proc.poll() is not None, timeout=60, desc="a gives up")
     state = alive_or_stated(a)
@@ -280,7 +265,7 @@ def test_partitioned_leader_is_replaced(plane, namespace, replicas, proxy):
     pa.partition(False)
     a2 = replicas("a", kubeconfig=kca, qps=20)
     t = settle(plane, namespace, nodes, {"a": a, "b": b, "a2": a2})
-    a2_leads = lease_holder(plane.api) == identity(a2)
+    a2_leads = safety.lease_holder(plane.api) == safety.identity(a2)
     check("partition", plane, namespace, t, [pa, pb], recovery_s=round(takeover, 1), a=state,
           a_restarted=alive_or_stated(a2), b=alive_or_stated(b))
     assert a.proc.returncode == 1 and "leader_election_lost" in state, state

@@ -68,6 +68,15 @@ FOUND: list[tuple[str, dict[str, Any], str]] = [
     # v1.ScoringStrategy".
     ("fit-scoring-strategy-bool", _with_args("NodeResourcesFit", {"scoringStrategy": True}),
      "decoding args for plugin NodeResourcesFit: "),
+    # The same with an infinite weight (YAML .inf): an OverflowError past the factory's guard.
+    ("fit-weight-infinite", _with_args("NodeResourcesFit", {"scoringStrategy": {
+        "type": "MostAllocated", "resources": [{"name": "cpu", "weight": float("inf")}]}}),
+     "decoding args for plugin NodeResourcesFit: "),
+    # An unknown key with control characters broke the one line (\x1e and \r end lines). The
+    # binary quotes it as Go's %q: strict decoding error: unknown field "\x1e0\r" (it also lists
+    # every unknown field, comma-separated, where we name the first).
+    ("unknown-field-control-characters", {"apiVersion": SEED["apiVersion"], "kind": SEED["kind"], "\x1e0\r": None},
+     'strict decoding error: unknown field "\\x1e0\\r"'),
 ]
 
 

@@ -131,6 +131,8 @@ FOUND: list[tuple[str, str, str, Any]] = [
     # whatever metadata was.
     ("node-metadata-a-list", "Node", "ADDED", {"kind": "Node", "metadata": [["name", "n9"]], "spec": {}}),
     ("pod-delete-metadata-a-list", "Pod", DELETED, {"kind": "Pod", "metadata": [["name", "plain"]]}),
+    # The store's tombstone of a pod read spec with .get on whatever spec was.
+    ("pod-update-spec-a-boolean", "Pod", MODIFIED, _with(_seed("Pod", "plain"), "spec", True)),
     # PodInfo's own error path read metadata.namespace with .get on whatever metadata was.
     ("pod-metadata-a-boolean", "Pod", MODIFIED, {**_seed("Pod", "bound"), "metadata": True}),
     # A refused Node update had already re-indexed the node's images from the bad body.

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.model.kinds import Raw, metadata
+from scheduler.model.kinds import Raw, as_map, metadata
 
 Event = tuple[str, Raw]  # (ADDED | MODIFIED | DELETED, object)
 
@@ -112,7 +112,7 @@ def tombstone(raw: Raw, kind: str) -> dict[str, Any]:
     keep = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels") if k in meta}
     out: dict[str, Any] = {"kind": kind, "metadata": keep}
     if kind == "Pod":
-        spec = raw.get("spec") or {}
+        spec = as_map(raw.get("spec"))
         out["spec"] = {"nodeName": spec.get("nodeName", ""), "schedulerName": spec.get("schedulerName", "")}
     return out
 
