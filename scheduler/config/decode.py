@@ -29,6 +29,7 @@ from scheduler.config.types import (
     PluginRef,
     PluginSet,
 )
+from scheduler.model.schema import go_quote
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -107,28 +108,6 @@ class Document:
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
     delay_cache_until_active: bool = False
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
-               '"': '\\"', "\\": "\\\\"}
-
-
-def go_quote(text: str) -> str:
-    """Go's strconv.Quote (fmt's %q): printable characters as they are, the rest escaped, so a
-    key with a line break still makes one line."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def _check_keys(path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:

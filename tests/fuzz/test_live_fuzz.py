@@ -131,6 +131,9 @@ FOUND: list[tuple[str, str, str, Any]] = [
     # whatever metadata was.
     ("node-metadata-a-list", "Node", "ADDED", {"kind": "Node", "metadata": [["name", "n9"]], "spec": {}}),
     ("pod-delete-metadata-a-list", "Pod", DELETED, {"kind": "Pod", "metadata": [["name", "plain"]]}),
+    # A quantity with a line break was quoted raw into the error: two lines (now Go's %q).
+    ("node-quantity-line-break", "Node", MODIFIED,
+     _with(_seed("Node", "n0"), "status.allocatable", {"cpu": "a\nb", "memory": "4Gi", "pods": "20"})),
     # The store's tombstone of a pod read spec with .get on whatever spec was.
     ("pod-update-spec-a-boolean", "Pod", MODIFIED, _with(_seed("Pod", "plain"), "spec", True)),
     # PodInfo's own error path read metadata.namespace with .get on whatever metadata was.
@@ -152,4 +155,5 @@ FOUND: list[tuple[str, str, str, Any]] = [
 def test_found(kind: str, etype: str, body: Any) -> None:
     outcome, logs, refused = asyncio.run(_run((kind, etype, copy.deepcopy(body)), len(SEEDS)))
     assert [r["event"] for r in logs if r["event"] in (*BAD_LOGS, "object_rejected")] == ["object_rejected"] * refused
+    assert all("\n" not in r["error"] for r in logs if r["event"] == "object_rejected")
     assert outcome == BASELINE

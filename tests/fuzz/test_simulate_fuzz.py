@@ -67,6 +67,10 @@ FOUND: list[tuple[str, dict[str, Any], str]] = [
      "ResourceClaim fz/gpu-claim: spec.devices.requests[0].exactly.count: expected an integer"),
     # PodDisruptionBudget.parse had no containment: int() of the status count raised past the
     # model (a bare ValueError line in simulate, a traceback in the live watcher).
+    # A node name with control characters (\x1b, \x85 end lines for splitlines) split the line.
+    ("node-name-control-characters",
+     {**SEEDS[0], "metadata": {"name": "\x85\x1b\x85", "labels": [["disk", "hdd"]]}},
+     "Node \\u0085\\x1b\\u0085: metadata.labels: expected an object, got a list"),
     ("pdb-disruptions-allowed-quantity", _pdb({"disruptionsAllowed": "1E"}),
      "PodDisruptionBudget fz/web: status.disruptionsAllowed: expected an integer"),
     ("pdb-disruptions-allowed-infinite", _pdb({"disruptionsAllowed": float("inf")}),
