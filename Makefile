@@ -43,7 +43,8 @@ bench: install
 
 ## differential: random clusters and pods through the real kube-scheduler v1.36.3 and through
 ## `simulate`, every decision compared; prints decision counts and agreement per check
-## (DIFFERENTIAL_FLAGS=--vary-args: non-default plugin args and weights on both sides)
+## (DIFFERENTIAL_FLAGS=--vary-args: non-default plugin args and weights on both sides;
+## --workload: random gangs, PodGroups, with the workload-aware scheduling gates on both sides)
 SEEDS ?= 1-30
 DIFFERENTIAL_FLAGS ?=
 differential: install

@@ -93,9 +93,10 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from e2e.differential import kubescheduler
 from e2e.support.apply import apply_yaml, delete_all_pods, delete_workloads, ensure_namespace, iter_yaml_documents
 from e2e.support.auth import write_sa_kubeconfig
-from e2e.support.objects import create_nodes, unique_name
+from e2e.support.objects import REFERENCE, create_nodes, unique_name
 from e2e.support.plane import MANIFESTS_DIR, ControlPlane, ensure_control_plane
 
 
@@ -225,3 +226,18 @@ def scheduler_config_path(scheduler_kubeconfig: str, tmp_path_factory: pytest.Te
     path = pathlib.Path(tmp_path_factory.mktemp("sched-config")) / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return str(path)
+
+@pytest.fixture(scope="module")
+def reference(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[kubescheduler.KubeScheduler]:
+    binary = kubescheduler.binary_path()
+    if not binary.exists():
+        pytest.fail(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler", pytrace=False)
+    d = pathlib.Path(tmp_path_factory.mktemp("kube-reference"))
+    cfg = kubescheduler.config(REFERENCE, kubeconfig, kubescheduler.disabled_plugins())
+    ks = kubescheduler.KubeScheduler(binary, kubescheduler.write_config(d / "config.yaml", cfg), kubeconfig,
+                                     d / "kube-scheduler.log")
+    ks.start()
+    try:
+        yield ks
+    finally:
+        ks.stop()

@@ -44,14 +44,12 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from e2e.controlplane.freeport import free_port
-from e2e.differential import kubescheduler
-from e2e.support.objects import SCHEDULER, make_pod, unique_name
+from e2e.support.objects import REFERENCE, SCHEDULER, make_pod, unique_name
 from e2e.support.waits import wait_for
 from scheduler.testing.process import SchedulerProcess
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
-REFERENCE = "kube-reference"
 SIDES = {"ref": REFERENCE, "ours": SCHEDULER}
 SIDE_LABEL = "e2e.pyscheduler.io/queue-timing"
 TOLERANCE = 0.5  # seconds
@@ -61,20 +59,6 @@ DENIED_ATTEMPTS = 3  # before the webhook lets the bindings through
 
 # -- the two schedulers -------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def reference(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[kubescheduler.KubeScheduler]:
-    binary = kubescheduler.binary_path()
-    if not binary.exists():
-        pytest.fail(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler", pytrace=False)
-    d = pathlib.Path(tmp_path_factory.mktemp("kube-reference"))
-    cfg = kubescheduler.config(REFERENCE, kubeconfig, kubescheduler.disabled_plugins())
-    ks = kubescheduler.KubeScheduler(binary, kubescheduler.write_config(d / "config.yaml", cfg), kubeconfig,
-                                     d / "kube-scheduler.log")
-    ks.start()
-    try:
-        yield ks
-    finally:
-        ks.stop()
 
 
 @pytest.fixture(scope="module")

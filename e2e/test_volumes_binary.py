@@ -9,15 +9,13 @@ two PodScheduled messages to be equal character for character; both pods must st
 
 from __future__ import annotations
 
-import pathlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from e2e.differential import kubescheduler
-from e2e.support.objects import unique_name
+from e2e.support.objects import REFERENCE, unique_name
 from e2e.support.waits import wait_bound
 from e2e.test_volumes import (
     ZONE_LABEL,
@@ -45,23 +43,8 @@ from e2e.test_volumes_controllers import (
 
 pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 
-REFERENCE = "kube-reference"
 
 
-@pytest.fixture(scope="module")
-def reference(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[kubescheduler.KubeScheduler]:
-    binary = kubescheduler.binary_path()
-    if not binary.exists():
-        pytest.fail(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler", pytrace=False)
-    d = pathlib.Path(tmp_path_factory.mktemp("kube-reference"))
-    cfg = kubescheduler.config(REFERENCE, kubeconfig, kubescheduler.disabled_plugins())
-    ks = kubescheduler.KubeScheduler(binary, kubescheduler.write_config(d / "config.yaml", cfg), kubeconfig,
-                                     d / "kube-scheduler.log")
-    ks.start()
-    try:
-        yield ks
-    finally:
-        ks.stop()
 
 
 def both_refuse(core: client.CoreV1Api, namespace: str, make: Callable[[str, str], dict[str, Any]]) -> str:

@@ -182,6 +182,11 @@ wait_until etcd 30 etcd_ready
 # DefaultTolerationSeconds, StorageObjectInUseProtection, ...), as in a real
 # cluster: kube-controller-manager creates the "default" ServiceAccounts and
 # lifts the node.kubernetes.io/not-ready taint once kwok reports a node Ready.
+# Workload-aware scheduling (kube-scheduler v1.36.3's alpha): scheduling.k8s.io/v1alpha2
+# (PodGroup, Workload) served and the pod's spec.schedulingGroup kept, its gates on. A scheduler
+# only uses them with the same gates on its side; with them off nothing changes for it.
+WORKLOAD_GATES=GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true
+WORKLOAD_GATES+=,WorkloadAwarePreemption=true
 # PYSCHED_APISERVER_EXTRA_ARGS: extra whitespace-separated flags (benchmark knobs).
 read -r -a APISERVER_EXTRA <<<"${PYSCHED_APISERVER_EXTRA_ARGS:-}"
 start kube-apiserver "$KUBE_APISERVER_BIN" \
@@ -196,6 +201,8 @@ start kube-apiserver "$KUBE_APISERVER_BIN" \
   --allow-privileged=true \
   --endpoint-reconciler-type=none \
   --profiling=false \
+  --runtime-config=scheduling.k8s.io/v1alpha2=true \
+  --feature-gates="$WORKLOAD_GATES" \
   "${APISERVER_EXTRA[@]}"
 wait_until kube-apiserver 90 apiserver_ready "$APISERVER_PORT"
 
@@ -206,7 +213,7 @@ wait_until kube-apiserver 90 apiserver_ready "$APISERVER_PORT"
 # kube-root-ca.crt ConfigMap), PV/PVC binding plus the PV/PVC protection
 # controllers (StorageObjectInUseProtection adds their finalizers, so without
 # them claims and namespaces never finish deleting), and node lifecycle (lifts
-# the not-ready taint, taints unschedulable/not-ready nodes). No
+# the not-ready taint, taints unschedulable/not-ready nodes), PodGroup protection. No
 # taint-eviction-controller: NoExecute taints never evict, nothing to
 # attach/detach without a kubelet, no pod GC, no job/cronjob/daemonset.
 # Each controller uses its own ServiceAccount, as kubeadm sets it up.
@@ -217,6 +224,8 @@ KCM_CONTROLLERS+=,statefulset-controller,disruption-controller
 KCM_CONTROLLERS+=,persistentvolume-binder-controller,persistentvolumeclaim-protection-controller
 KCM_CONTROLLERS+=,persistentvolume-protection-controller,node-lifecycle-controller
 KCM_CONTROLLERS+=,resourceclaim-controller
+# PodGroups carry the podgroup-protection finalizer; without its controller they never go away.
+KCM_CONTROLLERS+=,podgroup-protection-controller
 # PYSCHED_KCM_CONTROLLERS replaces the list (kube-controller-manager --controllers syntax).
 # qps 1000: the node lifecycle controller lifts the not-ready taint of new nodes at a rate its
 # client's qps sets (about 40 nodes/s at qps 100, two minutes for a 5,000-node bench cluster).
@@ -233,6 +242,7 @@ start kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
   --bind-address=127.0.0.1 --secure-port="$KUBE_CONTROLLER_MANAGER_PORT" \
   --leader-elect=false \
   --controllers="$KCM_CONTROLLERS" \
+  --feature-gates="$WORKLOAD_GATES" \
   --use-service-account-credentials=true \
   --service-account-private-key-file="$PKI/sa.key" \
   --root-ca-file="$PKI/ca.crt" \

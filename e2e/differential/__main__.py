@@ -23,6 +23,7 @@ from e2e.support.plane import CONTROLPLANE_DIR, ensure_control_plane
 from . import kubescheduler
 from .compare import Tally
 from .runner import run_seed
+from .workload import run_workload_seed
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -57,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulate-subprocess", action="store_true", help="run each simulate as its own process")
     p.add_argument("--dra", action="store_true", help="devices and ResourceClaims too (differential/dra_gen.py)")
     p.add_argument(
+        "--workload",
+        action="store_true",
+        help="random gangs (PodGroups), the workload-aware scheduling gates on both sides (differential/workload.py)",
+    )
+    p.add_argument(
         "--extender", action="store_true", help="both sides ask the suite's extenders (e2e/support/extender.py)"
     )
     args = p.parse_args(argv)
@@ -79,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     api = cp.api_client()
     try:
         for seed in seeds:
+            if args.workload:
+                res = run_workload_seed(api, cp.kubeconfig, seed, workdir / f"seed-{seed}", run_id)
+                total.merge(res.tally)
+                features.update(res.features)
+                print(f"seed {seed}: {res.tally.decisions} gangs, {len(res.tally.mismatches)} mismatches", flush=True)
+                continue
             res = run_seed(
                 api,
                 cp.kubeconfig,

@@ -81,7 +81,8 @@ class Tally:
             f"decisions: {self.decisions} (scheduled {self.scheduled}, unschedulable {self.unschedulable}, "
             f"scored with >=2 feasible nodes {self.scored})"
         ]
-        for c in CHECKS:
+        # The pod checks, then any other check this tally counted (the workload mode's).
+        for c in (*CHECKS, *sorted(set(self.applicable) - set(CHECKS))):
             n = self.applicable[c]
             ok = self.agreed[c]
             pct = f"{100.0 * ok / n:.1f}%" if n else "n/a"

@@ -17,7 +17,7 @@ import ssl
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import yaml
@@ -95,8 +95,16 @@ class KubeScheduler:
     ``eventhandlers=3`` adds the node add/delete events (the runner's node barrier).
     """
 
-    def __init__(self, binary: pathlib.Path, config_path: pathlib.Path, kubeconfig: str, log_path: pathlib.Path):
+    def __init__(
+        self,
+        binary: pathlib.Path,
+        config_path: pathlib.Path,
+        kubeconfig: str,
+        log_path: pathlib.Path,
+        extra_args: Sequence[str] = (),
+    ):
         self.binary = binary
+        self.extra_args = list(extra_args)  # e.g. --feature-gates=...
         self.config_path = config_path
         self.kubeconfig = kubeconfig
         self.log_path = log_path
@@ -118,6 +126,7 @@ class KubeScheduler:
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             "-v=2",
             "--vmodule=schedule_one=10,eventhandlers=3",
+            *self.extra_args,
         ]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
@@ -269,10 +278,11 @@ def varied_profile(seed: int) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def running(scheduler_name: str, kubeconfig: str, workdir: pathlib.Path,
-            leader_election: dict[str, Any] | None = None, **fields: Any) -> Iterator[KubeScheduler]:
+            leader_election: dict[str, Any] | None = None, extra_args: Sequence[str] = (),
+            **fields: Any) -> Iterator[KubeScheduler]:
     """The binary under profile ``scheduler_name`` (this module's configuration; leader election
-    off unless ``leader_election`` gives its section; other top-level ``fields`` as given),
-    stopped on exit; its files in ``workdir``."""
+    off unless ``leader_election`` gives its section; other top-level ``fields`` as given; more
+    command-line flags in ``extra_args``), stopped on exit; its files in ``workdir``."""
     binary = binary_path()
     if not binary.exists():
         raise FileNotFoundError(f"{binary} missing: run e2e/controlplane/build.sh kube-scheduler")
@@ -280,7 +290,8 @@ def running(scheduler_name: str, kubeconfig: str, workdir: pathlib.Path,
     if leader_election is not None:
         cfg["leaderElection"] = leader_election
     cfg.update(fields)
-    ks = KubeScheduler(binary, write_config(workdir / "config.yaml", cfg), kubeconfig, workdir / "kube-scheduler.log")
+    ks = KubeScheduler(binary, write_config(workdir / "config.yaml", cfg), kubeconfig, workdir / "kube-scheduler.log",
+                       extra_args=extra_args)
     ks.start()
     try:
         yield ks

@@ -19,6 +19,8 @@ from scheduler.testing import builders
 
 #: The schedulerName of pyscheduler's profile in manifests/.
 SCHEDULER = "pyscheduler"
+# The real kube-scheduler v1.36.3 run beside ours in the binary comparisons, under this profile.
+REFERENCE = "kube-reference"
 #: A label key whose value is unique to one test: its nodes carry it, its pods select it.
 GROUP = "e2e-group"
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from scheduler.framework.podgroupstate import PodGroupState, PodGroupStates, group_key
 from scheduler.framework.snapshot import Snapshot, zone_key
 from scheduler.model.kinds import Raw, metadata
 from scheduler.model.node import NodeInfo, node_image_entries
@@ -41,8 +42,11 @@ class _PodState:
 
 
 class Cache:
-    def __init__(self) -> None:
+    def __init__(self, generic_workload: bool = False) -> None:
         self.nodes: dict[str, NodeInfo] = {}
+        # Pod-group states, kept only with the GenericWorkload gate on (upstream cache.New).
+        self.generic_workload = generic_workload
+        self.pod_group_states: dict[str, PodGroupState] = {}
         self.pods: dict[str, _PodState] = {}  # by uid
         # nodeTree: zone -> node names in arrival order; zone order = first arrival.
         self._zones: dict[str, list[str]] = {}
@@ -186,8 +190,10 @@ class Cache:
             if st.assumed and st.node != pod.node_name:
                 log.warning("assumed_pod_bound_elsewhere", pod=pod.key, assumed=st.node, node=pod.node_name)
             self._remove_from_node(st.pod, st.node)
+            self._group_delete(st.pod)
         self.pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
         self._add_to_node(pod, pod.node_name)
+        self.add_pod_group_member(pod)
 
     def update_pod(self, pod: PodInfo) -> None:
         self.add_pod(pod)
@@ -204,12 +210,20 @@ class Cache:
         st = self.pods.pop(uid, None)
         if st is not None:
             self._remove_from_node(st.pod, st.node)
+            self._group_delete(st.pod)
 
     def assume_pod(self, pod: PodInfo, node: str) -> None:
         if pod.uid in self.pods:
             raise ValueError(f"pod {pod.key} is already in the cache")
         self.pods[pod.uid] = _PodState(pod, node, assumed=True)
         self._add_to_node(pod, node)
+        if self._member(pod):
+            gs = self._group_of(pod)
+            if gs is None:
+                gs = self._group_of(pod, create=True)
+                assert gs is not None
+                gs.all_pods[pod.uid] = pod
+            gs.assume_pod(pod)
 
     def finish_binding(self, uid: str) -> None:
         st = self.pods.get(uid)
@@ -223,17 +237,70 @@ class Cache:
             st.assumed = False
 
     def forget_pod(self, uid: str) -> None:
-        """The binding failed (or was cancelled): release what the assumption held."""
+        """The binding failed (or was cancelled): release what the assumption held; the pod is
+        unscheduled again in its group."""
         st = self.pods.get(uid)
         if st is not None and st.assumed:
-            self.remove_pod(uid)
+            self._forget(uid)
+
+    def _forget(self, uid: str) -> None:
+        st = self.pods.pop(uid)
+        self._remove_from_node(st.pod, st.node)
+        if self._member(st.pod):
+            gs = self._group_of(st.pod)
+            if gs is None:
+                log.error("pod_group_state_missing_on_forget", pod=st.pod.key)
+            else:
+                gs.forget_pod(uid)
 
     def forget_all_assumed(self) -> int:
         """Lease lost: every assumption is void. Returns how many were dropped."""
         uids = [uid for uid, st in self.pods.items() if st.assumed]
         for uid in uids:
-            self.remove_pod(uid)
+            self._forget(uid)
         return len(uids)
+
+    # -- pod groups (upstream cache AddPodGroupMember and friends) ----------------------------
+    def _member(self, pod: PodInfo) -> bool:
+        return self.generic_workload and pod.scheduling_group is not None
+
+    def _group_of(self, pod: PodInfo, create: bool = False) -> PodGroupState | None:
+        key = group_key(pod.namespace, pod.scheduling_group or "")
+        gs = self.pod_group_states.get(key)
+        if gs is None and create:
+            gs = self.pod_group_states[key] = PodGroupState()
+        return gs
+
+    def add_pod_group_member(self, pod: PodInfo) -> None:
+        """A pod of a group (unscheduled, from the queue's side, or bound) joins its group's state."""
+        if self._member(pod):
+            gs = self._group_of(pod, create=True)
+            assert gs is not None
+            gs.add_pod(pod)
+
+    def update_pod_group_member(self, old: PodInfo | None, new: PodInfo) -> None:
+        if not self._member(new):
+            return
+        gs = self._group_of(new)
+        if gs is None:
+            log.error("pod_group_state_missing_on_update", pod=new.key)
+            return
+        gs.update_pod(old, new)
+
+    def remove_pod_group_member(self, pod: PodInfo) -> None:
+        self._group_delete(pod)
+
+    def _group_delete(self, pod: PodInfo) -> None:
+        gs = self._group_of(pod) if self._member(pod) else None
+        if gs is None:
+            return
+        gs.delete_pod(pod.uid)
+        if gs.empty():
+            del self.pod_group_states[group_key(pod.namespace, pod.scheduling_group or "")]
+
+    def pod_group_state_lister(self) -> PodGroupStates:
+        """The live states (upstream PodGroupManager.PodGroupStates)."""
+        return PodGroupStates(self.pod_group_states)
 
     def is_assumed(self, uid: str) -> bool:
         st = self.pods.get(uid)
@@ -255,6 +322,13 @@ class Cache:
 
     # -- snapshot ----------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot) -> None:
+        if snap.placement_idx is not None:
+            log.error("update_snapshot_with_placement")
+            snap.forget_placement()
+        if snap.assumed_pods:
+            log.error("snapshot_had_assumed_pods", count=snap.forget_all_assumed())
+        if self.generic_workload or snap.pod_group_states:
+            self._update_pod_group_snapshot(snap)
         if self._list_changed:
             ordered = []
             for n in self.node_names_in_tree_order():
@@ -274,3 +348,13 @@ class Cache:
         self._dirty.clear()
         self._node_changed.clear()
         snap.generation += 1
+
+    def _update_pod_group_snapshot(self, snap: Snapshot) -> None:
+        """Copy the groups whose generation moved; drop the ones the cache no longer has."""
+        copies = snap.pod_group_states
+        for key in [k for k in copies if k not in self.pod_group_states]:
+            del copies[key]
+        for key, gs in self.pod_group_states.items():
+            have = copies.get(key)
+            if have is None or have.generation != gs.generation:
+                copies[key] = gs.clone()

@@ -127,8 +127,11 @@ class SchedulingQueue:
         pop_from_backoff_q: bool = POP_FROM_BACKOFF_Q,
         window_phase: float = 0.0,
         hint_maps: Mapping[str, QueueingHintMap] | None = None,
+        generic_workload: bool = False,
     ) -> None:
         self.frameworks = frameworks
+        # GenericWorkload gate: a pod of a pod group is retried after backoff, never on events.
+        self.generic_workload = generic_workload
         self.clock = clock
         self.max_in_unschedulable = max_in_unschedulable
         self.pop_from_backoff_q = pop_from_backoff_q
@@ -532,6 +535,9 @@ class SchedulingQueue:
         have helped? Errors, and pods no longer in flight (done already: a PreBind or Bind
         failure), are retried after backoff."""
         if not q.unschedulable_plugins and not q.pending_plugins:
+            return AFTER_BACKOFF
+        if self.generic_workload and q.pod.scheduling_group is not None:
+            # Event-based requeueing is not implemented for pod groups upstream: backoff only.
             return AFTER_BACKOFF
         events: list[LoggedEvent] | None = self.active_q.events_for(q.pod.uid)
         if events is None:

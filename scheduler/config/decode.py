@@ -34,16 +34,6 @@ from scheduler.model.schema import go_quote
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
-# Pod-group extension points of the newest API; accepted by the decoder but only when empty,
-# since their feature gates are alpha and off.
-_GATED_POINTS: tuple[str, ...] = (
-    "placementGenerate",
-    "placementScore",
-    "placementFeasible",
-    "podGroupPostFilter",
-)
-
-
 # ---------------------------------------------------------------------------------------------
 # Messages in field.Error's format (validation.py uses them too)
 
@@ -201,7 +191,6 @@ def _decode_profile(path: str, raw: Any) -> RawProfile:
         (
             "schedulerName",
             "percentageOfNodesToScore",
-            "percentageOfPlacementsToScore",
             "plugins",
             "pluginConfig",
         ),
@@ -209,23 +198,12 @@ def _decode_profile(path: str, raw: Any) -> RawProfile:
     name = None if obj.get("schedulerName") is None else _str(f"{path}.schedulerName", obj["schedulerName"])
     pct = obj.get("percentageOfNodesToScore")
     pct = None if pct is None else _int(f"{path}.percentageOfNodesToScore", pct)
-    if obj.get("percentageOfPlacementsToScore") is not None:
-        raise ConfigError(
-            f"{path}.percentageOfPlacementsToScore: Forbidden: "
-            "requires the TopologyAwareWorkloadScheduling feature gate, which pyscheduler does not enable"
-        )
     plugins: dict[str, PluginSet] | None = None
     if obj.get("plugins") is not None:
         ppath = f"{path}.plugins"
         pobj = _mapping(ppath, obj["plugins"])
-        _check_keys(ppath, pobj, (*CONFIG_POINTS, *_GATED_POINTS))
+        _check_keys(ppath, pobj, CONFIG_POINTS)
         plugins = {p: _decode_plugin_set(f"{ppath}.{p}", pobj.get(p)) for p in CONFIG_POINTS}
-        for p in _GATED_POINTS:
-            gated = _decode_plugin_set(f"{ppath}.{p}", pobj.get(p))
-            if gated.enabled or gated.disabled:
-                raise ConfigError(
-                    f"{ppath}.{p}: Forbidden: pod group scheduling extension points are not supported by pyscheduler"
-                )
     configs: list[tuple[str, Any]] = []
     ignored: dict[str, str] = {}
     for i, item in enumerate(_list(f"{path}.pluginConfig", obj.get("pluginConfig"))):
@@ -388,7 +366,6 @@ _TOP_KEYS = (
     "enableProfiling",
     "enableContentionProfiling",
     "percentageOfNodesToScore",
-    "percentageOfPlacementsToScore",
     "podInitialBackoffSeconds",
     "podMaxBackoffSeconds",
     "profiles",
@@ -486,11 +463,6 @@ def decode(doc: Mapping[str, Any] | None) -> Document:
     profiling = True if flags["enableProfiling"] is None else flags["enableProfiling"]
     contention = flags["enableContentionProfiling"]
     contention = profiling if contention is None else contention
-    if top_obj.get("percentageOfPlacementsToScore") is not None:
-        raise ConfigError(
-            "percentageOfPlacementsToScore: Forbidden: requires the TopologyAwareWorkloadScheduling "
-            "feature gate, which pyscheduler does not enable"
-        )
     raw_extenders = _list("extenders", top_obj.get("extenders"))
     extenders = [_decode_extender(f"extenders[{i}]", e) for i, e in enumerate(raw_extenders)]
     le = _decode_leader_election(top_obj.get("leaderElection"))

@@ -51,9 +51,12 @@ def default_multipoint(gates: FeatureGates = DEFAULT_GATES) -> tuple[tuple[str, 
 DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = default_multipoint()
 
 
-# Every in-tree plugin is in the default set (the registry's test keeps them equal); their args
-# are typed upstream (<Plugin>Args in the v1 group), out-of-tree ones are opaque.
-IN_TREE_PLUGINS: frozenset[str] = frozenset(name for name, _ in DEFAULT_MULTIPOINT)
+# Every in-tree plugin is in the default set once the alpha workload gates are on too (the
+# registry's test keeps them equal); their args are typed upstream (<Plugin>Args in the v1
+# group), out-of-tree ones are opaque.
+IN_TREE_PLUGINS: frozenset[str] = frozenset(
+    [name for name, _ in DEFAULT_MULTIPOINT] + ["GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount"]
+)
 
 
 def default_plugins(gates: FeatureGates = DEFAULT_GATES) -> list[tuple[str, int]]:

@@ -31,6 +31,16 @@ EXTENSION_POINT_NAMES: tuple[str, ...] = (
     "preBind",
     "bind",
     "postBind",
+    # Pod-group scheduling (kube-scheduler v1.36.3, used with TopologyAwareWorkloadScheduling).
+    "placementGenerate",
+    "placementScore",
+)
+PLACEMENT_POINTS: tuple[str, ...] = ("placementGenerate", "placementScore")
+# The v1 Plugins struct's JSON order: the pod's points, multiPoint, then the placement ones.
+V1_PLUGINS_ORDER: tuple[str, ...] = (
+    *(p for p in EXTENSION_POINT_NAMES if p not in PLACEMENT_POINTS),
+    "multiPoint",
+    *PLACEMENT_POINTS,
 )
 CONFIG_POINTS: tuple[str, ...] = (MULTI_POINT, *EXTENSION_POINT_NAMES)
 
@@ -42,7 +52,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class PluginRef:
     name: str
-    weight: int = 0  # only meaningful at "score" and "multiPoint"; 0 means "not given"
+    weight: int = 0  # only meaningful at "score", "placementScore" and "multiPoint"; 0 means "not given"
     # Position in the user's enabled list, for error messages; None for a default plugin.
     index: int | None = field(default=None, compare=False, repr=False)
 

@@ -199,25 +199,33 @@ class Algorithm:
         fw.handle.metrics.batch_hint(fw.profile_name, time.perf_counter() - started)
         if pod.nominated_node_name:
             ni = snap.get(pod.nominated_node_name)
-            if ni is not None:
+            # In a pod-group cycle a nominated node outside the placement is simply not tried.
+            if ni is not None and snap.in_placement(ni.name):
                 ok = self._find_nodes_that_pass_filters_once(fw, state, pod, snap, diagnosis, ni.index)
                 if ok and fw.extenders:
                     ok = bool(find_nodes_that_pass_extenders(fw.extenders, pod, [ni], diagnosis.node_to_status))
                 if ok:
                     return np.array([ni.index], dtype=np.int64), diagnosis
 
+        # The candidates: every node, or the placement's (upstream ListNodesInPlacement).
+        placement = snap.placement_idx
         if pre_res is None or pre_res.node_names is None:
-            nodes = np.arange(len(all_nodes), dtype=np.int64)
+            nodes = np.arange(len(all_nodes), dtype=np.int64) if placement is None else placement
         else:
             # Snapshot order (upstream iterates a set; we keep it deterministic).
             nodes = np.array(
-                sorted(snap.node_map[n].index for n in pre_res.node_names if n in snap.node_map), dtype=np.int64
+                sorted(
+                    snap.node_map[n].index
+                    for n in pre_res.node_names
+                    if n in snap.node_map and snap.in_placement(n)
+                ),
+                dtype=np.int64,
             )
             diagnosis.node_to_status.absent = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(with_nodes))}]",
             )
-        n_all = len(all_nodes)
+        n_all = snap.num_nodes_in_placement()
         try:
             feasible = self._find_nodes_that_pass_filters(fw, state, pod, snap, diagnosis, nodes)
         except StatusError:
@@ -294,11 +302,11 @@ class Algorithm:
     def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot) -> ScheduleResult:
         """The node for ``pod``. Raises ``FitError`` when it fits none, ``StatusError`` with the
         Error status of anything else that went wrong."""
-        if len(snap) == 0:
+        if snap.num_nodes_in_placement() == 0:
             raise StatusError(Status(Code.ERROR, NO_NODES_AVAILABLE))
         feasible, diagnosis = self.find_nodes_that_fit(fw, state, pod, snap)
         if len(feasible) == 0:
-            raise FitError(pod, len(snap), diagnosis)
+            raise FitError(pod, snap.num_nodes_in_placement(), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         infos = snap.node_infos
         if len(feasible) == 1:

@@ -101,6 +101,16 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
     state = CycleState(fw.sample_plugin_metrics())
     state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
     out = CycleOutcome(pod, state)
+    if run_scheduling_algorithm(fw, alg, snap, out):
+        assert out.result is not None
+        assume_reserve_permit(fw, cache, out, out.result.suggested_host)
+    return out
+
+
+def run_scheduling_algorithm(fw: Framework, alg: Algorithm, snap: Snapshot, out: CycleOutcome) -> bool:
+    """Filter and score ``out.pod`` on ``snap``, PostFilter when it fits nowhere (upstream
+    schedulingAlgorithm); fills ``out``. True when a node was found (``out.result``)."""
+    state, pod = out.state, out.pod
     try:
         result = alg.schedule_pod(fw, state, pod, snap)
     except FitError as fe:
@@ -111,24 +121,31 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
             out.nominating = ("noop", "") if r is None else (r.mode, r.nominated_node_name)
         # The message is the FitError's, PostFilter's outcome included.
         out.status = Status(Code.UNSCHEDULABLE, str(fe), err=fe)
-        return out
+        return False
     except StatusError as exc:
         out.status = exc.status
-        return out
+        return False
     out.result = result
-    node = result.suggested_host
+    return True
+
+
+def assume_reserve_permit(fw: Framework, cache: Cache, out: CycleOutcome, node: str) -> None:
+    """Assume ``out.pod`` on ``node`` in the cache, then Reserve and Permit (upstream
+    prepareForBindingCycle): a pod asked to wait joins the waiting pods; on failure everything
+    is undone and ``out.status`` says why."""
+    state, pod = out.state, out.pod
     assumed = assumed_copy(pod, node)
     try:
         cache.assume_pod(assumed, node)
     except ValueError as exc:
         out.status = Status(Code.ERROR, str(exc), err=exc)
-        return out
+        return
     reserve = fw.run_reserve(state, assumed, node)
     if reserve is not None:
         fw.run_unreserve(state, assumed, node)
         cache.forget_pod(assumed.uid)
         out.status = single_node_rejection(pod, node, reserve) if reserve.is_rejected() else reserve
-        return out
+        return
     waits, permit = fw.run_permit(state, assumed, node)
     if permit is not None and permit.code == Code.WAIT:
         fw.add_waiting_pod(assumed, waits)
@@ -136,7 +153,6 @@ def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot
         fw.run_unreserve(state, assumed, node)
         cache.forget_pod(assumed.uid)
         out.status = single_node_rejection(pod, node, permit) if permit.is_rejected() else permit
-        return out
+        return
     activate_pods(fw, state)
     out.assumed = assumed
-    return out

@@ -25,6 +25,7 @@ from scheduler.framework.interface import (
     EXTENSION_POINTS,
     EventSink,
     Handle,
+    PlacementScorePlugin,
     Plugin,
     PodActivator,
     PodBinder,
@@ -63,6 +64,8 @@ _FRAMEWORK_ORDER: tuple[str, ...] = (
     "permit",
     "preEnqueue",
     "queueSort",
+    "placementGenerate",
+    "placementScore",
 )
 _GO_TYPE = {p: p[0].upper() + p[1:] + "Plugin" for p in _FRAMEWORK_ORDER}
 _NONE = PluginSet()
@@ -134,27 +137,44 @@ def plugin_lists(profile: Profile, registry: Registry, path: str = "profiles[0]"
         )
     if not result["bind"]:
         raise ConfigError(f'{ppath}.bind: at least one bind plugin is needed for profile with scheduler name "{name}"')
+    if len(result["placementGenerate"]) > 1:
+        raise ConfigError(
+            f"{ppath}.placementGenerate: at most one placement generate plugin is allowed for profile with "
+            f'scheduler name "{name}"'
+        )
 
-    weights = _score_weights(ppath, [*sets.get("score", _NONE).enabled, *multipoint], registry)
-    return {
-        point: tuple(PluginRef(n, weights[n] if point == "score" else 0) for n in result[point])
-        for point in EXTENSION_POINTS
-    }
+    weights = _score_weights(f"{ppath}.score", [*sets.get("score", _NONE).enabled, *multipoint], registry, ScorePlugin)
+    placement_weights = _score_weights(
+        f"{ppath}.placementScore",
+        [*sets.get("placementScore", _NONE).enabled, *multipoint],
+        registry,
+        PlacementScorePlugin,
+    )
+
+    def ref(point: str, n: str) -> PluginRef:
+        if point == "score":
+            return PluginRef(n, weights[n])
+        if point == "placementScore":
+            return PluginRef(n, placement_weights[n])
+        return PluginRef(n)
+
+    return {point: tuple(ref(point, n) for n in result[point]) for point in EXTENSION_POINTS}
 
 
-def _score_weights(ppath: str, entries: list[PluginRef], registry: Registry) -> dict[str, int]:
-    # Explicit score entries come first, so their weight wins over the multiPoint one; an unset
-    # or zero weight becomes 1 (a plugin is disabled explicitly, never by weight).
+def _score_weights(where: str, entries: list[PluginRef], registry: Registry, kind: type[Plugin]) -> dict[str, int]:
+    # Explicit entries come first, so their weight wins over the multiPoint one; an unset or
+    # zero weight becomes 1 (a plugin is disabled explicitly, never by weight). Upstream
+    # getValidScoreWeights, for Score and PlacementScore plugins alike.
     weights: dict[str, int] = {}
     total = 0
     for e in entries:
         cls = registry.get(e.name)
-        if cls is None or not issubclass(cls, ScorePlugin) or e.name in weights:
+        if cls is None or not issubclass(cls, kind) or e.name in weights:
             continue
         w = e.weight or 1
         weights[e.name] = w
         if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
-            raise ConfigError(f"{ppath}.score: total score of Score plugins could overflow")
+            raise ConfigError(f"{where}: total score of Score plugins could overflow")
         total += w * MAX_NODE_SCORE
     return weights
 
@@ -175,7 +195,9 @@ def new_framework(
     lists: PluginLists | None = None,
 ) -> Framework:
     """One profile's framework: its plugins built once each, with their args, in extension-point
-    order; ``lists`` when ``check_profiles`` has computed them already."""
+    order; ``lists`` when ``check_profiles`` has computed them already. With the
+    WorkloadAwarePreemption gate (``handle.features``), DefaultPreemption is the one
+    PodGroupPostFilter plugin, as upstream's NewFramework sets it."""
     if lists is None:
         lists = plugin_lists(profile, registry)
     plugins: dict[str, Plugin] = {}
@@ -191,6 +213,7 @@ def new_framework(
         lists,
         percentage_of_nodes_to_score=global_percentage if percentage is None else percentage,
         observer=observer,
+        pod_group_post_filter=("DefaultPreemption",) if handle.features.enable_workload_aware_preemption else (),
     )
 
 
@@ -229,7 +252,8 @@ def build_frameworks(
     plugins may use; ``events``: the Event sink; all None offline); ``extenders``: the scheduler
     extenders every profile shares (scheduler/extender builds them); ``permit_timer`` runs the
     Permit timeouts on the edge's clock; ``activator`` moves pods to activeQ; ``seed`` seeds each
-    handle's random source. ConfigError for a profile that does not fit the registry,
+    handle's random source.
+    ConfigError for a profile that does not fit the registry,
     FrameworkError for args a plugin refuses."""
     if registry is None:
         registry = default_registry()

@@ -10,7 +10,14 @@ T = TypeVar("T")
 
 
 class CycleState:
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "pod_group_cycle",
+        "record_plugin_metrics",
+        "skip_all_post_filter",
+        "skip_filter_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self, record_plugin_metrics: bool = False) -> None:
         self._data: dict[str, Any] = {}
@@ -18,6 +25,13 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
         # This cycle times each plugin (upstream samples one cycle in ten: framework/metrics.py).
         self.record_plugin_metrics = record_plugin_metrics
+        # In a pod-group cycle: the group's own state (upstream SetPodGroupSchedulingCycle).
+        self.pod_group_cycle: CycleState | None = None
+        # WorkloadAwarePreemption's dry runs skip every PostFilter plugin.
+        self.skip_all_post_filter = False
+
+    def is_pod_group_scheduling_cycle(self) -> bool:
+        return self.pod_group_cycle is not None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -44,4 +58,6 @@ class CycleState:
         c._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.pod_group_cycle = self.pod_group_cycle
+        c.skip_all_post_filter = self.skip_all_post_filter
         return c

@@ -28,9 +28,11 @@ from scheduler.framework.status import Status
 from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
 
 if TYPE_CHECKING:
     from scheduler.framework.listers import Listers
+    from scheduler.framework.podgroupstate import PodGroupStates
     from scheduler.framework.snapshot import Snapshot
 
 
@@ -123,6 +125,65 @@ class NodeToStatus:
 
     def get(self, node: str) -> Status | None:
         return self.statuses.get(node, self.absent)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pod groups and placements (upstream fwk types.go: PodGroupInfo, Placement, PodGroupAssignments)
+
+
+class PodGroupInfo:
+    """A pod group in one pod-group cycle: its name and the pods being scheduled in it, in the
+    cycle's order (upstream framework.PodGroupInfo)."""
+
+    __slots__ = ("name", "namespace", "unscheduled_pods")
+
+    def __init__(self, namespace: str, name: str, unscheduled_pods: list[PodInfo] | None = None) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.unscheduled_pods: list[PodInfo] = unscheduled_pods or []
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def __repr__(self) -> str:
+        return f"PodGroupInfo({self.key} pods={len(self.unscheduled_pods)})"
+
+
+@dataclass(eq=False, slots=True)
+class Placement:
+    """The nodes a pod group is tried on (upstream fwk.Placement); compared by identity."""
+
+    name: str
+    nodes: list[NodeInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedAssignment:
+    pod: PodInfo
+    node_name: str
+
+
+@dataclass(slots=True)
+class PodGroupAssignments:
+    """Where a placement's cycle put each pod that found a node (upstream PodGroupAssignments)."""
+
+    placement: Placement
+    proposed_assignments: list[ProposedAssignment]
+
+
+@dataclass(slots=True)
+class PlacementScore:
+    placement: Placement
+    score: int
+
+
+@dataclass(slots=True)
+class PlacementPluginScores:
+    placement: Placement
+    scores: list[tuple[str, int]]  # (plugin, weighted score)
+    total_score: int = 0
+    randomizer: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,6 +282,7 @@ class Handle:
         "metrics",
         "nominator",
         "parallelism",
+        "pod_group_manager",
         "preemption",
         "profile_name",
         "rng",
@@ -262,6 +324,8 @@ class Handle:
         self.metrics: MetricsRecorder = NOOP
         # The feature gates plugins read (upstream feature.Features, given to every factory).
         self.features = features
+        # The cache's pod-group states (upstream PodGroupManager), given once the cache exists.
+        self.pod_group_manager: PodGroupStates | None = None
         # One map for every profile (the builder passes the same one to each handle).
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
         self.activator = activator
@@ -381,6 +445,39 @@ class ReservePlugin(Plugin):
         raise NotImplementedError
 
 
+class PlacementGeneratePlugin(Plugin):
+    def generate_placements(
+        self, state: CycleState, pod_group: PodGroupInfo, parent: Placement
+    ) -> list[Placement] | Status:
+        """Candidate placements within ``parent`` (may overlap), or a non-success Status."""
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Plugin):
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo, assignments: PodGroupAssignments) -> int:
+        """Raw score of one feasible placement; raise ``StatusError`` to fail."""
+        raise NotImplementedError
+
+    # PlacementScoreExtensions; ``has_normalize_placement`` tells the runtime whether to call it.
+    has_normalize_placement: ClassVar[bool] = False
+
+    def normalize_placement_score(
+        self, state: CycleState, pod_group: PodGroupInfo, scores: list[PlacementScore]
+    ) -> Status | None:
+        return None
+
+
+class PodGroupPostFilterPlugin(Plugin):
+    """Called when a pod group cannot be scheduled (upstream framework.PodGroupPostFilterPlugin,
+    WorkloadAwarePreemption): ``feasible`` re-runs the pod-group algorithm, without PostFilter,
+    on the snapshot the plugin changed."""
+
+    def pod_group_post_filter(
+        self, pod_group: PodGroup, pods: list[PodInfo], feasible: Callable[[], Status | None]
+    ) -> Status | None:
+        raise NotImplementedError
+
+
 class PermitPlugin(Plugin):
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
         """(None to allow, a WAIT status to make the pod wait, a rejection; the wait's timeout
@@ -426,6 +523,8 @@ EXTENSION_POINTS: dict[str, type[Plugin]] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
 }
 
 

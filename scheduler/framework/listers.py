@@ -18,6 +18,7 @@ from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, add_allocated
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
+from scheduler.model.podgroup import PodGroup
 from scheduler.model.quantity import Quantity, QuantityError
 from scheduler.model.schema import DRA, STORAGE, object_error
 from scheduler.model.storage import (
@@ -311,6 +312,15 @@ class Listers:
         self.dra = DraStore()
         # Informers for the kinds plugins name (Handle.shared_informer_factory).
         self.informers = InformerFactory()
+        # scheduling.k8s.io/v1alpha2 PodGroups by namespace/name (GenericWorkload).
+        self.pod_groups: dict[str, PodGroup] = {}
+
+    def get_pod_group(self, namespace: str, name: str) -> PodGroup:
+        """The PodGroup lister's Get: NotFoundError as the API's NotFound."""
+        pg = self.pod_groups.get(f"{namespace}/{name}")
+        if pg is None:
+            raise NotFoundError("podgroup.scheduling.k8s.io", name)
+        return pg
 
     def namespace_labels(self, name: str) -> dict[str, str] | None:
         ns = self.namespaces.get(name)

@@ -22,7 +22,15 @@ from scheduler.framework.interface import (
     Handle,
     NodeToStatus,
     PermitPlugin,
+    Placement,
+    PlacementGeneratePlugin,
+    PlacementPluginScores,
+    PlacementScore,
+    PlacementScorePlugin,
     Plugin,
+    PodGroupAssignments,
+    PodGroupInfo,
+    PodGroupPostFilterPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -132,16 +140,20 @@ class Framework:
         *,
         percentage_of_nodes_to_score: int = 0,
         observer: DurationObserver | None = None,
+        pod_group_post_filter: Sequence[str] = (),
     ) -> None:
         """``plugins`` by name, each built once; ``points`` lists them per extension point (score
-        entries with their weights). core/profiles.py builds both from a profile and has checked
-        every plugin against its points, the queueSort and bind counts and the weights' sum."""
+        and placementScore entries with their weights). core/profiles.py builds both from a
+        profile and has checked every plugin against its points, the queueSort, bind and
+        placementGenerate counts and the weights' sums; ``pod_group_post_filter`` names the
+        PodGroupPostFilter plugins (DefaultPreemption, with WorkloadAwarePreemption on)."""
         self.profile_name = profile_name
         self.handle = handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.observer = observer
         self.plugins: dict[str, Plugin] = dict(plugins)
         self.weights: dict[str, int] = {ref.name: ref.weight for ref in points.get("score", ())}
+        self.placement_weights: dict[str, int] = {ref.name: ref.weight for ref in points.get("placementScore", ())}
 
         def at(point: str) -> list[Any]:
             return [self.plugins[ref.name] for ref in points.get(point, ())]
@@ -158,6 +170,11 @@ class Framework:
         self.pre_bind_plugins: list[PreBindPlugin] = at("preBind")
         self.bind_plugins: list[BindPlugin] = at("bind")
         self.post_bind_plugins: list[PostBindPlugin] = at("postBind")
+        self.placement_generate_plugins: list[PlacementGeneratePlugin] = at("placementGenerate")
+        self.placement_score_plugins: list[PlacementScorePlugin] = at("placementScore")
+        self.pod_group_post_filter_plugins: list[PodGroupPostFilterPlugin] = [
+            pl for name in pod_group_post_filter if isinstance(pl := self.plugins.get(name), PodGroupPostFilterPlugin)
+        ]
         # Plugins whose batch form overrides the base class's "None" default.
         self._filter_has_batch = {
             pl.name: type(pl).filter_batch is not FilterPlugin.filter_batch for pl in self.filter_plugins
@@ -462,6 +479,10 @@ class Framework:
         otherwise the rejections' reasons are joined (DynamicResources' then DefaultPreemption's)
         and the last non-noop result is kept."""
         started = time.perf_counter()
+        if state.skip_all_post_filter:
+            st = Status(Code.UNSCHEDULABLE, "All PostFilter plugins are skipped")
+            self._observe("PostFilter", "", st, started)
+            return None, st
         result: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
@@ -754,6 +775,89 @@ class Framework:
     def discard_waiting_pod(self, pod: PodInfo) -> None:
         """The binding cycle was cancelled while the pod waited: it leaves the map, timers stopped."""
         self.handle.waiting_pods.remove(pod.uid)
+
+    # -- PlacementGenerate / PlacementScore (pod-group cycle) --------------------------------
+    def run_placement_generate(
+        self, state: CycleState, pod_group: PodGroupInfo, nodes: list[NodeInfo]
+    ) -> tuple[list[Placement], Status | None]:
+        """Upstream RunPlacementGeneratePlugins: the one plugin's placements within all
+        ``nodes``; without a plugin, one placement of all nodes."""
+        started = time.perf_counter()
+        parent = Placement("", nodes)
+        if not self.placement_generate_plugins:
+            self._observe("PlacementGenerate", "", None, started)
+            return [parent], None
+        pl = self.placement_generate_plugins[0]
+        try:
+            r = pl.generate_placements(state, pod_group, parent)
+        except Exception as exc:
+            r = _as_status(exc)
+        if isinstance(r, Status):
+            if r.is_success():
+                r = []
+            else:
+                st = r.with_plugin(pl.name)
+                self._observe("PlacementGenerate", "", st, started)
+                return [], st
+        if not r:
+            st = Status(Code.UNSCHEDULABLE, "no feasible placements found", plugin=pl.name)
+            self._observe("PlacementGenerate", "", st, started)
+            return [], st
+        self._observe("PlacementGenerate", "", None, started)
+        return list(r), None
+
+    def run_placement_score(
+        self, state: CycleState, pod_group: PodGroupInfo, assignments: Sequence[PodGroupAssignments]
+    ) -> list[PlacementPluginScores]:
+        """Upstream RunPlacementScorePlugins: each plugin's (normalized, weighted) score per
+        placement and the totals; raises StatusError with upstream's messages."""
+        started = time.perf_counter()
+        per_plugin: dict[str, list[PlacementScore]] = {}
+        try:
+            for pl in self.placement_score_plugins:
+                scores: list[PlacementScore] = []
+                for a in assignments:
+                    try:
+                        v = int(pl.score_placement(state, pod_group, a))
+                    except Exception as exc:
+                        msg = f"plugin {go_quote(pl.name)} failed with: {_as_status(exc).message}"
+                        raise StatusError(Status(Code.ERROR, f"running PlacementScore plugins: {msg}")) from None
+                    scores.append(PlacementScore(a.placement, v))
+                per_plugin[pl.name] = scores
+            for pl in self.placement_score_plugins:
+                if not pl.has_normalize_placement:
+                    continue
+                try:
+                    s = pl.normalize_placement_score(state, pod_group, per_plugin[pl.name])
+                except Exception as exc:
+                    s = _as_status(exc)
+                if s is not None and not s.is_success():
+                    msg = f"plugin {go_quote(pl.name)} failed with: {s.message}"
+                    raise StatusError(
+                        Status(Code.ERROR, f"running NormalizePlacementScore on PlacementScore plugins: {msg}")
+                    )
+            out: list[PlacementPluginScores] = []
+            for i, a in enumerate(assignments):
+                ps = PlacementPluginScores(a.placement, [])
+                for pl in self.placement_score_plugins:
+                    v = per_plugin[pl.name][i].score
+                    if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE:
+                        msg = (
+                            f"plugin {go_quote(pl.name)} returns an invalid score {v}, it should in the range of "
+                            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                        )
+                        raise StatusError(
+                            Status(Code.ERROR, f"applying score defaultWeights on PlacementScore plugins: {msg}")
+                        )
+                    weighted = v * self.placement_weights[pl.name]
+                    ps.scores.append((pl.name, weighted))
+                    ps.total_score += weighted
+                out.append(ps)
+        except StatusError as exc:
+            self._observe("PlacementScore", "", exc.status, started)
+            raise
+        self._observe("PlacementScore", "", None, started)
+        return out
 
     # -- binding cycle -----------------------------------------------------------------------
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:

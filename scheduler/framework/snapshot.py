@@ -8,11 +8,14 @@ pod's search starts from, so it is part of exactness.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import structlog
 
+from scheduler.framework.podgroupstate import PodGroupState, PodGroupStates, group_key
 from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 
 _ZONE_LABELS = (
     ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"),
@@ -158,6 +161,14 @@ class Snapshot:
         self.change_seq = 0
         self.node_seq = np.zeros(0, dtype=np.int64)
         self.label_seq = np.zeros(0, dtype=np.int64)
+        # Workload-aware scheduling (GenericWorkload): copies of the cache's pod-group states;
+        # pods the pod-group cycle assumed here (uid -> node, NodeInfo before, NodeInfo after);
+        # and the placement the cycle restricts candidate nodes to (snapshot positions).
+        self.pod_group_states: dict[str, PodGroupState] = {}
+        self.assumed_pods: dict[str, tuple[str, NodeInfo, NodeInfo]] = {}
+        self.placement_idx: np.ndarray | None = None
+        self._placement_names: frozenset[str] = frozenset()
+        self._backup: list[NodeInfo] | None = None
 
     # -- building ----------------------------------------------------------------------------
     def set_nodes(self, ordered: list[NodeInfo]) -> None:
@@ -240,3 +251,92 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.node_infos)
+
+    # -- pod-group cycle (upstream Snapshot AssumePod, ForgetPod, AssumePlacement, Backup) -----
+    def pod_group_state_lister(self) -> PodGroupStates:
+        return PodGroupStates(self.pod_group_states)
+
+    def assume_pod(self, pod: PodInfo, node: str, in_group: bool) -> None:
+        """Count ``pod`` (already carrying ``node``) on its node in this snapshot only, for the
+        rest of the pod-group cycle; ``in_group``: also mark it assumed in its group's state."""
+        old = self.node_map.get(node)
+        if old is None:
+            raise ValueError(f'nodeinfo not found for node name "{node}"')
+        new = old.clone()
+        new.add_pod(pod)
+        new.generation = old.generation  # a snapshot-only change, as upstream keeps it
+        self.replace_node(new, False)
+        self.assumed_pods[pod.uid] = (node, old, new)
+        if in_group and pod.scheduling_group is not None:
+            st = self.pod_group_states.get(group_key(pod.namespace, pod.scheduling_group))
+            if st is not None:
+                st.assume_pod(pod)
+
+    def forget_pod(self, pod: PodInfo, in_group: bool) -> None:
+        entry = self.assumed_pods.pop(pod.uid, None)
+        if entry is None:
+            raise ValueError(f'assumed pod "{pod.key}" not found in the snapshot')
+        node, before, after = entry
+        current = self.node_map.get(node)
+        if current is after:
+            self.replace_node(before, False)  # nothing else changed the node since
+        elif current is not None:
+            ni = current.clone()
+            ni.remove_pod(pod)
+            ni.generation = current.generation
+            self.replace_node(ni, False)
+        if in_group and pod.scheduling_group is not None:
+            st = self.pod_group_states.get(group_key(pod.namespace, pod.scheduling_group))
+            if st is not None:
+                st.forget_pod(pod.uid)
+
+    def forget_all_assumed(self) -> int:
+        """Safety net before a sync: assumptions a cycle left behind are dropped."""
+        n = len(self.assumed_pods)
+        for uid in list(self.assumed_pods):
+            node, before, _ = self.assumed_pods.pop(uid)
+            if node in self.node_map:
+                self.replace_node(before, False)
+        return n
+
+    def assume_placement(self, nodes: Sequence[NodeInfo]) -> None:
+        """Limit the candidate nodes to ``nodes`` (all nodes: no limit, as upstream)."""
+        if len(nodes) == len(self.node_infos):
+            self.forget_placement()
+            return
+        idx: list[int] = []
+        for ni in nodes:
+            current = self.node_map.get(ni.name)
+            if current is None:
+                self.forget_placement()
+                raise ValueError(f"node {ni.name} in placement is not present in snapshot")
+            idx.append(current.index)
+        self.placement_idx = np.array(idx, dtype=np.int64)
+        self._placement_names = frozenset(ni.name for ni in nodes)
+
+    def forget_placement(self) -> None:
+        self.placement_idx = None
+        self._placement_names = frozenset()
+
+    def num_nodes_in_placement(self) -> int:
+        return len(self.node_infos) if self.placement_idx is None else len(self.placement_idx)
+
+    def in_placement(self, name: str) -> bool:
+        return self.placement_idx is None or name in self._placement_names
+
+    def backup(self) -> Callable[[], None]:
+        """Clone every node so preemption can remove pods from them; the returned function puts
+        the originals back (upstream BackupSnapshot; backups do not stack)."""
+        if self._backup is not None:
+            raise ValueError("cannot stack backups")
+        self._backup = list(self.node_infos)
+        for ni in self._backup:
+            self.replace_node(ni.clone(), False)
+
+        def restore() -> None:
+            saved, self._backup = self._backup, None
+            for ni in saved or ():
+                if ni.name in self.node_map:
+                    self.replace_node(ni, False)
+
+        return restore

@@ -161,13 +161,17 @@ class App:
                                       client_set=self.api_client, events=self.recorder, extenders=extenders)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
-        self.cache = Cache()
+        # GenericWorkload: the cache keeps pod-group states, the queue retries group pods after
+        # backoff, PodGroups are watched (upstream starts their informer only then).
+        generic_workload = cfg.feature_gates.enabled("GenericWorkload")
+        self.cache = Cache(generic_workload=generic_workload)
         self.queue = SchedulingQueue(
             frameworks,
             time.monotonic,
             initial_backoff=cfg.pod_initial_backoff_seconds,
             max_backoff=cfg.pod_max_backoff_seconds,
             max_in_unschedulable=cfg.pod_max_in_unschedulable_pods_duration,
+            generic_workload=generic_workload,
             pop_from_backoff_q=cfg.feature_gates.enabled("SchedulerPopFromBackoffQ"),
             # Backoff windows start on the wall clock's seconds, as kube-scheduler's do.
             window_phase=wall_window_phase(time.monotonic),
@@ -192,6 +196,7 @@ class App:
         for fw in frameworks.values():
             fw.handle.nominator = self.queue.nominator
             fw.handle.preemption = self.preemption
+            fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
         users = informer_users(frameworks)
         self.watcher = Watcher(self.scheduler, creds.credentials, kinds=live_kinds(users, cfg.feature_gates.enabled),
                                scheduler_names=frameworks, on_error=metrics.object_error,

@@ -22,6 +22,7 @@ from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
 
 # Upstream's labels of the pod events whose handlers it times (framework/events.go).
 ASSIGNED_ADD, ASSIGNED_UPDATE, ASSIGNED_DELETE = "AssignedPodAdd", "AssignedPodUpdate", "AssignedPodDelete"
@@ -64,6 +65,8 @@ class EventHandlers:
         self.observe_event: Callable[[Iterable[ClusterEvent | str], float], None] | None = None
         # The NodeDeclaredFeatures gate (one set of gates for every profile).
         self._declared_features = all(fw.handle.features.enable_node_declared_features for fw in frameworks.values())
+        # GangScheduling gate: every new pending pod may complete a gang (upstream moves pods).
+        self._gang = any(fw.handle.features.enable_gang_scheduling for fw in frameworks.values())
 
     def informer_pods(self) -> list[Raw]:
         """Every pod the pod informer would hold: bound and assumed (the cache), pending ours and
@@ -135,9 +138,16 @@ class EventHandlers:
         prev = self._pending.get(uid)
         self._pending[uid] = pod
         if prev is None and uid not in self.queue:
+            # A pod of a PodGroup joins its group's state first (GangScheduling's PreEnqueue counts it).
+            self.cache.add_pod_group_member(pod)
             self.queue.add(pod)
+            if self._gang:
+                self.queue.move_all_to_active_or_backoff(
+                    ClusterEvent("UnscheduledPod", ActionType.ADD, "UnschedulablePodAdd"), None, pod
+                )
             self._handled(started, UNSCHEDULED_ADD)
         else:
+            self.cache.update_pod_group_member(prev, pod)
             self.queue.update(prev, pod)
             self._handled(started, UNSCHEDULED_UPDATE)
 
@@ -145,8 +155,10 @@ class EventHandlers:
         started = time.perf_counter() if started is None else started
         meta = metadata(raw)
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
-        ours = uid in self._pending
-        self._pending.pop(uid, None)
+        prev = self._pending.pop(uid, None)
+        ours = prev is not None
+        if prev is not None:
+            self.cache.remove_pod_group_member(prev)
         self._foreign.pop(uid, None)
         self.queue.delete(uid)
         self.recorder.forget_pod(uid)
@@ -234,9 +246,10 @@ class EventHandlers:
         old, new = change
         self._moved_by(kind, old, new, started)
 
-    def _moved_by(self, kind: str, old: Any, new: Any, started: float) -> None:
+    def _moved_by(self, kind: str, old: Any, new: Any, started: float, label: str = "") -> None:
         """Move the pods an add, update or delete of ``kind`` may help, if some plugin
-        registered that action (``old``/``new`` None on the missing side)."""
+        registered that action (``old``/``new`` None on the missing side); ``label``: the
+        event's resource as upstream names it in metrics, if not ``kind``."""
         action, verb = (
             (ActionType.DELETE, "Delete") if new is None
             else (ActionType.ADD, "Add") if old is None
@@ -246,7 +259,7 @@ class EventHandlers:
         if registered is None:
             registered = self._registered_actions[kind] = self.queue.registered_actions(kind)
         if registered & action:
-            self._move(ClusterEvent(kind, action, f"{kind}{verb}"), old, new, started)
+            self._move(ClusterEvent(kind, action, f"{label or kind}{verb}"), old, new, started)
 
     def on_resource(self, resource: str, etype: str | None, raw: Raw) -> None:
         """An object of a kind plugins named (``<plural>.<version>.<group>``): into its informer
@@ -261,6 +274,19 @@ class EventHandlers:
             return
         old, new = change
         self._moved_by(resource, old, new, started)
+
+    def on_pod_group(self, etype: str | None, raw: Raw) -> None:
+        """PodGroups (scheduling.k8s.io/v1alpha2, GenericWorkload): into the lister, then the
+        pods the plugins' registered events may help (GangScheduling: a PodGroup added)."""
+        started = time.perf_counter()
+        pg = PodGroup.parse(raw)
+        if etype == "DELETED":
+            old = self.listers.pod_groups.pop(pg.key, None)
+            self._moved_by("PodGroup", old, None, started, "scheduling.k8s.io/PodGroup")
+            return
+        old = self.listers.pod_groups.get(pg.key)
+        self.listers.pod_groups[pg.key] = pg
+        self._moved_by("PodGroup", old, pg, started, "scheduling.k8s.io/PodGroup")
 
     def on_pdb(self, etype: str | None, raw: Raw) -> None:
         """PodDisruptionBudgets, for DefaultPreemption (no plugin requeues pods on them)."""

@@ -10,6 +10,10 @@ path out of an attempt ends with the pod bound, requeued, or known gone: no pod 
 server refuses a second Binding of a bound pod (409) and the cache refuses to assume a pod
 twice: no pod is bound twice.
 
+A pod of a PodGroup (GenericWorkload gate) brings its whole group into one pod-group cycle
+(core/podgroup.py): the group's pods that it keeps go to their binding cycles as above, the
+others are requeued, and the PodGroup's PodGroupScheduled condition is patched.
+
 With leader election, no cycle starts while the lease fence is closed (see kube/elector.py); the
 loop then ends with ``Fenced`` and ``abort`` cancels the bindings in flight and forgets their
 assumptions. Events and conditions go through the Recorder's queue, never awaited here.
@@ -30,6 +34,8 @@ from scheduler.backend.queue import SchedulingQueue
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, rejecting_plugins, scheduling_cycle
 from scheduler.core.extenders import extenders_binding
+from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.listers import Listers
@@ -49,6 +55,8 @@ from scheduler.model.pod import PodInfo
 log = structlog.get_logger(__name__)
 # kube-scheduler's schedule_one.go log calls behind V(n), selected by -v or --vmodule=schedule_one=N.
 SCHEDULE_ONE = verbose("schedule_one")
+
+RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def permit_timer(seconds: float, fire: Callable[[], None]) -> Cancel:
@@ -125,6 +133,20 @@ class Scheduler(EventHandlers):
         self.cycles = 0
         # Awaited before each cycle: the watcher holds cycles while it re-lists after a gap.
         self.hold: Callable[[], Awaitable[Any]] | None = None
+        # Pod groups (GenericWorkload): the cycle, and the PodGroup status patches in flight.
+        self.generic_workload = cache.generic_workload
+        self.pod_groups = PodGroupCycle(
+            frameworks,
+            algorithm,
+            cache,
+            snapshot,
+            queue,
+            _GroupHooks(self),
+            on_algorithm_duration=self.metrics.pod_group_algorithm,
+        )
+        if self.generic_workload:
+            self.metrics.enable_pod_groups()
+        self.status_tasks: set[asyncio.Task[None]] = set()
 
     def _event_dropped(self, reason: str) -> None:
         self.metrics.events_dropped.labels(reason).inc()
@@ -170,6 +192,10 @@ class Scheduler(EventHandlers):
                 self.schedule_one(q)
             except Exception as exc:
                 self._cycle_crashed(q, exc)
+            if self.status_tasks:
+                # Upstream patches a PodGroup's condition inside its scheduling cycle: the next
+                # cycle (a retry of the group's leftover pods) starts once the write is done.
+                await asyncio.gather(*list(self.status_tasks), return_exceptions=True)
             # Let the watcher and the binding tasks run between cycles.
             await asyncio.sleep(0)
         if self.fenced:
@@ -178,6 +204,20 @@ class Scheduler(EventHandlers):
     def schedule_one(self, q: QueuedPodInfo) -> None:
         pod = q.pod
         uid = pod.uid
+        if self.generic_workload and pod.scheduling_group is not None:
+            self.cycles += 1
+            outcome = self.pod_groups.schedule(q)
+            if outcome is not None:
+                self.metrics.pod_group_attempt(outcome.result, outcome.profile, outcome.seconds)
+                log.info(
+                    "pod_group_scheduled" if outcome.result == "scheduled" else "pod_group_not_scheduled",
+                    pod_group=outcome.group.key,
+                    result=outcome.result,
+                    scheduled_pods=len(outcome.scheduled),
+                    unschedulable_pods=len(outcome.decisions) - len(outcome.scheduled),
+                    message=outcome.condition["message"],
+                )
+            return
         fw = self.frameworks.get(pod.scheduler_name)
         if fw is None or pod.deleting or self.cache.get_pod(uid) is not None:
             # Upstream skipPodSchedule: being deleted, or already assumed/bound.
@@ -194,13 +234,38 @@ class Scheduler(EventHandlers):
         if out.assumed is None:
             self._cycle_failed(fw, q, out, start)
             return
+        self._start_binding(fw, q, out, start)
+
+    def _start_binding(self, fw: Framework, q: QueuedPodInfo, out: CycleOutcome, start: float) -> None:
         # Assumed: its nomination (if any) has served its purpose.
-        self.queue.nominator.delete(uid)
+        self.queue.nominator.delete(q.pod.uid)
         task = asyncio.get_running_loop().create_task(
-            self._binding_cycle(fw, q, out, start), name=f"bind {pod.key}"
+            self._binding_cycle(fw, q, out, start), name=f"bind {q.pod.key}"
         )
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
+
+    def _update_pod_group_condition(self, group: QueuedPodGroup, condition: dict[str, str]) -> None:
+        """Upstream updatePodGroupCondition: patched off the loop; never back from Scheduled."""
+        pg = self.listers.pod_groups.get(group.key)
+        if pg is None:
+            log.error("pod_group_status_update_failed", pod_group=group.key, error="PodGroup not found")
+            return
+        now = time.strftime(RFC3339, time.gmtime())
+        conditions = next_conditions(pg, condition, now)
+        if conditions is None:
+            return
+        body = {"status": {"conditions": conditions}}
+
+        async def patch() -> None:
+            try:
+                await self.binder.binds.run(self.binder.api.patch_pod_group_status, pg.namespace, pg.name, body)
+            except Exception as exc:
+                log.error("pod_group_status_update_failed", pod_group=group.key, error=str(exc))
+
+        task = asyncio.get_running_loop().create_task(patch(), name=f"podgroup status {group.key}")
+        self.status_tasks.add(task)
+        task.add_done_callback(self.status_tasks.discard)
 
     def _log_scores(self, pod: str, out: CycleOutcome) -> None:
         """prioritizeNodes' V(10) lines: each plugin's weighted score per node, then each node's total."""
@@ -432,3 +497,24 @@ class Scheduler(EventHandlers):
         except TimeoutError:
             log.warning("events_not_flushed", pending=self.recorder.pending())
         return True
+
+
+class _GroupHooks:
+    """What the pod-group cycle asks of the live scheduler (core/podgroup.PodGroupHooks)."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+
+    def failure(self, fw: Framework, q: QueuedPodInfo, status: Status, nominating: tuple[str, str]) -> None:
+        out = CycleOutcome(q.pod, CycleState(), status=status, nominating=nominating)
+        self.sched._cycle_failed(fw, q, out, time.perf_counter())
+
+    def assumed(self, fw: Framework, q: QueuedPodInfo, out: CycleOutcome) -> None:
+        self.sched._start_binding(fw, q, out, time.perf_counter())
+
+    def done(self, uid: str) -> None:
+        self.sched.queue.done(uid)
+
+    def condition(self, fw: Framework, group: QueuedPodGroup, condition: dict[str, str]) -> None:
+        self.sched._update_pod_group_condition(group, condition)
+

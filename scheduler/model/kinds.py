@@ -29,6 +29,7 @@ class Role(Enum):
     PDB = "pdb"  # DefaultPreemption's PodDisruptionBudget lister
     DRA = "dra"  # DynamicResources' store
     PRIORITY = "priority"  # Priority admission: simulate applies it, live pods arrive with it applied
+    WORKLOAD = "workload"  # workload-aware scheduling: the pod-group cycle and its plugins
 
 
 # ``Kind.informer_for``: the scheduler itself asks for the informer (scheduler.go's pod and node
@@ -101,6 +102,9 @@ KINDS: dict[str, Kind] = {
         Kind("ResourceSlice", "resource.k8s.io/v1", "resourceslices", Role.DRA, (SCHEDULER,), DRA_GATE),
         # Priority admission resolves a pod's priority before any scheduler sees it.
         Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", Role.PRIORITY),
+        # scheduler.go's PodGroup lister, made whenever the gate is on (the pod-group cycle,
+        # GangScheduling, TopologyPlacementGenerator and DefaultPreemption read it).
+        Kind("PodGroup", "scheduling.k8s.io/v1alpha2", "podgroups", Role.WORKLOAD, (SCHEDULER,), "GenericWorkload"),
     )
 }
 

@@ -218,6 +218,7 @@ class PodInfo:
         "resource_version",
         "scheduler_name",
         "scheduling_gates",
+        "scheduling_group",
         "spread_constraints",
         "start_ts",
         "tolerations",
@@ -257,6 +258,11 @@ class PodInfo:
             raise FieldError("spec.priority", f'Invalid value: "{self.priority}": must be a 32-bit integer')
         self.preemption_policy: str = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
         self.scheduling_gates = tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [])
+        # spec.schedulingGroup.podGroupName: the PodGroup (same namespace) the pod belongs to.
+        group = spec.get("schedulingGroup")
+        self.scheduling_group: str | None = None
+        if group is not None and group.get("podGroupName") is not None:
+            self.scheduling_group = str(group["podGroupName"])
         self.phase: str = str(status.get("phase") or "")
         self.nominated_node_name: str = str(status.get("nominatedNodeName") or "")
         self.start_ts = _parse_time(status.get("startTime"))
@@ -333,6 +339,11 @@ class PodInfo:
     @property
     def has_required_anti_affinity(self) -> bool:
         return bool(self.anti_affinity_required)
+
+    @property
+    def pod_group_key(self) -> str | None:
+        """namespace/name of the pod's PodGroup, if it names one."""
+        return None if self.scheduling_group is None else f"{self.namespace}/{self.scheduling_group}"
 
     @property
     def terminal(self) -> bool:

@@ -341,6 +341,7 @@ POD = {
         "priority": INT32,
         "preemptionPolicy": STR,
         "schedulingGates": [{"name": STR}],
+        "schedulingGroup": {"podGroupName": STR},
         "tolerations": TOLERATIONS,
         "nodeSelector": MapOf(STR),
         "volumes": [{"name": STR}],
@@ -371,6 +372,18 @@ NODE = {
     },
 }
 NAMESPACE = {"metadata": METADATA}
+# scheduling.k8s.io/v1alpha2 PodGroup: the fields the pod-group cycle and its plugins read.
+PODGROUP = {
+    "metadata": {**METADATA, "generation": INT},
+    "spec": {
+        "schedulingPolicy": {"basic": {}, "gang": {"minCount": INT32}},
+        "schedulingConstraints": {"topology": [{"key": STR}]},
+        "disruptionMode": STR,
+        "priorityClassName": STR,
+        "priority": INT32,
+    },
+    "status": {"conditions": [{"type": STR, "status": STR, "reason": STR, "message": STR}]},
+}
 OWNER = {"metadata": METADATA, "spec": {"selector": ANY}}
 # Storage kinds are read raw by the volume plugins; their top-level shape must hold.
 STORAGE = {"metadata": METADATA, "spec": {}, "status": {}}

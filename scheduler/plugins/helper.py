@@ -7,12 +7,26 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.framework.interface import Handle, Plugin
 from scheduler.framework.status import MAX_NODE_SCORE
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 
 # helper.DoNotScheduleTaintsFilterFunc: the taint effects a Filter must honour.
 DO_NOT_SCHEDULE_EFFECTS: tuple[str, ...] = ("NoSchedule", "NoExecute")
+
+
+class HandlePlugin(Plugin):
+    """Base of a plugin built from its Handle alone: it takes no arguments."""
+
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Plugin:
+        if args:
+            raise ValueError(f"plugin {cls.name} takes no arguments")
+        return cls(handle)
 
 
 def default_normalize_score(
@@ -48,6 +62,16 @@ def as_pod(obj: Any) -> PodInfo | None:
     if isinstance(obj, Mapping):
         return PodInfo(obj)
     raise TypeError(f"expected a Pod, got {type(obj).__name__}")
+
+
+def matching_scheduling_group(a: PodInfo, b: PodInfo) -> bool:
+    """Both pods name the same PodGroup (upstream helper.MatchingSchedulingGroup)."""
+    return (
+        a.namespace == b.namespace
+        and a.scheduling_group is not None
+        and b.scheduling_group is not None
+        and a.scheduling_group == b.scheduling_group
+    )
 
 
 def as_node(obj: Any) -> NodeInfo | None:

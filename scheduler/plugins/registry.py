@@ -12,6 +12,7 @@ from scheduler.framework.interface import Plugin
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.dynamicresources import DynamicResources
+from scheduler.plugins.gangscheduling import GangScheduling
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -22,10 +23,12 @@ from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocati
 from scheduler.plugins.noderesources.fit import Fit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
+from scheduler.plugins.podgrouppodscount import PodGroupPodsCount
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.plugins.topologyaware import TopologyPlacement
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.plugins.volumerestrictions import VolumeRestrictions
 from scheduler.plugins.volumezone import VolumeZone
@@ -58,6 +61,10 @@ IN_TREE: dict[str, type[Plugin]] = {
         VolumeZone,
         DefaultPreemption,
         DynamicResources,
+        # Workload-aware scheduling (alpha gates; registered always, as upstream).
+        GangScheduling,
+        TopologyPlacement,
+        PodGroupPodsCount,
     )
 }
 

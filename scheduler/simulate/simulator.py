@@ -16,6 +16,7 @@ that failed earlier once more, after the others.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import sys
 import time
@@ -34,11 +35,12 @@ from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
 from scheduler.core.decision import from_outcome
+from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
 from scheduler.core.profiles import FrameworkError, build_frameworks
 from scheduler.core.report import render
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import Extender
-from scheduler.framework.interface import Plugin, QueuedPodInfo
+from scheduler.framework.interface import Plugin, PodGroupInfo, QueuedPodInfo
 from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
@@ -49,7 +51,9 @@ from scheduler.model.dra import pod_claim_refs, pod_has_claims
 from scheduler.model.kinds import KINDS, Role
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
 from scheduler.model.schema import STORAGE, FieldError, ObjectError, check, object_error
+from scheduler.simulate.podgroups import GroupRun, SimGroupHooks
 from scheduler.simulate.templates import instantiate_templates
 
 
@@ -117,6 +121,7 @@ class Cluster:
 
 def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
     c = Cluster()
+    groups: list[dict[str, Any]] = []
     for d in docs:
         kind = d["kind"]
         role = KINDS[kind].role if kind in KINDS else None
@@ -145,10 +150,16 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
             c.listers.pdbs[pdb.key] = pdb
         elif kind == "PriorityClass":
             c.priority_classes[str(d["metadata"]["name"])] = d
+        elif kind == "PodGroup":
+            groups.append(d)
         else:
             c.others.append(d)
             c.ignored_kinds.add(kind)
     c.pods = [resolve_priority(p, c.priority_classes) for p in c.pods]
+    # PodGroups too (admission resolves theirs with WorkloadAwarePreemption, the only reader).
+    for d in groups:
+        pg = PodGroup.parse(resolve_priority(d, c.priority_classes, "PodGroup", preemption_policy=False))
+        c.listers.pod_groups[pg.key] = pg
     return c
 
 
@@ -156,9 +167,15 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
-def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """What the Priority admission plugin does to a pod without spec.priority: the value (and
-    preemptionPolicy) of its priorityClassName, or of the globalDefault class, else 0."""
+def resolve_priority(
+    raw: dict[str, Any],
+    classes: Mapping[str, Mapping[str, Any]],
+    kind: str = "Pod",
+    preemption_policy: bool = True,
+) -> dict[str, Any]:
+    """What the Priority admission plugin does to a pod (or PodGroup) without spec.priority:
+    the value (and, for a pod, preemptionPolicy) of its priorityClassName, or of the
+    globalDefault class, else 0."""
     spec = raw.get("spec") or {}
     if not isinstance(spec, Mapping) or spec.get("priority") is not None:
         return raw  # a malformed spec is reported when the pod is parsed
@@ -174,7 +191,7 @@ def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any
         else:
             meta = raw.get("metadata") or {}
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-            raise InputError(f"Pod {key}: no PriorityClass with name {name} was found")
+            raise InputError(f"{kind} {key}: no PriorityClass with name {name} was found")
     else:
         defaults = [pc for pc in classes.values() if pc.get("globalDefault")]
         if defaults:
@@ -186,7 +203,7 @@ def resolve_priority(raw: dict[str, Any], classes: Mapping[str, Mapping[str, Any
     out = dict(raw)
     new_spec = dict(spec)
     new_spec["priority"] = value
-    if policy and not new_spec.get("preemptionPolicy"):
+    if preemption_policy and policy and not new_spec.get("preemptionPolicy"):
         new_spec["preemptionPolicy"] = policy
     out["spec"] = new_spec
     return out
@@ -199,6 +216,8 @@ class _SimulatedPreemption:
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
         self.waiting_pods: WaitingPodsMap | None = None
+        # WorkloadAwarePreemption's victims since last taken, for the group's record.
+        self.group_victims: list[str] = []
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None:
         for v in victims:
@@ -206,6 +225,13 @@ class _SimulatedPreemption:
             if wp is not None and wp.preempt(plugin, "preempted"):
                 continue
             self.cache.remove_pod(v.uid)
+
+    def preempt_group(
+        self, pod_group: PodGroup, pods: Sequence[PodInfo], victims: Sequence[PodInfo], plugin: str
+    ) -> None:
+        """WorkloadAwarePreemption's victims leave just the same."""
+        self.group_victims.extend(v.key for v in victims)
+        self.preempt(pods[0], "cluster", victims, plugin)
 
     def is_running(self, uid: str) -> bool:
         return False
@@ -262,7 +288,8 @@ class Simulator:
         """``extenders``: the scheduler extenders to ask (their filter, prioritize and preempt
         verbs; a binder extender is not asked to bind: simulate writes nothing anywhere)."""
         self.config = config
-        self.cache = Cache()
+        self.generic_workload = config.feature_gates.enabled("GenericWorkload")
+        self.cache = Cache(generic_workload=self.generic_workload)
         self.snapshot = Snapshot()
         self.listers = cluster.listers
         self.algorithm = Algorithm(np.random.default_rng(seed))
@@ -270,7 +297,7 @@ class Simulator:
         self._waiting: dict[str, CycleOutcome] = {}  # uid -> the attempt that waits
         self._ended: list[tuple[CycleOutcome, Status]] = []  # waits that ended, in order
         self._failed: dict[str, QueuedPodInfo] = {}  # uid -> a pod whose attempt failed
-        preemption = _SimulatedPreemption(self.cache)
+        preemption = self.preemption = _SimulatedPreemption(self.cache)
         self.frameworks: dict[str, Framework] = build_frameworks(
             config,
             self.snapshot,
@@ -283,6 +310,12 @@ class Simulator:
             activator=self._activate,
             extenders=extenders,
         )
+        for f in self.frameworks.values():
+            f.handle.pod_group_manager = self.cache.pod_group_state_lister()
+        self.group_hooks = SimGroupHooks(self._park_or_bind, self._set_condition)
+        self.group_cycle = PodGroupCycle(
+            self.frameworks, self.algorithm, self.cache, self.snapshot, None, self.group_hooks
+        )
         preemption.waiting_pods = next(iter(self.frameworks.values())).handle.waiting_pods
         # Kinds the plugins' informers asked for: the file's objects of those kinds go there.
         self.ignored_kinds = {str(d["kind"]) for d in cluster.others if not self.listers.informers.offer(d)}
@@ -293,19 +326,24 @@ class Simulator:
         self.current: PodInfo | None = None  # the pod being attempted (for error lines)
         # Pods PreEnqueue holds back (SchedulingGates): never attempted, as upstream.
         self.gated: list[tuple[PodInfo, str]] = []
+        unbound: list[tuple[int, PodInfo, Framework]] = []
         for seq, raw in enumerate(cluster.pods):
             pod = PodInfo(raw)
             if pod.node_name:
                 if not pod.terminal:
                     self.cache.add_pod(pod)
                 continue
-            fw = self.frameworks.get(pod.scheduler_name)
-            if fw is None:
+            pfw = self.frameworks.get(pod.scheduler_name)
+            if pfw is None:
                 continue
             if pod_has_claims(raw):
                 # The resourceclaim-controller's part: claims for the pod's templates.
                 instantiate_templates(self.listers.dra, raw)
                 pod = PodInfo(raw)
+            # Every pod of a group is known before any PreEnqueue runs (GangScheduling counts them).
+            self.cache.add_pod_group_member(pod)
+            unbound.append((seq, pod, pfw))
+        for seq, pod, fw in unbound:
             held = fw.run_pre_enqueue(pod)
             if held is not None:
                 self.gated.append((pod, held.message))
@@ -329,11 +367,30 @@ class Simulator:
                 self.pending.append(q)
 
     # -- attempts ----------------------------------------------------------------------------
-    def attempts(self) -> Iterator[CycleOutcome]:
+    def attempts(self) -> Iterator[CycleOutcome | GroupRun]:
+        """Each pending pod's attempt in queue order; a pod of a pod group (GenericWorkload)
+        brings its whole group, reported pod by pod and then as a ``GroupRun``."""
+        tried: set[str] = set()
         i = 0
         while i < len(self.pending):  # Handle.activate may append
             q = self.pending[i]
             i += 1
+            group = q.pod.pod_group_key if self.generic_workload else None
+            if group is not None:
+                if group in tried:
+                    continue  # one cycle per group: the live scheduler's first
+                tried.add(group)
+                self.current = q.pod
+                members = [p for p in self.pending if p.pod.pod_group_key == group]
+                run = self.attempt_group(members)
+                # Waits the group's own pods ended (GangScheduling allowing them at quorum).
+                ended = list(self._ended_waits())
+                uids = {p.pod.uid for p in members}
+                run.pods.extend(o for o in ended if o.pod.uid in uids)
+                yield from run.pods
+                yield from (o for o in ended if o.pod.uid not in uids)
+                yield run
+                continue
             q.attempts += 1
             self.current = q.pod
             out = self.attempt(q.pod)
@@ -369,15 +426,54 @@ class Simulator:
         """One scheduling cycle and, unless the pod waits at Permit (None), its binding cycle."""
         fw = self.frameworks[pod.scheduler_name]
         out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
-        assumed = out.assumed
-        if assumed is None:
+        if out.assumed is None:
             return out
+        return self._park_or_bind(fw, out)
+
+    def attempt_group(self, queued: list[QueuedPodInfo]) -> GroupRun:
+        """One pod-group cycle for ``queued`` (one group's pending pods, in queue order)."""
+        for q in queued:
+            q.attempts += 1
+        first = queued[0].pod
+        group = QueuedPodGroup(PodGroupInfo(first.namespace, first.scheduling_group or ""), [])
+        group.set_queued(list(queued))
+        run = self.group_hooks.start()
+        self.preemption.group_victims = []
+        run.outcome = self.group_cycle.schedule_group(group)
+        run.victims = sorted(self.preemption.group_victims)
+        # A pod sent back carries its own attempt (filters, scores, preemption) in the report.
+        tried = {d.q.pod.uid: d.out for d in run.outcome.decisions if d.status is not None} if run.outcome else {}
+        run.pods = [
+            dataclasses.replace(tried[o.pod.uid], status=o.status, nominating=o.nominating, assumed=None)
+            if o.assumed is None and o.pod.uid in tried
+            else o
+            for o in run.pods
+        ]
+        return run
+
+    def _park_or_bind(self, fw: Framework, out: CycleOutcome) -> CycleOutcome | None:
+        """An assumed pod: it waits at Permit (None; its outcome comes when the wait ends) or
+        goes through its binding cycle now."""
+        assumed = out.assumed
+        assert assumed is not None
         wp = fw.get_waiting_pod(assumed.uid)
         if wp is not None:
             self._waiting[assumed.uid] = out
             wp.on_done(lambda st: self._ended.append((out, st)))
             return None
         return self._bind(fw, out)
+
+    def _set_condition(self, group: QueuedPodGroup, condition: dict[str, str]) -> None:
+        """What the live scheduler writes to the PodGroup's status, applied to our copy."""
+        pg = self.listers.pod_groups.get(group.key)
+        if pg is None:
+            return
+        conditions = next_conditions(pg, condition, "1970-01-01T00:00:00Z")
+        if conditions is None:
+            return
+        raw = copy.deepcopy(dict(pg.raw))
+        raw.setdefault("status", {})["conditions"] = conditions
+        self.listers.pod_groups[group.key] = PodGroup.parse(raw)
 
     def waiting_attempt(self, uid: str) -> CycleOutcome | None:
         """The attempt of a pod that waits at Permit (``attempt`` returned None for it)."""
@@ -510,6 +606,42 @@ def _human(sim: Simulator, out: CycleOutcome, stream: IO[str], top: int = 3) -> 
     stream.write(render(d, top=top, claims=claims))
 
 
+def group_record(run: GroupRun) -> dict[str, Any] | None:
+    """The --output json line of one pod group's attempt: its result, the PodGroupScheduled
+    condition the scheduler writes, and where each of its pods went."""
+    oc = run.outcome
+    if oc is None:
+        return None
+    nodes = {out.pod.uid: out.node for out in run.pods}
+    return {
+        "podGroup": oc.group.key,
+        "result": oc.result,
+        "condition": oc.condition,
+        # In the cycle's order; a pod still held at Permit has no node yet.
+        "pods": {q.pod.key: nodes.get(q.pod.uid) for q in oc.group.queued},
+        # Placement name -> total score, when several feasible placements were scored.
+        "placements": oc.placement_scores,
+        # No placement feasible: each placement's pod messages (the reported one is the first).
+        "placementMessages": oc.placement_messages,
+        # WorkloadAwarePreemption: the pods its PodGroupPostFilter evicted.
+        "victims": run.victims,
+    }
+
+
+def _group_output(run: GroupRun, output: str, stream: IO[str]) -> None:
+    rec = group_record(run)
+    if rec is None:
+        return
+    if output in ("json", "placements"):
+        stream.write(json.dumps(rec) + "\n")
+        return
+    cond = rec["condition"]
+    bound = sum(1 for n in rec["pods"].values() if n is not None)
+    stream.write(f"podgroup {rec['podGroup']}: {rec['result']} ({bound}/{len(rec['pods'])} pods bound)\n")
+    stream.write(f"  {cond['type']}={cond['status']} reason={cond['reason']}")
+    stream.write(f" message={json.dumps(cond['message'])}\n\n" if cond["message"] else "\n\n")
+
+
 class _Stderr:
     """Whatever ``sys.stderr`` is when a line is written (it may be replaced after start-up)."""
 
@@ -573,6 +705,9 @@ def run(
             pod = sim.current.key if sim.current is not None else "?"
             print(f"error: {cluster_path}: Pod {pod}: scheduling failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
+        if isinstance(out, GroupRun):
+            _group_output(out, output, stream)
+            continue
         attempts += 1
         if out.node is not None:
             placed += 1

@@ -80,6 +80,8 @@ class FakeCoreAPI:
         self.get_errors: list[ApiError] = []  # raised by get_pod, one per call, first
         self.gets = 0
         self.deleted: list[tuple[str, str]] = []
+        self.pod_group_patches: list[tuple[str, str, dict[str, Any]]] = []
+
         self.pod_patches: list[tuple[str, str, dict[str, Any]]] = []
 
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float | None = None) -> None:
@@ -109,6 +111,9 @@ class FakeCoreAPI:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.deleted.append((namespace, name))
+
+    def patch_pod_group_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        self.pod_group_patches.append((namespace, name, body))
 
     def patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         self.pod_patches.append((namespace, name, body))

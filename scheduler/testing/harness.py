@@ -12,6 +12,7 @@ import numpy as np
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.config import SchedulerConfig, load_config
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.profiles import build_frameworks
 from scheduler.framework.extender import Extender
@@ -34,7 +35,8 @@ class Harness:
 
     def __init__(self, api: FakeCoreAPI | None = None, fence: FakeFence | None = None,
                  limiter: TokenBucket | None = None, *, config: SchedulerConfig | None = None,
-                 registry: Mapping[str, type[Plugin]] | None = None, extenders: Sequence[Extender] = ()) -> None:
+                 registry: Mapping[str, type[Plugin]] | None = None, extenders: Sequence[Extender] = (),
+                 gates: FeatureGates = DEFAULT_GATES) -> None:
         self.api = api or FakeCoreAPI()
         self.clock = FakeClock()
         self.metrics = Metrics()
@@ -43,11 +45,15 @@ class Harness:
         recorder = Recorder(self.binder.events_api, self.binder.events,
                             on_drop=lambda reason: self.metrics.events_dropped.labels(reason).inc())
         snap, listers = Snapshot(), Listers()
-        fws = build_frameworks(config or load_config(None), snap, listers, client=self.binder, registry=registry,
+        cfg = config or load_config(None, gates)
+        fws = build_frameworks(cfg, snap, listers, client=self.binder, registry=registry,
                                observers=self.metrics.extension_point_observer, permit_timer=self.permit_timer,
                                activator=self._activate, events=recorder, extenders=extenders)
-        self.cache = Cache()
-        self.queue = SchedulingQueue(fws, self.clock)
+        generic = cfg.feature_gates.enabled("GenericWorkload")
+        self.cache = Cache(generic_workload=generic)
+        self.queue = SchedulingQueue(fws, self.clock, generic_workload=generic)
+        for fw in fws.values():
+            fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
         self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
                                self.binder, self.metrics, clock=self.clock, recorder=recorder)
 

@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from typing import IO, Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -122,6 +123,7 @@ class SchedulerProcess:
         *,
         port: int | None = None,
         delegated_auth: bool = True,
+        extra_flags: Sequence[str] = (),
     ) -> None:
         self.port = free_port() if port is None else port
         self.log_path = log_dir / f"{name}-{self.port}.log"
@@ -129,6 +131,7 @@ class SchedulerProcess:
         flags = ["--kubeconfig", kubeconfig, "--port", str(self.port), "--bind-address", "127.0.0.1"]
         if delegated_auth:
             flags += ["--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig]
+        flags += list(extra_flags)
         self.proc = subprocess.Popen(
             run_argv(config, *flags),
             cwd=REPO,

@@ -22,9 +22,11 @@ from scheduler.backend.queue import (
 )
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint
 from scheduler.model.node import NodeInfo
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.testing.builders import make_node
 from tests.backend import queue_helpers as qh
+from tests.plugins._podgroup_helpers import group_pod
 
 PV_ADD = ClusterEvent("PersistentVolume", ActionType.ADD)
 PV_UPDATE = ClusterEvent("PersistentVolume", ActionType.UPDATE)
@@ -381,3 +383,28 @@ def test_each_hint_run_is_observed():
     qi = qh.queued(qh.pod("p"), "a", "b")
     assert q._strategy(qi, qh.NODE_ADD, None, NODE) == AFTER_BACKOFF
     assert seen == [("a", qh.NODE_ADD, "QueueSkip"), ("b", qh.NODE_ADD, "Error")]
+
+
+@pytest.mark.parametrize(
+    ("generic_workload", "in_group", "want"),
+    [
+        # determineSchedulingHintForInFlightPod: a pod of a pod group is retried after backoff
+        # only (event-based requeueing is not implemented for pod groups in v1.36.3) ...
+        (True, True, BACKOFF),
+        # ... a plain pod that no event helped waits in unschedulable ...
+        (True, False, UNSCHEDULABLE),
+        # ... and so does a group pod without the GenericWorkload gate.
+        (False, True, UNSCHEDULABLE),
+    ],
+)
+def test_pod_group_member_is_retried_after_backoff(generic_workload: bool, in_group: bool, want: str) -> None:
+    p = PodInfo(group_pod("p", "g")) if in_group else qh.pod("p", uid="p")
+    q, _ = qh.new_test_queue(all_queue(PV_ADD), generic_workload=generic_workload)
+    q.add(p)
+    got = pop_pod(q, p)
+    got.unschedulable_plugins = {"fooPlugin1"}
+    assert q.add_unschedulable_if_not_present(got) == want
+    if want == BACKOFF:
+        # SchedulerPopFromBackoffQ: with activeQ empty the pod is popped again at once, backoff
+        # or not (kube-scheduler v1.36.3 retries a group's leftover pods back to back).
+        assert q.pop_nowait() is got

@@ -67,6 +67,28 @@ DECODE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
         "profiles[0].plugins.filter.enabled[0].name: Required value",
     ),
     ("profiles-not-a-list", doc(profiles={"a": 1}), "profiles: Invalid value: object: must be a list"),
+    # Fields kube-scheduler v1.36.3's v1 types do not have (checked against the binary:
+    # "strict decoding error: unknown field ...").
+    (
+        "no-top-level-percentage-of-placements",
+        doc(percentageOfPlacementsToScore=50),
+        'strict decoding error: unknown field "percentageOfPlacementsToScore"',
+    ),
+    (
+        "no-profile-percentage-of-placements",
+        doc(profiles=[{"schedulerName": "x", "percentageOfPlacementsToScore": 50}]),
+        'strict decoding error: unknown field "profiles[0].percentageOfPlacementsToScore"',
+    ),
+    (
+        "no-placement-feasible-point",
+        doc(profiles=[{"plugins": {"placementFeasible": {"enabled": [{"name": "Foo"}]}}}]),
+        'strict decoding error: unknown field "profiles[0].plugins.placementFeasible"',
+    ),
+    (
+        "no-pod-group-post-filter-point",
+        doc(profiles=[{"plugins": {"podGroupPostFilter": {}}}]),
+        'strict decoding error: unknown field "profiles[0].plugins.podGroupPostFilter"',
+    ),
     (
         "extender-unknown-field",
         doc(extenders=[{"urlPrefix": "http://x", "filterverb": "f"}]),
@@ -160,6 +182,30 @@ def test_plugin_args_of_wrong_kind() -> None:
         parse_config(
             doc(profiles=[{"pluginConfig": [{"name": "NodeAffinity", "args": {"kind": "InterPodAffinityArgs"}}]}]),
         )
+
+
+def test_placement_points_are_decoded_and_merged() -> None:
+    # v1.36.3 Plugins has placementGenerate and placementScore (types.go); mergePlugins merges
+    # them into the (empty) defaults like every other point.
+    c = parse_config(
+        doc(
+            profiles=[
+                {
+                    "plugins": {
+                        "placementGenerate": {"enabled": [{"name": "TopologyPlacementGenerator"}]},
+                        "placementScore": {
+                            "enabled": [{"name": "PodGroupPodsCount", "weight": 3}],
+                            "disabled": [{"name": "X"}],
+                        },
+                    }
+                }
+            ]
+        )
+    )
+    plugins = c.profiles[0].plugins
+    assert [(e.name, e.weight) for e in plugins["placementGenerate"].enabled] == [("TopologyPlacementGenerator", 0)]
+    assert [(e.name, e.weight) for e in plugins["placementScore"].enabled] == [("PodGroupPodsCount", 3)]
+    assert plugins["placementScore"].disabled == ("X",)
 
 
 @pytest.mark.parametrize(

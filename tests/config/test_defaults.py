@@ -24,6 +24,7 @@ from scheduler.config import (
     parse_config,
 )
 from scheduler.config.defaults import merge_plugin_set
+from scheduler.config.features import FeatureGates
 from scheduler.config.types import EXTENSION_POINT_NAMES
 
 
@@ -61,6 +62,32 @@ def test_default_plugins_match_upstream_v1_list() -> None:
         ("DefaultBinder", 0),
         ("NodeDeclaredFeatures", 0),
     ]
+
+
+@pytest.mark.parametrize(
+    ("gates", "extra"),
+    [
+        # default_plugins_test.go TestApplyFeatureGates: GangScheduling appends GangScheduling;
+        # TopologyAwareWorkloadScheduling appends TopologyPlacementGenerator and
+        # PodGroupPodsCount (weight 1). Checked against the binary's --write-config-to.
+        ({}, []),
+        ({"GenericWorkload": True}, []),
+        ({"GenericWorkload": True, "GangScheduling": True}, [("GangScheduling", 0)]),
+        (
+            {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True},
+            [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
+        ),
+        (
+            {"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True},
+            [("GangScheduling", 0), ("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
+        ),
+    ],
+)
+def test_gated_default_plugins(gates: dict[str, bool], extra: list[tuple[str, int]]) -> None:
+    fg = FeatureGates(gates)
+    assert default_plugins(fg) == default_plugins() + extra
+    mp = parse_config(doc(), fg).profiles[0].plugins["multiPoint"]
+    assert [(e.name, e.weight) for e in mp.enabled] == default_plugins() + extra
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from scheduler.config import API_VERSION, KIND, ConfigError, PluginRef, PluginSet, Profile, load_config, parse_config
+from scheduler.config.features import FeatureGates
 from scheduler.config.types import EXTENSION_POINT_NAMES
 from scheduler.core import profiles
 from scheduler.core.profiles import (
@@ -87,8 +88,9 @@ UPSTREAM = {
     ),
 }
 
-# The plugins of framework_test.go: testPlugin implements every point but PreEnqueue;
-# scorePlugin1 is PreScore+Score; scoreWithNormalizePlugin1 is Score only.
+# The plugins of framework_test.go: testPlugin implements every point but PreEnqueue (the
+# placement points included); scorePlugin1 is PreScore+Score; scoreWithNormalizePlugin1 is
+# Score only; placementScorePlugin1 is PlacementScore only.
 FRAMEWORK = {
     "TestPlugin": _stub(
         "TestPlugin",
@@ -103,8 +105,12 @@ FRAMEWORK = {
         fw.PreBindPlugin,
         fw.BindPlugin,
         fw.PostBindPlugin,
+        fw.PlacementGeneratePlugin,
+        fw.PlacementScorePlugin,
     ),
     "ScorePlugin1": _stub("ScorePlugin1", fw.PreScorePlugin, fw.ScorePlugin),
+    "PlacementScorePlugin1": _stub("PlacementScorePlugin1", fw.PlacementScorePlugin),
+    "PlacementGen2": _stub("PlacementGen2", fw.PlacementGeneratePlugin),
     "ScorePlugin2": _stub("ScorePlugin2", fw.PreScorePlugin, fw.ScorePlugin),
     "ScoreWithNormalizePlugin1": _stub("ScoreWithNormalizePlugin1", fw.ScorePlugin),
     "QueueSortPlugin": _stub("QueueSortPlugin", fw.QueueSortPlugin),
@@ -208,14 +214,25 @@ def test_default_profile_expansion_matches_expanded_plugins_v1() -> None:
         assert names(p, point) == []
 
 
+def test_default_profile_with_workload_gates_has_placement_points() -> None:
+    # default_plugins.go applyGangScheduling / applyTopologyAwareWorkloadScheduling, expanded:
+    # NodeResourcesFit implements PlacementScorePlugin (fit.go ScorePlacement), so multiPoint
+    # puts it at placementScore with its weight, before PodGroupPodsCount.
+    gates = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True})
+    [p] = check_profiles(load_config(None, gates), default_registry())
+    assert names(p, "placementGenerate") == ["TopologyPlacementGenerator"]
+    assert refs(p, "placementScore") == [("NodeResourcesFit", 1), ("PodGroupPodsCount", 1)]
+    assert "GangScheduling" in names(p, "permit")
+
+
 def test_real_registry_default_profile_loads() -> None:
     [lists] = check_profiles(load_config(None), default_registry())
     assert refs(lists, "score")[0] == ("TaintToleration", 3)
 
 
 # ---------------------------------------------------------------------------------------------
-# MultiPoint expansion (framework_test.go TestNewFrameworkMultiPointExpansion). Upstream's
-# expected lists include the pod-group points, which pyscheduler does not have.
+# MultiPoint expansion (framework_test.go TestNewFrameworkMultiPointExpansion), the pod-group
+# points (placementGenerate, placementScore) included.
 
 ALL_BUT_PREENQUEUE = [p for p in EXTENSION_POINTS if p != "preEnqueue"]
 
@@ -231,6 +248,7 @@ def test_expansion_plugin_expansion() -> None:
         assert names(p, point) == ["TestPlugin"], point
     assert names(p, "preEnqueue") == []
     assert refs(p, "score") == [("TestPlugin", 5)]
+    assert refs(p, "placementScore") == [("TestPlugin", 5)]
 
 
 def test_expansion_disable_at_some_points() -> None:
@@ -240,18 +258,23 @@ def test_expansion_disable_at_some_points() -> None:
             "multiPoint": {"enabled": [{"name": "TestPlugin"}]},
             "preScore": {"disabled": [{"name": "TestPlugin"}]},
             "score": {"disabled": [{"name": "TestPlugin"}]},
+            "placementScore": {"disabled": [{"name": "TestPlugin"}]},
         }
     )
-    assert names(p, "preScore") == [] and names(p, "score") == []
+    assert names(p, "preScore") == [] and names(p, "score") == [] and names(p, "placementScore") == []
     assert names(p, "filter") == ["TestPlugin"] and names(p, "bind") == ["TestPlugin"]
+    assert names(p, "placementGenerate") == ["TestPlugin"]
 
 
 def test_expansion_multiple_plugins() -> None:
     # "Multiple MultiPoint plugins"
-    p = expand({"multiPoint": {"enabled": [{"name": "TestPlugin"}, {"name": "ScorePlugin1"}]}})
+    mp = [{"name": "TestPlugin"}, {"name": "ScorePlugin1"}, {"name": "PlacementScorePlugin1"}]
+    p = expand({"multiPoint": {"enabled": mp}})
     assert names(p, "preScore") == ["TestPlugin", "ScorePlugin1"]
     assert refs(p, "score") == [("TestPlugin", 1), ("ScorePlugin1", 1)]
     assert names(p, "filter") == ["TestPlugin"]
+    assert names(p, "placementGenerate") == ["TestPlugin"]
+    assert refs(p, "placementScore") == [("TestPlugin", 1), ("PlacementScorePlugin1", 1)]
 
 
 def test_expansion_disable_point_with_star() -> None:
@@ -307,9 +330,11 @@ def test_expansion_override_weights() -> None:
         {
             "multiPoint": {"enabled": [{"name": "TestPlugin"}, {"name": "ScorePlugin1"}]},
             "score": {"enabled": [{"name": "ScorePlugin1", "weight": 5}, {"name": "TestPlugin", "weight": 3}]},
+            "placementScore": {"enabled": [{"name": "TestPlugin", "weight": 2}]},
         }
     )
     assert refs(p, "score") == [("ScorePlugin1", 5), ("TestPlugin", 3)]
+    assert refs(p, "placementScore") == [("TestPlugin", 2)]
 
 
 def test_expansion_override_weights_and_extra_explicit_plugin() -> None:
@@ -340,13 +365,24 @@ def test_explicit_score_entry_without_weight_gets_one_not_multipoint_weight() ->
 def test_expansion_disable_and_enable_with_star() -> None:
     # "disable and enable MultiPoint plugins with '*'"
     p = expand(
-        {"multiPoint": {"enabled": [{"name": "QueueSortPlugin"}, {"name": "BindPlugin"}, {"name": "ScorePlugin1"}]}}
+        {
+            "multiPoint": {
+                "enabled": [
+                    {"name": "QueueSortPlugin"},
+                    {"name": "BindPlugin"},
+                    {"name": "ScorePlugin1"},
+                    {"name": "PlacementScorePlugin1"},
+                ]
+            }
+        }
     )
     assert names(p, "queueSort") == ["QueueSortPlugin"]
     assert names(p, "bind") == ["BindPlugin"]
     assert names(p, "preScore") == ["ScorePlugin1"]
     assert refs(p, "score") == [("ScorePlugin1", 1)]
     assert names(p, "filter") == []
+    assert names(p, "placementGenerate") == []
+    assert refs(p, "placementScore") == [("PlacementScorePlugin1", 1)]
 
 
 def test_expansion_disable_and_enable_by_name() -> None:
@@ -435,6 +471,32 @@ FRAMEWORK_ERRORS: list[tuple[str, dict[str, Any], str]] = [
         '"default-scheduler", but got 2',
     ),
     (
+        # Checked against the v1.36.3 binary ("PlacementGeneratePlugin \"Foo\" does not exist",
+        # "plugin \"GangScheduling\" does not extend PlacementGeneratePlugin plugin").
+        "placement-generate-plugin-not-in-registry",
+        {"placementGenerate": {"enabled": [{"name": "Foo"}]}},
+        'profiles[0].plugins.placementGenerate.enabled[0]: PlacementGeneratePlugin "Foo" does not exist',
+    ),
+    (
+        "plugin-not-implementing-placement-generate",
+        {"placementGenerate": {"enabled": [{"name": "FilterOnly"}]}},
+        'profiles[0].plugins.placementGenerate.enabled[0]: plugin "FilterOnly" does not extend '
+        "PlacementGeneratePlugin plugin",
+    ),
+    (
+        "plugin-not-implementing-placement-score",
+        {"placementScore": {"enabled": [{"name": "ScorePlugin1"}]}},
+        'profiles[0].plugins.placementScore.enabled[0]: plugin "ScorePlugin1" does not extend '
+        "PlacementScorePlugin plugin",
+    ),
+    (
+        # NewFramework: "at most one placement generate plugin is allowed".
+        "two-placement-generate-plugins",
+        {"placementGenerate": {"enabled": [{"name": "TestPlugin"}, {"name": "PlacementGen2"}]}},
+        "profiles[0].plugins.placementGenerate: at most one placement generate plugin is allowed for profile "
+        'with scheduler name "default-scheduler"',
+    ),
+    (
         "no-bind-plugin",
         {"bind": {"disabled": [{"name": "DefaultBinder"}]}},
         "profiles[0].plugins.bind: at least one bind plugin is needed for profile with scheduler name "
@@ -482,7 +544,7 @@ def test_negative_weight_is_accepted_like_upstream() -> None:
 def test_lists_cover_every_extension_point_with_weights_only_at_score() -> None:
     lists = lists_of(doc(), UPSTREAM)
     assert list(lists) == list(EXTENSION_POINTS)
-    assert all(r.weight == 0 for pt in EXTENSION_POINTS if pt != "score" for r in lists[pt])
+    assert all(r.weight == 0 for pt in EXTENSION_POINTS if pt not in ("score", "placementScore") for r in lists[pt])
     # The config layer names the same points the framework defines.
     assert set(EXTENSION_POINT_NAMES) == set(EXTENSION_POINTS)
 

@@ -52,6 +52,12 @@ def test_kinds_read_offline_only() -> None:
     assert set(WATCHED_KINDS) == set(KINDS) - {"PriorityClass", "ResourceClaimTemplate"}
 
 
+def test_pod_groups_are_a_workload_kind() -> None:
+    assert KINDS["PodGroup"].path == "/apis/scheduling.k8s.io/v1alpha2/podgroups"
+    assert kinds_of(Role.WORKLOAD) == ("PodGroup",)
+    assert KINDS["PodGroup"].gate == "GenericWorkload"
+
+
 V1_36_DEFAULT_GATES = {"DynamicResourceAllocation": True}
 DEFAULT_PLUGINS = {"SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",
                    "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
@@ -74,6 +80,8 @@ DEFAULT_PLUGINS = {"SchedulingGates", "PrioritySort", "NodeUnschedulable", "Node
         (set(), V1_36_DEFAULT_GATES, ["Pod", "Node", "Namespace", "CSINode", "ResourceClaim", "DeviceClass",
                                       "ResourceSlice"]),
         (set(), {}, ["Pod", "Node", "Namespace", "CSINode"]),
+        # scheduler.go's PodGroup lister: whenever GenericWorkload is on (scheduling.k8s.io/v1alpha2).
+        (set(), {"GenericWorkload": True}, ["Pod", "Node", "Namespace", "CSINode", "PodGroup"]),
         # Only the plugins that ask for a lister make kube-scheduler watch it.
         ({"VolumeRestrictions"}, {}, ["Pod", "Node", "Namespace", "PersistentVolumeClaim", "CSINode"]),
         ({"VolumeZone"}, {}, ["Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim",

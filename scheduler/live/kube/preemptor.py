@@ -7,6 +7,9 @@ the DisruptionTarget condition, deletes it and records a ``Preempted`` Event, th
 after the others. Until the last victim is being deleted, DefaultPreemption's PreEnqueue keeps
 the preemptor out of activeQ (``is_running``). Writes go through the binder's scheduler lane
 (the scheduler's own client and rate limit), never awaited by the loop.
+
+A PodGroup preempts the same way (``preempt_group``, WorkloadAwarePreemption): the preemptor is
+the group (its uid, its priority), the candidate is the whole cluster (named "cluster").
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +31,7 @@ from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import ApiError
 from scheduler.live.metrics import Metrics
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
 
 log = structlog.get_logger(__name__)
 
@@ -34,13 +39,35 @@ DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
-def disruption_condition(preemptor: PodInfo, victim: PodInfo, now: float) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """Upstream ExecutorPreemptor: a pod, or a PodGroup with its pods being scheduled."""
+
+    uid: str
+    key: str
+    priority: int
+    scheduler_name: str
+    kind: str  # "pod" or "podgroup" (upstream Type())
+    pods: tuple[PodInfo, ...]
+
+    @staticmethod
+    def of_pod(p: PodInfo) -> Preemptor:
+        return Preemptor(p.uid, p.key, p.priority, p.scheduler_name, "pod", (p,))
+
+    @staticmethod
+    def of_group(pg: PodGroup, pods: Sequence[PodInfo]) -> Preemptor:
+        # All pods of a group name one scheduler; the group's priority decides.
+        return Preemptor(pg.uid, pg.key, pg.priority, pods[0].scheduler_name, "podgroup", tuple(pods))
+
+
+def disruption_condition(preemptor: PodInfo | Preemptor, victim: PodInfo, now: float) -> dict[str, Any]:
+    kind = preemptor.kind if isinstance(preemptor, Preemptor) else "pod"
     meta = (victim.raw.get("metadata") or {}) if isinstance(victim.raw, dict) else {}
     cond: dict[str, Any] = {
         "type": DISRUPTION_TARGET,
         "status": "True",
         "reason": PREEMPTION_BY_SCHEDULER,
-        "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+        "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority {kind}",
         "lastProbeTime": None,
         "lastTransitionTime": datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -104,6 +131,15 @@ class LivePreemption:
         self.metrics.preemption_attempts.inc()
 
     def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None:
+        self._start(Preemptor.of_pod(preemptor), node, victims, plugin)
+
+    def preempt_group(
+        self, pod_group: PodGroup, pods: Sequence[PodInfo], victims: Sequence[PodInfo], plugin: str
+    ) -> None:
+        """Upstream actuatePodGroupPreemption: the candidate is the cluster."""
+        self._start(Preemptor.of_group(pod_group, pods), "cluster", victims, plugin)
+
+    def _start(self, preemptor: Preemptor, node: str, victims: Sequence[PodInfo], plugin: str) -> None:
         to_delete = [v for v in victims if not v.deleting]
         if not to_delete:
             return
@@ -130,7 +166,9 @@ class LivePreemption:
         return victim is not None and not victim.deleting
 
     # -- the task ----------------------------------------------------------------------------
-    async def _run(self, preemptor: PodInfo, node: str, victims: list[PodInfo], plugin: str) -> None:
+    async def _run(self, preemptor: Preemptor | PodInfo, node: str, victims: list[PodInfo], plugin: str) -> None:
+        if isinstance(preemptor, PodInfo):
+            preemptor = Preemptor.of_pod(preemptor)
         started = time.perf_counter()
         result = "success"
         log.info("preemption_started", pod=preemptor.key, node=node, victims=len(victims))
@@ -165,10 +203,11 @@ class LivePreemption:
             self._last_victim.pop(preemptor.uid, None)
             self.metrics.preemption_goroutines_duration.labels(result).observe(time.perf_counter() - started)
             self.metrics.preemption_goroutines_execution_total.labels(result).inc()
-            if result == "error" and self.activate is not None:
-                self.activate(preemptor)
-            elif result == "success" and self.release is not None:
-                self.release(preemptor)
+            for pod in preemptor.pods:
+                if result == "error" and self.activate is not None:
+                    self.activate(pod)
+                elif result == "success" and self.release is not None:
+                    self.release(pod)
             log.info("preemption_finished", pod=preemptor.key, node=node, result=result)
 
     async def _clear_nomination(self, p: PodInfo) -> None:
@@ -177,7 +216,7 @@ class LivePreemption:
         body = {"status": {"nominatedNodeName": None}}
         await self.binder.binds.run(self.binder.api.patch_pod_status, p.namespace, p.name, body)
 
-    async def _preempt_pod(self, preemptor: PodInfo, node: str, victim: PodInfo, plugin: str = "") -> None:
+    async def _preempt_pod(self, preemptor: Preemptor, node: str, victim: PodInfo, plugin: str = "") -> None:
         """Upstream PreemptPod: condition, delete, then the Preempted Event. A victim already
         gone is fine; any other API error fails this preemption. A victim waiting at Permit
         is only told so: its binding cycle gives its room back and retries it after backoff."""
@@ -186,7 +225,7 @@ class LivePreemption:
             log.info("waiting_pod_preempted", pod=victim.key, preemptor=preemptor.key, node=node)
             self.recorder.event(
                 victim, preemptor.scheduler_name, "Normal", "Preempted", "Preempting",
-                f"Preempted by pod {preemptor.uid} on node {node} (in kube-scheduler memory).",
+                f"Preempted by {preemptor.kind} {preemptor.uid} on node {node} (in kube-scheduler memory).",
             )
             return
         cond = disruption_condition(preemptor, victim, self.clock())
@@ -210,7 +249,7 @@ class LivePreemption:
         # event library cannot reference: the binary's Event has no "related" (checked in e2e).
         self.recorder.event(
             victim, preemptor.scheduler_name, "Normal", "Preempted", "Preempting",
-            f"Preempted by pod {preemptor.uid} on node {node}",
+            f"Preempted by {preemptor.kind} {preemptor.uid} on node {node}",
         )
 
     async def drain(self) -> None:

@@ -74,6 +74,8 @@ class CoreAPI(Protocol):
 
     def delete_pod(self, namespace: str, name: str) -> None: ...
 
+    def patch_pod_group_status(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
+
 
 def micro_time(ts: float) -> str:
     """metav1.MicroTime as JSON (RFC 3339 with microseconds)."""
@@ -247,6 +249,15 @@ class KubeCoreAPI:
     def delete_pod(self, namespace: str, name: str) -> None:
         # Preemption's victims (upstream util.DeletePod: default DeleteOptions).
         self._request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def patch_pod_group_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        # Upstream util.PatchPodGroupStatus: a strategic merge (conditions merge by type).
+        self._request(
+            "PATCH",
+            f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{name}/status",
+            body,
+            STRATEGIC_MERGE_PATCH,
+        )
 
 
 def _after_wait(waited: float, fn: Callable[..., Any], *args: Any) -> Any:

@@ -86,7 +86,8 @@ class ComponentFamilies:
             ["binary", "component", "emulation", "min_compat"],
             lambda: [((f"{KUBE_MAJOR}.{KUBE_MINOR}.{KUBE_PATCH}", "kube", EMULATION, MIN_COMPAT), 1)],
         ))
-        registry.register(_Meta({**scheduler_stability, **STABILITY, **client.STABILITY}))
+        self.meta = _Meta({**scheduler_stability, **STABILITY, **client.STABILITY})
+        registry.register(self.meta)
         registry.register(_Process())
         registry.register(client.REST)
 
@@ -123,6 +124,10 @@ class _Meta:
 
     def __init__(self, stability: Mapping[str, str]) -> None:
         self.levels: dict[str, int] = {}
+        self.count(stability)
+
+    def count(self, stability: Mapping[str, str]) -> None:
+        """Families registered later (behind a feature gate), by name -> stability level."""
         for level in stability.values():
             self.levels[level] = self.levels.get(level, 0) + 1
 

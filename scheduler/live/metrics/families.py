@@ -148,6 +148,28 @@ _SCRAPED: dict[str, tuple[str, str, str, str, tuple[str, ...]]] = {
         "PreFilter, Filter, PreScore, and Score).", ("plugin", "extension_point", "profile")),
 }
 
+# Registered only with the GenericWorkload gate (metrics.go Register): (name, level, help,
+# labels, buckets) of the histograms, (name, level, help, labels) of the counter.
+_PODGROUP_HISTOGRAMS: dict[str, tuple[str, str, str, tuple[str, ...], list[float]]] = {
+    "podgroup_scheduling_attempt_duration": (
+        "scheduler_podgroup_scheduling_attempt_duration_seconds", ALPHA,
+        "Pod group scheduling attempt latency in seconds (scheduling algorithm + binding)",
+        ("result", "profile"), exponential_buckets(0.001, 2, 15)),
+    "podgroup_scheduling_algorithm_duration": (
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds", ALPHA,
+        "Pod group scheduling algorithm latency in seconds", (), exponential_buckets(0.001, 2, 15)),
+}
+_PODGROUP_COUNTERS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "podgroup_schedule_attempts": (
+        "scheduler_podgroup_schedule_attempts_total", ALPHA,
+        "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not "
+        "be scheduled, while 'error' means an internal scheduler problem.", ("result", "profile")),
+}
+PODGROUP_STABILITY: dict[str, str] = {
+    **{v[0]: v[1] for v in _PODGROUP_HISTOGRAMS.values()},
+    **{v[0]: v[1] for v in _PODGROUP_COUNTERS.values()},
+}
+
 # The stability level of every family above, by exposed name (registered_metrics_total).
 STABILITY: dict[str, str] = {
     **{v[0]: v[1] for v in _HISTOGRAMS.values()},
@@ -172,6 +194,15 @@ class SchedulerFamilies:
             self.counters[key] = Counter(name, helptext(level, text), labels, registry=registry)
         for key, (name, kind, level, text, labels) in _SCRAPED.items():
             registry.register(ScrapeFamily(kind, name, helptext(level, text), labels, self._reader(key)))
+
+    def register_pod_groups(self, registry: CollectorRegistry) -> None:
+        """The pod-group families (GenericWorkload), into ``histograms`` and ``counters``."""
+        for key, (name, level, text, labels, buckets) in _PODGROUP_HISTOGRAMS.items():
+            h = BulkHistogram(name, helptext(level, text), labels, buckets)
+            registry.register(h)
+            self.histograms[key] = h
+        for key, (name, level, text, labels) in _PODGROUP_COUNTERS.items():
+            self.counters[key] = Counter(name, helptext(level, text), labels, registry=registry)
 
     def _reader(self, key: str) -> Callable[[], Samples]:
         def read() -> Samples:

@@ -19,7 +19,7 @@ from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.metrics import MetricsRecorder
 from scheduler.framework.runtime import DurationObserver
 from scheduler.live.metrics import component
-from scheduler.live.metrics.families import STABILITY, Samples, SchedulerFamilies
+from scheduler.live.metrics.families import PODGROUP_STABILITY, STABILITY, Samples, SchedulerFamilies
 from scheduler.live.metrics.kit import exposition
 
 if TYPE_CHECKING:
@@ -156,6 +156,27 @@ class Metrics:
         self._event = self.event_handling_duration.labels
         self._permit_wait = self.permit_wait_duration.labels
         self._unschedulable: _Unschedulable | None = None
+        # Pod groups (GenericWorkload): registered by ``enable_pod_groups``, as upstream only
+        # registers them with the gate on.
+        self._pod_groups = False
+
+    def enable_pod_groups(self) -> None:
+        if self._pod_groups:
+            return
+        self._pod_groups = True
+        self.families.register_pod_groups(self.registry)
+        self.component.meta.count(PODGROUP_STABILITY)
+
+    def pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One pod-group cycle ended (scheduled, unschedulable, waiting_on_preemption or error)."""
+        if self._pod_groups:
+            f = self.families
+            f.counters["podgroup_schedule_attempts"].labels(result, profile).inc()
+            f.histograms["podgroup_scheduling_attempt_duration"].labels(result, profile).observe(seconds)
+
+    def pod_group_algorithm(self, seconds: float) -> None:
+        if self._pod_groups:
+            self.families.histograms["podgroup_scheduling_algorithm_duration"].observe(seconds)
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(

@@ -26,7 +26,7 @@ import yaml
 from aiohttp import web
 
 from scheduler.config.duration import format_duration
-from scheduler.config.types import API_VERSION, EXTENSION_POINT_NAMES, KIND, MULTI_POINT, PluginSet, SchedulerConfig
+from scheduler.config.types import API_VERSION, KIND, V1_PLUGINS_ORDER, PluginSet, SchedulerConfig
 
 CONFIG_GROUP = "config.k8s.io"
 VERSIONS = ("v1alpha1", "v1beta1")
@@ -38,7 +38,7 @@ NOT_ACCEPTABLE = "only the following media types are accepted: application/json,
 # Paths statusz leaves out of its list (apiserver's nonDebuggingEndpoints).
 NON_DEBUGGING = frozenset({"/apis", "/api", "/openid", "/openapi", "/.well-known"})
 # v1 Plugins' extension points in their JSON order; the placement ones come after multiPoint.
-PLUGIN_POINTS = (*EXTENSION_POINT_NAMES, MULTI_POINT, "placementGenerate", "placementScore")
+PLUGIN_POINTS = V1_PLUGINS_ORDER
 
 # SetDefaults_<Plugin>Args of v1 (apis/config/v1/defaults.go), for plugins the profile enables.
 _RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]

@@ -212,8 +212,9 @@ def store_for(kind: str) -> Store:
         return Store(kind, key_by_name, node_fingerprint)
     if kind == "Namespace":
         return Store(kind, key_by_name, labels_fingerprint)
-    if kind in UNFILTERED_KINDS or kind == "PodDisruptionBudget":
-        # PDBs: preemption reads status.disruptionsAllowed, so every change counts.
+    if kind in UNFILTERED_KINDS or kind in ("PodDisruptionBudget", "PodGroup"):
+        # PDBs: preemption reads status.disruptionsAllowed; PodGroups: the scheduler reads back
+        # the condition it wrote. Every change counts.
         return Store(kind, key_by_name)
     if kind in STORAGE_FILTERED_KINDS:
         return Store(kind, key_by_name, storage_fingerprint)

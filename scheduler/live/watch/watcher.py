@@ -88,6 +88,8 @@ class Handlers(Protocol):
 
     def on_pdb(self, etype: str | None, raw: dict[str, Any]) -> None: ...
 
+    def on_pod_group(self, etype: str | None, raw: dict[str, Any]) -> None: ...
+
     def on_resource(self, resource: str, etype: str | None, raw: dict[str, Any]) -> None: ...
 
 
@@ -253,6 +255,8 @@ class Watcher:
                 self.handlers.on_storage(kind, etype, raw)
             elif kind == "PodDisruptionBudget":
                 self.handlers.on_pdb(etype, raw)
+            elif kind == "PodGroup":
+                self.handlers.on_pod_group(etype, raw)
             elif kind in self.resources:
                 self.handlers.on_resource(kind, etype, raw)
             else:

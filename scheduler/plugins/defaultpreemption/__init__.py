@@ -5,11 +5,17 @@ With SchedulerAsyncPreemption (beta, on by default in v1.36.3) PostFilter nomina
 once and the victims are deleted off the scheduling loop; until that is done the preemptor stays
 out of activeQ ("waiting for the preemption for this pod to be finished"). Without the gate
 PreEnqueue lets every pod through.
+
+Workload-aware scheduling: with WorkloadAwarePreemption the pods of a pod group are not
+preempted for one by one; the pod-group cycle calls ``pod_group_post_filter`` for the whole
+group instead (framework/podgrouppreemption.py), and PreEnqueue holds the group's pods while
+that runs. With TopologyAwareWorkloadScheduling a pod of a group with scheduling constraints
+does not preempt either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,22 +25,30 @@ from scheduler.framework.interface import (
     EnqueueExtensions,
     Handle,
     NodeToStatus,
+    PodGroupPostFilterPlugin,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
 )
+from scheduler.framework.podgrouppreemption import PodGroupEvaluator
 from scheduler.framework.preemption import Evaluator, filter_pods_with_pdb_violation, importance_key
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.model.node import NodeInfo
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.model.podgroup import PodGroup
+from scheduler.model.storage import NotFoundError
 
 NAME = "DefaultPreemption"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 WAITING = "waiting for the preemption for this pod to be finished"
+WAITING_GROUP = "waiting for the preemption for this pod group to be finished"
+GROUP_NOT_FOUND = "preemption: pod group for pod not found"
+NOT_ELIGIBLE_PLACEMENT = "preemption: not eligible due to placement-based pod group scheduling limitation"
+NOT_ELIGIBLE_WAP = "preemption: not eligible due to workload aware preemption enabled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +106,7 @@ def pod_terminating_by_preemption(p: PodInfo) -> bool:
     return False
 
 
-class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, PodGroupPostFilterPlugin):
     name = NAME
     plugin_name = NAME
 
@@ -103,6 +117,7 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
         # and no event is registered. The victims are still deleted off the scheduling loop here
         # (the loop cannot wait for API calls), where upstream's synchronous mode waits for them.
         self.async_preemption = handle.features.enable_async_preemption
+        self.pod_group_evaluator = PodGroupEvaluator(handle, NAME)
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> DefaultPreemption:
@@ -116,6 +131,18 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
         if fw is None:
             raise StatusError(Status(Code.ERROR, "DefaultPreemption: framework not wired"))
         try:
+            workload = self.handle.features
+            if pod.scheduling_group is not None and workload.enable_topology_aware_workload_scheduling:
+                try:
+                    pg = self.handle.listers.get_pod_group(pod.namespace, pod.scheduling_group)
+                except NotFoundError:
+                    return None, Status(Code.UNSCHEDULABLE, GROUP_NOT_FOUND)
+                if pg.has_scheduling_constraints:
+                    # Preempting once per topology option would evict too much.
+                    return None, Status(Code.UNSCHEDULABLE, NOT_ELIGIBLE_PLACEMENT)
+            if pod.scheduling_group is not None and workload.enable_workload_aware_preemption:
+                # The pod-group cycle preempts for the whole group instead.
+                return None, Status(Code.UNSCHEDULABLE, NOT_ELIGIBLE_WAP)
             result, s = self.preempt(fw, state, pod, statuses)
         finally:
             if self.handle.preemption is not None:
@@ -130,9 +157,23 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
         if not self.async_preemption:
             return None
         actuator = self.handle.preemption
+        if pod.scheduling_group is not None and self.handle.features.enable_workload_aware_preemption:
+            try:
+                pg = self.handle.listers.get_pod_group(pod.namespace, pod.scheduling_group)
+            except NotFoundError:
+                return None  # holding pods without their PodGroup is not this plugin's job
+            if actuator is not None and actuator.is_running(pg.uid):
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_GROUP)
+            return None
         if actuator is not None and actuator.is_running(pod.uid):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING)
         return None
+
+    # -- PodGroupPostFilter (WorkloadAwarePreemption) ----------------------------------------
+    def pod_group_post_filter(
+        self, pod_group: PodGroup, pods: list[PodInfo], feasible: Callable[[], Status | None]
+    ) -> Status | None:
+        return self.pod_group_evaluator.preempt(pod_group, pods, feasible)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         if not self.async_preemption:

@@ -8,6 +8,10 @@ then scalar resources.
 
 Score: LeastAllocated / MostAllocated / RequestedToCapacityRatio over the configured resources
 (see resource_allocation.py). No NormalizeScore.
+
+PlacementScore (TopologyAwareWorkloadScheduling): MostAllocated over the configured resources,
+whatever the strategy, with the placement's nodes summed as one node and the group's proposed
+pods added: the fuller placement wins. No NormalizePlacementScore.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    PlacementScorePlugin,
+    PodGroupAssignments,
+    PodGroupInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
 )
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, StatusError
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, has_pod_level_requests, has_status_resources, pod_resource_inputs
 from scheduler.model.podrequests import pod_requests, resource_gates
@@ -250,7 +257,7 @@ def _insufficient(
 # Plugin
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions):
     name = NAME
 
     # Feature gates this plugin reads. SidecarContainers is GA and locked on in current releases;
@@ -281,6 +288,12 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             self.scorer = ResourceAllocationScorer(a.resources, rtcr.score, rtcr.score_batch, False, pod_level=False)
         else:
             raise ValueError(f"scoring strategy {a.strategy} is not supported")
+        # Built only with the gate, as upstream (the placement algorithm runs only then).
+        self.placement_scorer: ResourceAllocationScorer | None = None
+        if features.enable_topology_aware_workload_scheduling:
+            self.placement_scorer = ResourceAllocationScorer(
+                a.resources, most_resource_score, most_resource_score_batch, False, pod_level=False
+            )
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Fit:
@@ -364,6 +377,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.intp)
         return self.scorer.score_columns(snapshot.columns, idx, self._requests(state, pod))
+
+    # -- PlacementScore ------------------------------------------------------------------------
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo, assignments: PodGroupAssignments) -> int:
+        if self.placement_scorer is None:
+            raise StatusError(Status(Code.ERROR, f"{NAME}: placement scoring needs TopologyAwareWorkloadScheduling"))
+        pods = [a.pod for a in assignments.proposed_assignments]
+        return self.placement_scorer.score_placement(pods, assignments.placement.nodes)
 
     # -- queueing ------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:

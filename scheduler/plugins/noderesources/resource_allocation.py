@@ -274,6 +274,35 @@ class ResourceAllocationScorer:
             weights.append(self.weights[i])
         return self.score_fn(requested, allocated, allocatable, weights)
 
+    # -- placement (TopologyAwareWorkloadScheduling) -------------------------------------------
+    def score_placement(self, pods: Sequence[PodInfo], nodes: Sequence[NodeInfo]) -> int:
+        """scorePlacement: the placement's nodes taken as one node, its capacity and allocated
+        summed, the proposed pods' requests on top."""
+        n = len(self.names)
+        requested = [0] * n
+        for pod in pods:
+            for i, r in enumerate(self.pod_requests(pod)):
+                requested[i] += r
+        allocatable = [0] * n
+        allocated = [0] * n
+        for node in nodes:
+            for i in range(n):
+                # Upstream passes the running sum as the pod request: a scalar resource no
+                # proposed pod asks for stays 0 and skipped on every node.
+                a, used = self._alloc_req(node, i, requested[i])
+                if a == 0:
+                    continue
+                allocatable[i] += a
+                allocated[i] += used
+                requested[i] += used
+        keep = [i for i in range(n) if allocatable[i] != 0]
+        return self.score_fn(
+            [requested[i] for i in keep],
+            [allocated[i] for i in keep],
+            [allocatable[i] for i in keep],
+            [self.weights[i] for i in keep],
+        )
+
     # -- batch ---------------------------------------------------------------------------------
     def score_columns(self, cols: NodeColumns, idx: np.ndarray, pod_requests: Sequence[int]) -> np.ndarray:
         reqs: list[np.ndarray] = []
