@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
+from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.simulate.simulator import run as simulate
 from scheduler.testing.builders import HOSTNAME, ZONE, make_namespace, make_node, make_pod
 from scheduler.testing.storage import claim_vol, pv, pvc, storage_class
@@ -122,6 +123,21 @@ def world_pods() -> list[dict[str, Any]]:
         _pod("image", cpu="100m", images=["img2:1"], priority=10),
         _pod("huge", cpu="64"),
     ]
+
+
+def gang_objects() -> list[dict[str, Any]]:
+    """A gang (scheduling.k8s.io/v1alpha2 PodGroup, minCount 2, one zone) and its three pods,
+    for the workload-aware gates (GANG_GATES)."""
+    group = _named("PodGroup", "scheduling.k8s.io/v1alpha2", "gang", NS, spec={
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "schedulingConstraints": {"topology": [{"key": ZONE}]},
+        "priority": 5})
+    pods = [_pod(f"gang-{i}", cpu="300m", schedulingGroup={"podGroupName": "gang"}) for i in range(3)]
+    return [group, *pods]
+
+
+GANG_GATES = FeatureGates({"GenericWorkload": True, "GangScheduling": True,
+                           "TopologyAwareWorkloadScheduling": True, "WorkloadAwarePreemption": True})
 
 
 def seed_objects() -> list[dict[str, Any]]:
@@ -317,7 +333,8 @@ def dump(docs: list[Any]) -> bytes:
     return yaml.safe_dump_all(docs, allow_unicode=True).encode()
 
 
-def simulate_files(cluster: bytes, config: bytes | None = None) -> tuple[int, str, str, str, str]:
+def simulate_files(cluster: bytes, config: bytes | None = None,
+                   gates: FeatureGates = DEFAULT_GATES) -> tuple[int, str, str, str, str]:
     """``pyscheduler simulate --output placements --seed 1`` on these file contents. Returns
     (exit code, stdout, stderr, cluster path, config path)."""
     with tempfile.TemporaryDirectory() as d:
@@ -329,7 +346,7 @@ def simulate_files(cluster: bytes, config: bytes | None = None) -> tuple[int, st
             pathlib.Path(fpath).write_bytes(config)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stderr(err):
-            rc = simulate(cpath, fpath or None, 1, "placements", stream=out)
+            rc = simulate(cpath, fpath or None, 1, "placements", stream=out, gates=gates)
         return rc, out.getvalue(), err.getvalue(), cpath, fpath
 
 
