@@ -4,7 +4,7 @@ PIP_STAMP := .venv-stamp
 # helm, built from Go modules into the control plane's cache (e2e/controlplane/helm/go.mod)
 HELM := $(shell bash -c '. e2e/controlplane/lib.sh && printf %s "$$HELM_BIN"')
 
-.PHONY: install test test-unit e2e lint typecheck bench bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean lock audit audit-newest helm
+.PHONY: install test test-unit e2e lint typecheck bench fuzz soak bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean lock audit audit-newest helm
 
 install: $(PIP_STAMP)
 
@@ -98,3 +98,17 @@ audit-newest:
 
 clean:
 	rm -rf build dist *.egg-info $(PIP_STAMP) bench/out .pytest_cache .ruff_cache .mypy_cache
+
+## fuzz: the fuzz tests' long profile (new examples each run), then the coverage-guided run of
+## the config and cluster-file decoders (atheris; FUZZ_SECONDS per target, default 120). Not CI.
+FUZZ_SECONDS ?= 120
+fuzz: install
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[fuzz]'
+	PYSCHED_FUZZ=long $(PYTHON) -m pytest -q tests/fuzz
+	$(PYTHON) bench/fuzz.py --seconds $(FUZZ_SECONDS)
+
+## soak: an hour of pod churn (300 pods/min, 1000 kwok nodes) against `pyscheduler run` on a local
+## control plane: RSS slope, queue and cache sizes, created->bound p99 per window (SOAK_MINUTES). Not CI.
+SOAK_MINUTES ?= 60
+soak: install
+	$(PYTHON) bench/soak.py --minutes $(SOAK_MINUTES)

@@ -17,7 +17,7 @@ import structlog
 
 from scheduler.framework.podgroupstate import PodGroupState, PodGroupStates, group_key
 from scheduler.framework.snapshot import Snapshot, zone_key
-from scheduler.model.kinds import Raw
+from scheduler.model.kinds import Raw, metadata
 from scheduler.model.node import NodeInfo, node_image_entries
 from scheduler.model.pod import PodInfo
 
@@ -88,7 +88,7 @@ class Cache:
 
     # -- nodes -------------------------------------------------------------------------------
     def add_node(self, raw: Raw) -> NodeInfo:
-        name = str((raw.get("metadata") or {}).get("name", ""))
+        name = str(metadata(raw).get("name", ""))
         ni = self.nodes.get(name)
         # Upstream re-clones a node into the snapshot whenever its Node object changes.
         self._dirty.add(name)
@@ -100,9 +100,11 @@ class Cache:
         else:
             old_zone = zone_key(ni.labels)
             was_present = ni.node_present
-            self._remove_node_images(name, ni.raw)
-            self._add_node_images(name, raw)
+            old_raw = ni.raw
+            # Parsed first: a bad update raises ObjectError with the node and its images as they were.
             ni.set_node(raw)
+            self._remove_node_images(name, old_raw)
+            self._add_node_images(name, raw)
             ni.generation += 1
             if not was_present:
                 self._tree_add(ni)

@@ -29,6 +29,7 @@ from scheduler.config.types import (
     PluginRef,
     PluginSet,
 )
+from scheduler.model.schema import go_quote
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -103,7 +104,8 @@ def _check_keys(path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> 
     for key in obj:
         if key not in allowed:
             where = f"{path}.{key}" if path else str(key)
-            raise ConfigError(f'strict decoding error: unknown field "{where}"')
+            # sigs.k8s.io/json: fmt.Errorf("unknown field %q", key)
+            raise ConfigError(f"strict decoding error: unknown field {go_quote(where)}")
 
 
 def _mapping(path: str, value: Any) -> Mapping[str, Any]:

@@ -222,6 +222,11 @@ def _new_plugin(cls: type[Plugin], name: str, args: Mapping[str, Any] | None, ha
         return cls.new(args, handle)
     except ValueError as exc:
         raise FrameworkError(f"initializing plugin {go_quote(name)}: {exc}") from exc
+    except (TypeError, AttributeError, KeyError, OverflowError) as exc:
+        # An args field of the wrong type, or an infinite number where an integer belongs
+        # (upstream's strict decoding of the typed args refuses it when the file is loaded:
+        # "decoding args for plugin <name>: json: cannot unmarshal ...").
+        raise FrameworkError(f"decoding args for plugin {name}: a field has the wrong type ({exc})") from exc
 
 
 def build_frameworks(

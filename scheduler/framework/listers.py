@@ -20,7 +20,7 @@ from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.podgroup import PodGroup
 from scheduler.model.quantity import Quantity, QuantityError
-from scheduler.model.schema import STORAGE, object_error
+from scheduler.model.schema import DRA, STORAGE, object_error
 from scheduler.model.storage import (
     CSIDriver,
     CSINode,
@@ -195,9 +195,9 @@ class DraStore:
             else:
                 return None
         except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
-            meta = metadata(raw)
-            ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
-            raise ValueError(f"{kind} {ns}{meta.get('name')}: {exc}") from None
+            # One line naming the object (and the field when the outline shows it), refused as
+            # the watcher refuses any object it cannot parse.
+            raise object_error(kind, raw, DRA, exc) from None
         self.version += 1
         return obj
 

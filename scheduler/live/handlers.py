@@ -19,7 +19,7 @@ from scheduler.framework.listers import Listers
 from scheduler.framework.runtime import Framework
 from scheduler.live.kube.recorder import Recorder
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
-from scheduler.model.kinds import DRA_KINDS, Raw
+from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo
 from scheduler.model.podgroup import PodGroup
@@ -153,7 +153,7 @@ class EventHandlers:
 
     def pod_deleted(self, raw: Raw, started: float | None = None) -> None:
         started = time.perf_counter() if started is None else started
-        meta = raw.get("metadata") or {}
+        meta = metadata(raw)
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
         prev = self._pending.pop(uid, None)
         ours = prev is not None
@@ -187,7 +187,7 @@ class EventHandlers:
 
     def on_node(self, etype: str | None, raw: Raw) -> None:
         started = time.perf_counter()
-        name = str((raw.get("metadata") or {}).get("name", ""))
+        name = str(metadata(raw).get("name", ""))
         existing = self.cache.nodes.get(name)
         if etype == "DELETED":
             self.cache.remove_node(name)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.model.labels import LabelSelector
+from scheduler.model.schema import PDB, object_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,13 @@ class PodDisruptionBudget:
 
     @staticmethod
     def parse(raw: Mapping[str, Any]) -> PodDisruptionBudget:
+        try:
+            return PodDisruptionBudget._parse(raw)
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+            raise object_error("PodDisruptionBudget", raw, PDB, exc) from None
+
+    @staticmethod
+    def _parse(raw: Mapping[str, Any]) -> PodDisruptionBudget:
         meta = raw.get("metadata") or {}
         spec = raw.get("spec") or {}
         status = raw.get("status") or {}

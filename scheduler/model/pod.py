@@ -16,7 +16,7 @@ from scheduler.model.affinity import (
     parse_spread_constraints,
     parse_weighted_terms,
 )
-from scheduler.model.kinds import Raw
+from scheduler.model.kinds import Raw, metadata
 from scheduler.model.memo import memoized
 from scheduler.model.podrequests import (
     ContainerResources,
@@ -231,7 +231,7 @@ class PodInfo:
             self._parse(raw)
         except Exception as exc:
             # One line naming the pod and the field; the caller decides what to do with it.
-            ns = (raw.get("metadata") or {}).get("namespace") if isinstance(raw, Mapping) else None
+            ns = metadata(raw).get("namespace") if isinstance(raw, Mapping) else None
             raise object_error("Pod", raw, POD, exc, "" if ns else "default") from None
 
     def _parse(self, raw: Raw) -> None:

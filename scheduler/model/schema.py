@@ -24,10 +24,39 @@ class FieldError(ValueError):
         self.message = message
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+               '"': '\\"', "\\": "\\\\"}
+
+
+def go_quote(text: str) -> str:
+    """Go's strconv.Quote (fmt's %q): printable characters as they are, the rest escaped, so a
+    value or key with a line break still makes one line."""
+    out = []
+    for ch in text:
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def one_line(text: str) -> str:
+    """``text`` with what is not printable escaped as Go's %q would (a name or map key from the
+    object may hold line breaks and control characters)."""
+    return text if text.isprintable() else go_quote(text)[1:-1]
+
+
 class ObjectError(ValueError):
     """An object that cannot be used; ``str()`` is one line naming kind, object and field."""
 
     def __init__(self, kind: str, key: str, path: str, message: str) -> None:
+        kind, key, path, message = one_line(kind), one_line(key), one_line(path), one_line(message)
         where = f"{kind} {key}" if key else kind
         super().__init__(f"{where}: {path}: {message}" if path else f"{where}: {message}")
         self.kind = kind
@@ -88,8 +117,9 @@ def _tname(v: Any) -> str:
 
 
 def _invalid(path: str, v: Any, detail: str) -> FieldError:
-    shown = v if isinstance(v, str) else repr(v)
-    return FieldError(path, f'Invalid value: "{shown}": {detail}')
+    # apimachinery field.Invalid: a string value as %q.
+    shown = go_quote(v) if isinstance(v, str) else f'"{v!r}"'
+    return FieldError(path, f"Invalid value: {shown}: {detail}")
 
 
 def check_quantity(path: str, v: Any) -> None:
@@ -357,6 +387,21 @@ PODGROUP = {
 OWNER = {"metadata": METADATA, "spec": {"selector": ANY}}
 # Storage kinds are read raw by the volume plugins; their top-level shape must hold.
 STORAGE = {"metadata": METADATA, "spec": {}, "status": {}}
+_DEVICE_REQUEST = {"name": STR, "deviceClassName": STR, "allocationMode": STR, "count": INT, "selectors": [ANY]}
+# ResourceClaims, templates, DeviceClasses and ResourceSlices (each reads the parts it has).
+DRA = {
+    "metadata": METADATA,
+    "spec": {
+        "devices": {"requests": [{"name": STR, "exactly": _DEVICE_REQUEST, "firstAvailable": [_DEVICE_REQUEST]}],
+                    "constraints": [ANY], "config": [ANY]},
+        "driver": STR,
+        "nodeName": STR,
+        "pool": {"name": STR, "generation": INT, "resourceSliceCount": INT},
+        "selectors": [ANY],
+    },
+    "status": {},
+}
+PDB = {"metadata": METADATA, "spec": {}, "status": {"disruptionsAllowed": INT32, "disruptedPods": MapOf(ANY)}}
 
 
 def object_key(raw: Any) -> str:

@@ -141,10 +141,7 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
         elif role is Role.STORAGE:
             c.listers.storage.apply(kind, d)
         elif role is Role.DRA:
-            try:
-                c.listers.dra.apply(kind, d)
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
+            c.listers.dra.apply(kind, d)  # ObjectError: printed after the file's name
         elif role is Role.OWNER:
             o = SelectorOwner.parse(d)
             c.listers.owners.setdefault(kind, {})[f"{o.namespace}/{o.name}"] = o

@@ -185,3 +185,22 @@ def test_cache_size_metric_counts_nodes_pods_and_assumed():
     assert 'scheduler_cache_size{type="nodes"} 1.0' in body
     assert 'scheduler_cache_size{type="pods"} 2.0' in body
     assert 'scheduler_cache_size{type="assumed_pods"} 1.0' in body
+
+
+@pytest.mark.parametrize("bad_status", [
+    [["images", [{"names": ["img:1"], "sizeBytes": 5}]]],  # status as a list (found by tests/fuzz)
+    {"allocatable": {"cpu": "-1"}, "images": [{"names": ["other:1"], "sizeBytes": 7}]},
+])
+def test_refused_node_update_keeps_node_and_images(bad_status):
+    # A Node update the model refuses raises ObjectError and changes nothing: before, the
+    # node's images were re-indexed from the bad body first, and a refused update lost them.
+    from scheduler.model.schema import ObjectError
+
+    c = Cache()
+    good = make_node("n1", cpu="2", images=[(["img:1"], 5)])
+    c.add_node(good)
+    bad = {**good, "status": bad_status}
+    with pytest.raises(ObjectError):
+        c.add_node(bad)
+    assert {k: (s.size, sorted(s.nodes)) for k, s in c.image_states.items()} == {"img:1": (5, ["n1"])}
+    assert c.nodes["n1"].raw is good

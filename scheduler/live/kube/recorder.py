@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.live.kube.transport import ApiError, CoreAPI, Lane, micro_time, rfc3339
+from scheduler.live.kube.transport import ApiError, CoreAPI, Fenced, Lane, micro_time, rfc3339
 from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
@@ -31,6 +31,7 @@ log = structlog.get_logger(__name__)
 MAX_QUEUED_EVENTS = 1000  # client-go tools/record maxQueuedEvents
 # events/v1 isomorphic events within this window become a series (client-go events library).
 EVENT_SERIES_WINDOW = 30 * 60.0
+CONDITION_RETRY_DELAY = 1.0  # seconds before a PodScheduled write the API server failed is tried again
 # Upstream events.k8s.io note limit (truncateMessage).
 NOTE_LENGTH_LIMIT = 1024
 
@@ -87,6 +88,14 @@ class Recorder:
         self._wake = asyncio.Event()
         self._busy = 0
         self.dropped = 0
+        # A condition patch the API server failed for a passing reason is queued again after
+        # this long (unless a newer one for the pod is queued); ``clear`` cancels the retries.
+        self.retry_delay = CONDITION_RETRY_DELAY
+        self._generation = 0
+        # The newest condition queued per pod (a sequence number) while it is unwritten or being
+        # retried: a retry of an older one must never overwrite a newer one.
+        self._latest: dict[str, int] = {}
+        self._seq = 0
 
     # -- producers (the scheduling loop, preemption) -----------------------------------------
     def event(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str) -> bool:
@@ -109,11 +118,14 @@ class Recorder:
         if nominated is None and prev is not None:
             nominated = prev[3]
         self._conditions[pod.uid] = (pod, reason, message, nominated)
+        self._seq += 1
+        self._latest[pod.uid] = self._seq
         self._wake.set()
 
     def forget_pod(self, uid: str) -> None:
         """The pod is gone: drop its queued condition and its event series."""
         self._conditions.pop(uid, None)
+        self._latest.pop(uid, None)
         for k in [k for k in self._series if k[0] == uid]:
             del self._series[k]
 
@@ -122,6 +134,8 @@ class Recorder:
 
     def clear(self) -> None:
         """Lease lost: nothing queued is ours to write any more."""
+        self._generation += 1
+        self._latest.clear()
         self._events.clear()
         self._conditions.clear()
 
@@ -133,7 +147,7 @@ class Recorder:
             pod, reason, message, nominated = self._conditions.pop(uid)
             self._busy += 1
             try:
-                await self.write_unschedulable(pod, reason, message, nominated)
+                await self.write_unschedulable(pod, reason, message, nominated, seq=self._latest.get(uid))
             finally:
                 self._busy -= 1
             return True
@@ -231,10 +245,14 @@ class Recorder:
             if now - s.first >= EVENT_SERIES_WINDOW:
                 del self._series[k]
 
-    async def write_unschedulable(self, pod: PodInfo, reason: str, message: str, nominated: str | None = None) -> bool:
+    async def write_unschedulable(
+        self, pod: PodInfo, reason: str, message: str, nominated: str | None = None, *, seq: int | None = None
+    ) -> bool:
         """PodScheduled=False with reason and message; skipped when the pod already says so
         (upstream updatePod via podutil.UpdatePodCondition). ``nominated`` (not None) sets
-        status.nominatedNodeName, "" clearing it, in the same patch. Returns whether it patched."""
+        status.nominatedNodeName, "" clearing it, in the same patch. Returns whether it patched.
+        ``seq``: the queued condition's number; a passing failure of it is retried while it is
+        the pod's newest."""
         status = (pod.raw.get("status") or {}) if isinstance(pod.raw, dict) else {}
         nnn_change = nominated is not None and nominated != str(status.get("nominatedNodeName") or "")
         for c in status.get("conditions") or []:
@@ -266,5 +284,23 @@ class Recorder:
         except ApiError as exc:
             if exc.status != 404:
                 log.warning("pod_condition_update_failed", pod=pod.key, status=exc.status, error=exc.message)
+            if seq is not None and not isinstance(exc, Fenced) and (exc.status in (0, 429) or exc.status >= 500):
+                self._retry_later(pod, reason, message, nominated, seq)
             return False
+        if seq is not None and self._latest.get(pod.uid) == seq:
+            del self._latest[pod.uid]
         return True
+
+    def _retry_later(self, pod: PodInfo, reason: str, message: str, nominated: str | None, seq: int) -> None:
+        """The condition is what users and tools read: a write lost to a 5xx, a throttle or a
+        reset is queued again (upstream's next attempt would rewrite it, minutes later), unless
+        a newer condition for the pod came meanwhile."""
+        generation = self._generation
+
+        def again() -> None:
+            if generation == self._generation and self._latest.get(pod.uid) == seq and pod.uid not in self._conditions:
+                log.info("pod_condition_retry", pod=pod.key, reason=reason)
+                self._conditions[pod.uid] = (pod, reason, message, nominated)
+                self._wake.set()
+
+        asyncio.get_running_loop().call_later(self.retry_delay, again)

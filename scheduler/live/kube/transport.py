@@ -18,12 +18,16 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import structlog
 import urllib3
 from urllib3.exceptions import NewConnectionError
 
 from scheduler.live.metrics.client import REST
 
+log = structlog.get_logger(__name__)
+
 REQUEST_TIMEOUT = 30.0  # seconds per API call; a hung call must not hold a binding forever
+MAX_RETRIES = 10  # client-go rest.Request's default: answers with Retry-After are retried this often
 
 
 class ApiError(Exception):
@@ -128,6 +132,17 @@ class TokenBucket:
             await self.sleep(wait)
 
 
+def retry_after(status: int, header: str | None) -> int | None:
+    """Seconds to wait before retrying an answer (client-go checkWait): only a 429 or a 5xx
+    with an integer Retry-After header is retried."""
+    if status != 429 and status < 500:
+        return None
+    try:
+        return max(0, int(header)) if header is not None else None
+    except ValueError:
+        return None
+
+
 def _message_of(body: bytes) -> str:
     """The ``message`` of a Status reply, if the body is one."""
     try:
@@ -151,6 +166,9 @@ class KubeCoreAPI:
     (argument checks, body sanitizing, a second URL parse in the pool manager) cost about a
     third of each write's CPU, and a pod takes two writes (Binding, Event)."""
 
+    # How a retry waits for the server's Retry-After (in the lane's thread); tests replace it.
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
     def __init__(self, api_client: Any) -> None:
         self.api = api_client
         conf = api_client.configuration
@@ -173,28 +191,38 @@ class KubeCoreAPI:
         auth = self.api.configuration.auth_settings().get("BearerToken")
         if auth and auth.get("value"):
             headers[auth["key"]] = auth["value"]
-        try:
-            kw: dict[str, Any] = {
-                "body": data,
-                "headers": headers,
-                "preload_content": False,
-                "timeout": urllib3.Timeout(total=timeout),
-                "redirect": False,
-            }
-            if self._pool is not None:
-                resp = self._pool.urlopen(method, path, assert_same_host=False, **kw)
-            else:
-                resp = self._manager.urlopen(method, self._host + path, **kw)
-            # Drain and release, or the pooled connection fails the next call.
-            raw = resp.read()
-            resp.release_conn()
-        except Fenced:
-            raise
-        except Exception as exc:
-            raise ApiError(0, f"{type(exc).__name__}: {exc}", sent=not _never_connected(exc)) from exc
-        if not 200 <= resp.status <= 299:
-            raise ApiError(resp.status, _message_of(raw) or str(resp.reason or ""))
-        return bytes(raw)
+        deadline = time.monotonic() + timeout
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                kw: dict[str, Any] = {
+                    "body": data,
+                    "headers": headers,
+                    "preload_content": False,
+                    "timeout": urllib3.Timeout(total=max(0.1, deadline - time.monotonic())),
+                    "redirect": False,
+                }
+                if self._pool is not None:
+                    resp = self._pool.urlopen(method, path, assert_same_host=False, **kw)
+                else:
+                    resp = self._manager.urlopen(method, self._host + path, **kw)
+                # Drain and release, or the pooled connection fails the next call.
+                raw = resp.read()
+                resp.release_conn()
+            except Fenced:
+                raise
+            except Exception as exc:
+                raise ApiError(0, f"{type(exc).__name__}: {exc}", sent=not _never_connected(exc)) from exc
+            if 200 <= resp.status <= 299:
+                return bytes(raw)
+            # client-go's withRetry: a 429 or 5xx that says when to come back is retried then
+            # (API Priority and Fairness answers 429 with Retry-After), within the call's time.
+            wait = retry_after(resp.status, resp.headers.get("Retry-After"))
+            if wait is None or attempt == MAX_RETRIES or time.monotonic() + wait >= deadline:
+                raise ApiError(resp.status, _message_of(raw) or str(resp.reason or ""))
+            log.info("api_retry_after", method=method, path=path, status=resp.status, retry_after=wait,
+                     attempt=attempt + 1)
+            self.sleep(wait)  # the fence is checked again before the resend
+        raise AssertionError("unreachable")
 
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> None:
         self._request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body, timeout=timeout)

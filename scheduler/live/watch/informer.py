@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.model.kinds import Raw, metadata
+from scheduler.model.kinds import Raw, as_map, metadata
 
 Event = tuple[str, Raw]  # (ADDED | MODIFIED | DELETED, object)
 
@@ -112,7 +112,7 @@ def tombstone(raw: Raw, kind: str) -> dict[str, Any]:
     keep = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels") if k in meta}
     out: dict[str, Any] = {"kind": kind, "metadata": keep}
     if kind == "Pod":
-        spec = raw.get("spec") or {}
+        spec = as_map(raw.get("spec"))
         out["spec"] = {"nodeName": spec.get("nodeName", ""), "schedulerName": spec.get("schedulerName", "")}
     return out
 
@@ -176,7 +176,14 @@ class Store:
         if old is not None and rv and old.rv == rv:
             self.skipped += 1
             return None
-        fp = self._fingerprint(raw) if self._fingerprint is not None else None
+        fp = None
+        if self._fingerprint is not None:
+            try:
+                fp = self._fingerprint(raw)
+            except (AttributeError, TypeError):
+                # A malformed body (a list where an object belongs): always delivered, and the
+                # handlers refuse it naming the field.
+                fp = None
         if old is not None and fp is not None and old.fp == fp:
             old.rv = rv
             self.skipped += 1

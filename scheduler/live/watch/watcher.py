@@ -32,11 +32,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import time
 import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
@@ -107,6 +108,22 @@ class WatchSettings:
     resync_period: float = 600.0  # re-list this often even without a watch error (backstop)
     backoff: float = 0.5  # first retry delay after a failed list/watch; doubles up to max_backoff
     max_backoff: float = 5.0  # kopf's request already retried for ~8 s before the reflector backs off
+    # A watch stream that sends no byte for this long is given up and resumed from the last
+    # resourceVersion seen, so one held open and silent (a broken proxy, a half-dead connection)
+    # costs at most this long instead of the request's total timeout (server_timeout + 30 s).
+    # A healthy stream of a quiet kind can be this quiet too (the watch cache's minutely
+    # bookmarks carry no newer resourceVersion for a kind without events, and are not sent):
+    # its resume is one cheap request. The fault tests (e2e/test_faults.py) shorten it through
+    # PYSCHED_WATCH_IDLE_TIMEOUT.
+    idle_timeout: float = field(default_factory=lambda: _env_seconds("PYSCHED_WATCH_IDLE_TIMEOUT", 90.0))
+
+
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 class NotServed(Exception):
@@ -195,8 +212,17 @@ class Watcher:
 
     # -- delivery ------------------------------------------------------------------------------
     def dispatch(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
-        """Feed one event through the store (no-op filter, Replace bookkeeping) to the handlers."""
+        """Feed one event through the store (no-op filter, Replace bookkeeping) to the handlers.
+        A body the store cannot even key is refused like one the handlers refuse."""
         self.received += 1
+        try:
+            self._filter(kind, etype, raw)
+        except Exception as exc:
+            self._refused(kind, etype, raw, exc, None)
+
+    def _filter(self, kind: str, etype: str | None, raw: dict[str, Any]) -> None:
+        if not isinstance(raw, dict):
+            raise ObjectError(kind, "", "", f"expected an object, got {type(raw).__name__}")
         meta = raw.get("metadata")
         if isinstance(meta, dict) and "managedFields" in meta:
             # As kube-scheduler's informer transform: nothing reads managedFields, and the store,
@@ -238,24 +264,27 @@ class Watcher:
                     raw["kind"] = kind
                 self.handlers.on_owner(kind, etype, raw)
         except Exception as exc:
-            # One bad object must not stop the watch of all others: its last good version stays
-            # in the cache, and the next re-list offers it again.
-            self.errors += 1
-            store = self.stores.get(kind)
-            if store is not None and etype != DELETED:
-                store.forget(raw)
-            meta = raw.get("metadata") or {}
-            fields: dict[str, Any] = {"kind": kind, "watch_event": etype, "name": meta.get("name"),
-                                      "namespace": meta.get("namespace")}
-            if kind in ("Pod", "Node"):
-                fields[kind.lower()] = (f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-                                        if kind == "Pod" else meta.get("name"))
-            if isinstance(exc, ObjectError):
-                log.error("object_rejected", field=exc.path, error=str(exc), **fields)
-            else:
-                log.exception("watch_event_failed", **fields)
-            if self.on_error is not None:
-                self.on_error(kind)
+            self._refused(kind, etype, raw, exc, self.stores.get(kind))
+
+    def _refused(self, kind: str, etype: str | None, raw: Any, exc: Exception, store: Store | None) -> None:
+        """One bad object must not stop the watch of all others: its last good version stays in
+        the cache, and the next re-list offers it again (``store`` forgets this version)."""
+        self.errors += 1
+        if store is not None and etype != DELETED:
+            store.forget(raw)
+        meta = raw.get("metadata") if isinstance(raw, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        fields: dict[str, Any] = {"kind": kind, "watch_event": etype, "name": meta.get("name"),
+                                  "namespace": meta.get("namespace")}
+        if kind in ("Pod", "Node"):
+            fields[kind.lower()] = (f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+                                    if kind == "Pod" else meta.get("name"))
+        if isinstance(exc, ObjectError):
+            log.error("object_rejected", field=exc.path, error=str(exc), **fields)
+        else:
+            log.exception("watch_event_failed", **fields)
+        if self.on_error is not None:
+            self.on_error(kind)
 
     def begin_list(self, kind: str) -> None:
         self.stores[kind].begin_list()
@@ -434,7 +463,8 @@ class Watcher:
             "resourceVersion": rv,
             "timeoutSeconds": str(server_timeout),
         }
-        timeout = aiohttp.ClientTimeout(total=server_timeout + 30, sock_connect=ws.connect_timeout)
+        timeout = aiohttp.ClientTimeout(total=server_timeout + 30, sock_connect=ws.connect_timeout,
+                                        sock_read=ws.idle_timeout)
         try:
             resp = await self._get(self._url(kind, params), timeout)
         except kopf_errors.APIClientError as exc:
@@ -515,7 +545,10 @@ class Watcher:
                         rv = wt.result()
                     elif isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError | TimeoutError):
                         # Dropped or silent stream: resume from the last RV (410 then says re-list).
-                        log.info("watch_reconnect", kind=kind, error=repr(exc))
+                        if isinstance(exc, aiohttp.ServerTimeoutError):
+                            log.info("watch_idle", kind=kind, idle_seconds=self.settings.idle_timeout)
+                        else:
+                            log.info("watch_reconnect", kind=kind, error=repr(exc))
                         await asyncio.sleep(self.settings.backoff)
                     else:
                         raise exc

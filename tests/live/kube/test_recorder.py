@@ -96,3 +96,51 @@ async def test_forget_pod_drops_its_condition_and_its_series():
     # The next identical Event starts a new series.
     await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
     assert len(api.events) == 2 and api.event_patches == []
+
+
+async def test_condition_lost_to_a_passing_error_is_written_again():
+    # A 5xx or a reset on the PodScheduled patch (e2e/test_faults.py's 5xx case) left the pod
+    # without its Unschedulable condition until its next attempt, minutes later: the patch is
+    # queued again. A refusal (4xx) is not retried, and a lost lease cancels the retries.
+    import asyncio
+
+    class Flaky(FakeCoreAPI):
+        def __init__(self, errors: list[ApiError]) -> None:
+            super().__init__()
+            self.errors = errors
+
+        def patch_pod_status(self, namespace, name, body):
+            if self.errors:
+                raise self.errors.pop(0)
+            super().patch_pod_status(namespace, name, body)
+
+    for errors, want in (([ApiError(503), ApiError(0, "reset")], 1), ([ApiError(422, "invalid")], 0)):
+        api = Flaky(list(errors))
+        r = Recorder(api, lane())
+        r.retry_delay = 0.0
+        r.unschedulable(POD, "Unschedulable", "m")
+        for _ in range(4):
+            await r.flush()
+            await asyncio.sleep(0.01)
+        assert len(api.status_patches) == want, errors
+    api = Flaky([ApiError(503)])
+    r = Recorder(api, lane())
+    r.retry_delay = 0.0
+    r.unschedulable(POD, "Unschedulable", "m")
+    await r.flush()
+    r.clear()
+    await asyncio.sleep(0.01)
+    await r.flush()
+    assert api.status_patches == []
+    # A retry never overwrites a newer condition (e2e/test_faults.py's 5xx case: a bind error's
+    # SchedulerError, retried after the pod's Unschedulable was written, left it SchedulerError).
+    api = Flaky([ApiError(503)])
+    r = Recorder(api, lane())
+    r.retry_delay = 0.0
+    r.unschedulable(POD, "SchedulerError", "bind failed")
+    await r.flush()
+    r.unschedulable(POD, "Unschedulable", "0/1 nodes are available")
+    for _ in range(3):
+        await r.flush()
+        await asyncio.sleep(0.01)
+    assert [b["status"]["conditions"][0]["reason"] for _, _, b in api.status_patches] == ["Unschedulable"]

@@ -12,6 +12,7 @@ eventhandlers.go, nodeSchedulingPropertiesChange).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import AsyncIterator
 from typing import Any
@@ -267,6 +268,7 @@ class FakeAPI:
         self.watches: list[dict[str, str]] = []
         self.cut_watches = False  # end every watch stream after the first batch
         self.unauthorized = 0  # answer this many requests with 401 (an API server still starting)
+        self.stalled: set[int] = set()  # watch streams (by number) that go silent without closing
         self.changed = asyncio.Event()
 
     def put(self, name: str, etype: str = "ADDED") -> None:
@@ -300,6 +302,7 @@ class FakeAPI:
                     "items": [self.nodes[n] for n in page]}
             return web.Response(body=orjson.dumps(body), content_type="application/json")
         self.watches.append(q)
+        n = len(self.watches)
         since = int(q["resourceVersion"])
         resp = web.StreamResponse()
         await resp.prepare(request)
@@ -308,6 +311,8 @@ class FakeAPI:
             await resp.write(orjson.dumps(err) + b"\n")
             return resp
         while True:
+            while n in self.stalled:
+                await asyncio.sleep(0.02)
             batch = [(r, t, o) for r, t, o in self.log if r > since]
             for r, t, o in batch:
                 await resp.write(orjson.dumps({"type": t, "object": o}) + b"\n")
@@ -366,6 +371,19 @@ async def fake_api() -> AsyncIterator[tuple[FakeAPI, str]]:
         yield api, url
 
 
+@contextlib.asynccontextmanager
+async def watching(handlers: Any, url: str, **settings: Any) -> AsyncIterator[Watcher]:
+    """A Watcher of nodes at ``url`` running (synced) for the block, stopped after it."""
+    w = Watcher(handlers, lambda: Credentials(server=url), kinds=("Node",), settings=WatchSettings(**settings))
+    task = asyncio.create_task(w.run())
+    try:
+        await asyncio.wait_for(w.synced.wait(), 5)
+        yield w
+    finally:
+        w.stop()
+        await asyncio.wait_for(task, 5)
+
+
 async def until(cond: Any, timeout: float = 5.0) -> None:
     async with asyncio.timeout(timeout):
         while not cond():
@@ -421,6 +439,23 @@ async def test_reflector_pages_resumes_and_relists(fake_api: tuple[FakeAPI, str]
         await asyncio.wait_for(task, 5)
 
 
+async def test_a_stalled_watch_is_detected_and_resumed(fake_api: tuple[FakeAPI, str]) -> None:
+    # A stream that stays open but sends nothing (a broken proxy; e2e/test_faults.py injects it):
+    # without a read-idle limit it held the kind's view until the request's total timeout
+    # (server_timeout + 30 s), missing every change meanwhile. Now it is given up after
+    # idle_timeout and resumed from the last resourceVersion seen: nothing is lost.
+    api, url = fake_api
+    api.put("n0")
+    rec = Recorder()
+    async with watching(rec, url, server_timeout=300, backoff=0.01, idle_timeout=0.3):
+        await until(lambda: len(api.watches) == 1)
+        api.stalled.add(1)
+        api.put("n1")  # held in the silent stream
+        await until(lambda: "n1" in rec.nodes, timeout=3)
+        assert len(api.watches) == 2 and int(api.watches[1]["resourceVersion"]) < api.rv
+        assert len(api.lists) == 1  # resumed, not re-listed: the RV was still served
+
+
 async def test_a_version_the_handlers_failed_on_is_delivered_again_by_the_next_list() -> None:
     class Flaky(Recorder):
         fail = True
@@ -445,19 +480,12 @@ async def test_periodic_resync_relists_without_a_watch_error(fake_api: tuple[Fak
     api.put("n0")
     api.put("n1")
     rec = Recorder()
-    w = Watcher(rec, lambda: Credentials(server=url), kinds=("Node",),
-                settings=WatchSettings(resync_period=1.0, server_timeout=5, backoff=0.01))
-    task = asyncio.create_task(w.run())
-    try:
-        await asyncio.wait_for(w.synced.wait(), 5)
+    async with watching(rec, url, resync_period=1.0, server_timeout=5, backoff=0.01) as w:
         assert rec.nodes == {"n0", "n1"}
         api.nodes.pop("n1")  # gone, and the watch never says so
         await until(lambda: rec.nodes == {"n0"})
         assert (DELETED, "n1") in rec.events
         assert len(api.lists) >= 2 and w.errors == 0
-    finally:
-        w.stop()
-        await asyncio.wait_for(task, 5)
 
 
 async def test_401_then_the_same_credentials_work_again(fake_api: tuple[FakeAPI, str]) -> None:
