@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import signal
@@ -66,8 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def percentile(xs: list[float], q: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
+    s = sorted(xs)  # nearest rank
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
 
 
 class Creator:
@@ -190,7 +191,8 @@ def table(rows: list[dict[str, Any]], keys: list[str], rates: list[float]) -> st
             vals = {c: statistics.median([r[c] for r in runs if r.get(c) is not None] or [float("nan")]) for c in cols}
             med[key] = vals
             bound = f"{sum(r.get('bound', 0) for r in runs)}/{sum(r['pods'] for r in runs)}"
-            lines.append(f"{rate:>6g} {CONTESTANTS[key]:16}" + "".join(f"{vals[c]:>16g}" for c in cols) + f"{bound:>12}")
+            figures = "".join(f"{vals[c]:>16g}" for c in cols)
+            lines.append(f"{rate:>6g} {CONTESTANTS[key]:16}{figures}{bound:>12}")
         if "kube" in med and "ours" in med:
             ratio = "".join(f"{(med['ours'][c] / med['kube'][c] if med['kube'][c] else float('nan')):>15.2f}x"
                             for c in cols)
