@@ -183,7 +183,8 @@ class App:
                                        on_final=self.annotator.submit if self.annotator is not None else None)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder,
-                                   decisions=self.decisions)
+                                   decisions=self.decisions,
+                                   nominate_for_expectation=cfg.feature_gates.enabled("NominatedNodeNameForExpectation"))
         # DefaultPreemption: the queue's nominator and the API side of preemption.
         self.preemption = LivePreemption(
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
