@@ -229,7 +229,8 @@ class Scheduler(EventHandlers):
             return
         self.cycles += 1
         start = time.perf_counter()
-        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
+        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod, q.signature,
+                               self.queue.scheduling_cycle)
         elapsed = time.perf_counter() - start
         self.metrics.scheduling_algorithm_duration.observe(elapsed)
         self.decisions.record(pod, fw, out, self.snapshot.node_infos, q.attempts, start, elapsed)

@@ -312,10 +312,16 @@ class Simulator:
         )
         for f in self.frameworks.values():
             f.handle.pod_group_manager = self.cache.pod_group_state_lister()
+            if f.batch is not None:
+                # Cycles take no time here: a kept batch never expires, so a run is reproducible.
+                f.batch.clock = lambda: 0.0
+        # Scheduling cycles so far (the queue's pop count upstream; OpportunisticBatching reads it).
+        self.cycles = 0
         self.group_hooks = SimGroupHooks(self._park_or_bind, self._set_condition)
         self.group_cycle = PodGroupCycle(
             self.frameworks, self.algorithm, self.cache, self.snapshot, None, self.group_hooks
         )
+        self.group_cycle.current_cycle = lambda: self.cycles
         preemption.waiting_pods = next(iter(self.frameworks.values())).handle.waiting_pods
         # Kinds the plugins' informers asked for: the file's objects of those kinds go there.
         self.ignored_kinds = {str(d["kind"]) for d in cluster.others if not self.listers.informers.offer(d)}
@@ -348,7 +354,9 @@ class Simulator:
             if held is not None:
                 self.gated.append((pod, held.message))
                 continue
-            self.pending.append(QueuedPodInfo(pod, pod.creation_ts, seq))
+            q = QueuedPodInfo(pod, pod.creation_ts, seq)
+            q.signature = fw.sign_pod(pod) if fw.batch is not None else None
+            self.pending.append(q)
         # One queue order for all profiles (config validation makes their QueueSort equal).
         first = next(iter(self.frameworks.values()))
         self.pending = sort_queued(self.pending, first.queue_sort)
@@ -393,7 +401,7 @@ class Simulator:
                 continue
             q.attempts += 1
             self.current = q.pod
-            out = self.attempt(q.pod)
+            out = self.attempt(q.pod, q.signature)
             if out is not None:
                 yield self._settled(q, out)
                 pf = out.post_filter
@@ -403,7 +411,7 @@ class Simulator:
                     retry = copy.copy(q.pod)
                     retry.nominated_node_name = pf.nominated_node_name
                     q.attempts += 1
-                    again = self.attempt(retry)
+                    again = self.attempt(retry, q.signature)
                     if again is not None:
                         yield self._settled(q, again)
             yield from self._ended_waits()
@@ -422,10 +430,12 @@ class Simulator:
             self._failed.pop(q.pod.uid, None)
         return out
 
-    def attempt(self, pod: PodInfo) -> CycleOutcome | None:
-        """One scheduling cycle and, unless the pod waits at Permit (None), its binding cycle."""
+    def attempt(self, pod: PodInfo, signature: bytes | None = None) -> CycleOutcome | None:
+        """One scheduling cycle and, unless the pod waits at Permit (None), its binding cycle;
+        ``signature`` is the queued pod's (OpportunisticBatching)."""
         fw = self.frameworks[pod.scheduler_name]
-        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
+        self.cycles += 1
+        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod, signature, self.cycles)
         if out.assumed is None:
             return out
         return self._park_or_bind(fw, out)
@@ -434,6 +444,7 @@ class Simulator:
         """One pod-group cycle for ``queued`` (one group's pending pods, in queue order)."""
         for q in queued:
             q.attempts += 1
+        self.cycles += len(queued)  # each member is popped upstream
         first = queued[0].pod
         group = QueuedPodGroup(PodGroupInfo(first.namespace, first.scheduling_group or ""), [])
         group.set_queued(list(queued))
