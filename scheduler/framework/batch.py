@@ -24,15 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import structlog
-
 from scheduler.framework.cycle_state import CycleState
 from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.runtime import Framework
-
-log = structlog.get_logger(__name__)
 
 # Upstream maxBatchAge.
 MAX_BATCH_AGE = 0.5
@@ -119,8 +115,6 @@ class OpportunisticBatch:
         if self._compatible(pod, signature, state, cycle):
             assert self.state is not None
             hint = self.state.nodes.pop()
-            log.debug("batch_hint", profile=profile, pod=pod.key, cycle=cycle, node=hint,
-                      remaining=len(self.state.nodes))
         else:
             metrics.batch_attempt(profile, NO_HINT)
         metrics.batch_hint(profile, time.perf_counter() - started, bool(hint))
@@ -146,14 +140,13 @@ class OpportunisticBatch:
             if signature is not None and others is not None and len(others) > 0:
                 self.state = _State(signature, others, self.clock())
                 return
-            self._flush(FLUSH_EMPTY_LIST if others is None or len(others) == 0 else FLUSH_POD_NOT_BATCHABLE, cycle)
+            self._flush(FLUSH_EMPTY_LIST if others is None or len(others) == 0 else FLUSH_POD_NOT_BATCHABLE)
             self.state = None
         finally:
             metrics.batch_stored(profile, time.perf_counter() - started)
 
-    def _flush(self, reason: str, cycle: int) -> None:
+    def _flush(self, reason: str) -> None:
         self.fw.handle.metrics.batch_flushed(self.fw.profile_name, reason)
-        log.debug("batch_flushed", profile=self.fw.profile_name, cycle=cycle, reason=reason)
 
     def _compatible(self, pod: PodInfo, signature: bytes | None, state: CycleState, cycle: int) -> bool:
         """Whether the kept list serves ``pod`` (upstream batchStateCompatible); flushes are
@@ -162,21 +155,21 @@ class OpportunisticBatch:
         if b is None or len(b.nodes) == 0:
             return False
         if cycle != self.last.cycle + 1:
-            self._flush(FLUSH_POD_SKIPPED, cycle)
+            self._flush(FLUSH_POD_SKIPPED)
             return False
         if signature is None or signature != b.signature:
-            self._flush(FLUSH_POD_INCOMPATIBLE, cycle)
+            self._flush(FLUSH_POD_INCOMPATIBLE)
             return False
         if self.clock() > b.created + MAX_BATCH_AGE:
-            self._flush(FLUSH_EXPIRED, cycle)
+            self._flush(FLUSH_EXPIRED)
             return False
         node = self.fw.handle.snapshot.get(self.last.chosen)
         if node is None:
-            self._flush(FLUSH_NODE_MISSING, cycle)
+            self._flush(FLUSH_NODE_MISSING)
             return False
         # Only when the previous winner rejects this pod is the runner-up the best node now.
         s = self.fw.run_filter(state, pod, node)
         if s is None or not s.is_rejected():
-            self._flush(FLUSH_NODE_NOT_FULL, cycle)
+            self._flush(FLUSH_NODE_NOT_FULL)
             return False
         return True

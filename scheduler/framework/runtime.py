@@ -205,6 +205,7 @@ class Framework:
         # OpportunisticBatching (upstream NewFramework, computeBatchablePlugins).
         self.batch: OpportunisticBatch | None = None
         self.signers: list[SignPlugin] = []
+        self.unsigned: list[str] = []  # the plugins that keep this profile from signing
         self.signatures_enabled = False
         if opportunistic_batching:
             self.batch = OpportunisticBatch(self)
@@ -266,10 +267,10 @@ class Framework:
     # -- signatures (OpportunisticBatching) ---------------------------------------------------
     def _batchable_plugins(self) -> None:
         """Every PreFilter, Filter, PreScore and Score plugin must sign, and no extender may be
-        configured, for the profile to sign pods (upstream computeBatchablePlugins)."""
+        configured, for the profile to sign pods (upstream computeBatchablePlugins; the live
+        app logs ``unsigned`` at start, as upstream logs it when building the framework)."""
         self.signatures_enabled = not self.handle.extenders
         seen: set[str] = set()
-        unsupported: list[str] = []
         for pl in (*self.pre_filter_plugins, *self.filter_plugins, *self.pre_score_plugins, *self.score_plugins):
             if pl.name in seen:
                 continue
@@ -277,12 +278,8 @@ class Framework:
             if isinstance(pl, SignPlugin):
                 self.signers.append(pl)
             else:
-                unsupported.append(pl.name)
+                self.unsigned.append(pl.name)
                 self.signatures_enabled = False
-        if self.handle.extenders:
-            log.info("signatures_disabled", profile=self.profile_name, reason="extenders configured")
-        elif unsupported:
-            log.info("signatures_disabled", profile=self.profile_name, plugins=unsupported)
 
     def sign_pod(self, pod: PodInfo) -> bytes | None:
         """The pod's signature, None when some plugin cannot sign it (upstream SignPod). Two

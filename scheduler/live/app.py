@@ -161,6 +161,11 @@ class App:
                                       client_set=self.api_client, events=self.recorder, extenders=extenders)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
+        for fw in frameworks.values():
+            if fw.batch is not None and not fw.signatures_enabled:
+                # Upstream says so when it builds the framework (computeBatchablePlugins).
+                log.info("signatures_disabled", profile=fw.profile_name,
+                         reason="extenders configured" if fw.extenders else "plugins do not sign", plugins=fw.unsigned)
         # GenericWorkload: the cache keeps pod-group states, the queue retries group pods after
         # backoff, PodGroups are watched (upstream starts their informer only then).
         generic_workload = cfg.feature_gates.enabled("GenericWorkload")
