@@ -664,6 +664,8 @@ def main(args: argparse.Namespace) -> int:
         with long_lived_objects():
             metrics = Metrics()
             metrics.feature_gates(gates)
+            if server is not None:
+                server.attach_metrics(metrics.auth)
             app = App(cfg, registry, metrics, creds, server, getattr(args, "flagz", None), extenders,
                       records_from_args(args))
     except FrameworkError as exc:

@@ -18,7 +18,7 @@ from scheduler.framework.events import ClusterEvent, event_label
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.metrics import MetricsRecorder
 from scheduler.framework.runtime import DurationObserver
-from scheduler.live.metrics import component
+from scheduler.live.metrics import auth, component
 from scheduler.live.metrics.families import PODGROUP_STABILITY, STABILITY, Samples, SchedulerFamilies
 from scheduler.live.metrics.kit import exposition
 
@@ -149,6 +149,9 @@ class Metrics:
         )
         # component-base's families kube-scheduler exports (leader election, client, process...).
         self.component = component.ComponentFamilies(r, STABILITY)
+        # The secure port's delegated authentication and authorization (k8s.io/apiserver's).
+        self.auth = auth.AuthMetrics(r)
+        self.component.meta.count(auth.STABILITY)
         self.recorder = _FrameworkRecorder(self)
         self._incoming = _children(self.queue_incoming_pods)
         self._attempts = _children(self.schedule_attempts)
