@@ -35,7 +35,7 @@ from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
 from scheduler.core.decision import from_outcome
-from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
+from scheduler.core.podgroup import WAITING_ON_PREEMPTION, PodGroupCycle, QueuedPodGroup, next_conditions
 from scheduler.core.profiles import FrameworkError, build_frameworks
 from scheduler.core.report import render
 from scheduler.extender import build_extenders
@@ -164,6 +164,8 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
 
 
 # Built-in classes the API server creates (scheduling/v1 SystemPriorityClasses).
+# A group's cycles in one run: the first and those after its PodGroup preemptions.
+MAX_GROUP_CYCLES = 3
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
@@ -386,18 +388,10 @@ class Simulator:
             group = q.pod.pod_group_key if self.generic_workload else None
             if group is not None:
                 if group in tried:
-                    continue  # one cycle per group: the live scheduler's first
+                    continue  # the group's cycles ran when its first pod came up
                 tried.add(group)
                 self.current = q.pod
-                members = [p for p in self.pending if p.pod.pod_group_key == group]
-                run = self.attempt_group(members)
-                # Waits the group's own pods ended (GangScheduling allowing them at quorum).
-                ended = list(self._ended_waits())
-                uids = {p.pod.uid for p in members}
-                run.pods.extend(o for o in ended if o.pod.uid in uids)
-                yield from run.pods
-                yield from (o for o in ended if o.pod.uid not in uids)
-                yield run
+                yield from self._group_cycles([p for p in self.pending if p.pod.pod_group_key == group])
                 continue
             q.attempts += 1
             self.current = q.pod
@@ -422,6 +416,40 @@ class Simulator:
                 t.fire()
                 yield from self._ended_waits()
         self.current = None
+
+    def _group_cycles(self, members: list[QueuedPodInfo]) -> Iterator[CycleOutcome | GroupRun]:
+        """One group's cycles, each reported pod by pod and then as a ``GroupRun``: the first,
+        and, while a cycle ends waiting on its PodGroup preemption (the victims are gone at
+        once here), another for the pods it did not place, each on its nominated node first,
+        as the live scheduler's next cycle for the group would (up to MAX_GROUP_CYCLES)."""
+        for cycle in range(1, MAX_GROUP_CYCLES + 1):
+            run = self.attempt_group(members)
+            run.cycle = cycle
+            # Waits the group's own pods ended (GangScheduling allowing them at quorum).
+            ended = list(self._ended_waits())
+            uids = {p.pod.uid for p in members}
+            run.pods.extend(o for o in ended if o.pod.uid in uids)
+            yield from run.pods
+            yield from (o for o in ended if o.pod.uid not in uids)
+            yield run
+            if run.outcome is None or run.outcome.result != WAITING_ON_PREEMPTION:
+                return
+            outcomes = {o.pod.uid: o for o in run.pods}
+            members = [self._retry(m, outcomes[m.pod.uid]) for m in members
+                       if m.pod.uid in outcomes and outcomes[m.pod.uid].node is None
+                       and self.waiting_attempt(m.pod.uid) is None]
+            if not members:
+                return
+
+    @staticmethod
+    def _retry(q: QueuedPodInfo, out: CycleOutcome) -> QueuedPodInfo:
+        """``q`` for its group's next cycle, nominated where its last attempt said."""
+        mode, node = out.nominating
+        again = copy.copy(q)
+        if mode == "override" and node != q.pod.nominated_node_name:
+            again.pod = copy.copy(q.pod)
+            again.pod.nominated_node_name = node
+        return again
 
     def _settled(self, q: QueuedPodInfo, out: CycleOutcome) -> CycleOutcome:
         if out.node is None:
@@ -626,6 +654,8 @@ def group_record(run: GroupRun) -> dict[str, Any] | None:
     nodes = {out.pod.uid: out.node for out in run.pods}
     return {
         "podGroup": oc.group.key,
+        # The group's cycles are numbered from 1: a later one follows its PodGroup preemption.
+        "cycle": run.cycle,
         "result": oc.result,
         "condition": oc.condition,
         # In the cycle's order; a pod still held at Permit has no node yet.
@@ -648,7 +678,8 @@ def _group_output(run: GroupRun, output: str, stream: IO[str]) -> None:
         return
     cond = rec["condition"]
     bound = sum(1 for n in rec["pods"].values() if n is not None)
-    stream.write(f"podgroup {rec['podGroup']}: {rec['result']} ({bound}/{len(rec['pods'])} pods bound)\n")
+    cycle = f", cycle {rec['cycle']}" if rec["cycle"] > 1 else ""
+    stream.write(f"podgroup {rec['podGroup']}{cycle}: {rec['result']} ({bound}/{len(rec['pods'])} pods bound)\n")
     stream.write(f"  {cond['type']}={cond['status']} reason={cond['reason']}")
     stream.write(f" message={json.dumps(cond['message'])}\n\n" if cond["message"] else "\n\n")
 

@@ -205,7 +205,8 @@ def test_counters_named_without_total_are_exposed_as_go_names_them() -> None:
     m.authenticated("failure", None, 0.0005)
     m.authorized("allowed", 0.0001)
     text = exposition(reg).decode()
-    assert "# HELP authenticated_user_requests [ALPHA] Counter of authenticated requests broken out by username.\n" in text
+    help_line = "# HELP authenticated_user_requests [ALPHA] Counter of authenticated requests broken out by username."
+    assert help_line + "\n" in text
     assert "# TYPE authentication_attempts counter\n" in text
     assert 'authenticated_user_requests{username="system:serviceaccount:kube-system:default"} 1.0\n' in text
     assert 'authentication_attempts{result="failure"} 1.0\n' in text
