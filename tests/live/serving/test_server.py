@@ -109,6 +109,21 @@ async def server():
 async def test_https_chain(
     server: SecureServer, path: str, token: str | None, status: int, message: str | None
 ) -> None:
+    got, cache_control, body = await _get(server, path, token)
+    assert got == status, body
+    assert cache_control == "no-cache, private"
+    if status in (401, 403):
+        st = json.loads(body)
+        assert (st["kind"], st["status"], st["code"]) == ("Status", "Failure", status)
+        assert st["reason"] == ("Unauthorized" if status == 401 else "Forbidden")
+        if message:
+            assert st["message"] == message
+    if status == 200:
+        assert body == "ok"
+
+
+async def _get(server: SecureServer, path: str, token: str | None) -> tuple[int, str, str]:
+    """(status, Cache-Control, body) of a GET over HTTPS with an optional bearer token."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -116,28 +131,7 @@ async def test_https_chain(
     async with aiohttp.ClientSession() as s, s.get(
         f"https://127.0.0.1:{server.port}{path}", headers=headers, ssl=ctx
     ) as r:
-        body = await r.text()
-        assert r.status == status, body
-        assert r.headers["Cache-Control"] == "no-cache, private"
-        if status in (401, 403):
-            st = json.loads(body)
-            assert (st["kind"], st["status"], st["code"]) == ("Status", "Failure", status)
-            assert st["reason"] == ("Unauthorized" if status == 401 else "Forbidden")
-            if message:
-                assert st["message"] == message
-        if status == 200:
-            assert body == "ok"
-
-
-async def _get(server: SecureServer, path: str, token: str | None) -> int:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with aiohttp.ClientSession() as s, s.get(
-        f"https://127.0.0.1:{server.port}{path}", headers=headers, ssl=ctx
-    ) as r:
-        return r.status
+        return r.status, r.headers.get("Cache-Control", ""), await r.text()
 
 
 def _samples(m: AuthMetrics) -> dict[tuple[str, ...], float]:
