@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.differential import kubescheduler
@@ -134,19 +133,6 @@ def scrape(port: int, path: str, token: str) -> str:
         return ""
 
     return wait_for(ok, timeout=30, interval=0.5, desc=f"GET {path} on port {port}")
-
-
-@pytest.fixture(scope="module")
-def priority_classes(api_client: client.ApiClient) -> Iterator[tuple[str, str]]:
-    sched = client.SchedulingV1Api(api_client)
-    low, high = unique_name("parity-low"), unique_name("parity-high")
-    for name, value in ((low, 10), (high, 1000)):
-        sched.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                     "metadata": {"name": name}, "value": value})
-    yield low, high
-    for name in (low, high):
-        with contextlib.suppress(ApiException):
-            sched.delete_priority_class(name)
 
 
 def drive(core: client.CoreV1Api, node_factory: Callable[..., list[str]], namespace: str, scheduler: str,

@@ -148,7 +148,7 @@ class App:
             fence=self.elector,
         )
         # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.
-        self.volume_api = KubeVolumeAPI(self.api_client, self.binder.limiter, self.executor)
+        self.volume_api = KubeVolumeAPI(KubeCoreAPI(self.api_client), self.binder.limiter, self.executor)
         # Events from the loop, preemption and plugins (Handle.event_recorder) share one recorder.
         self.recorder = Recorder(self.binder.events_api, self.binder.events,
                                  on_drop=lambda reason: metrics.events_dropped.labels(reason).inc())
