@@ -17,10 +17,13 @@ import numpy as np
 
 from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin
+from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin, SignPlugin
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
+from scheduler.model.dra import DeviceClass
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
+from scheduler.plugins.noderesources.fit import sign_resources
 from scheduler.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceAllocationScorer,
@@ -173,11 +176,20 @@ class _PreScoreState:
         self.pod_requests = pod_requests
 
 
-class BalancedAllocation(PreScorePlugin, ScorePlugin):
+class BalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream BalancedAllocation.SignPod: as NodeResourcesFit's."""
+        return sign_resources(pod, self.pod_level, self.dra_extended, self.device_classes)
 
     def __init__(self, args: BalancedAllocationArgs | None = None, features: Features = DEFAULT_FEATURES) -> None:
         self.args = args or BalancedAllocationArgs()
+        # SignPod's inputs (upstream's flags on the plugin); device_classes is set by new.
+        self.pod_level = features.enable_pod_level_resources
+        self.dra_extended = features.enable_dra_extended_resource
+        self.device_classes: Mapping[str, DeviceClass] | None = None
         # NewBalancedAllocation: the scorer's flags are the gates.
         self.scorer = ResourceAllocationScorer(
             self.args.resources,
@@ -191,7 +203,10 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> BalancedAllocation:
-        return cls(BalancedAllocationArgs.parse(args), handle.features)
+        pl = cls(BalancedAllocationArgs.parse(args), handle.features)
+        if handle.features.enable_dynamic_resource_allocation:
+            pl.device_classes = handle.listers.dra.classes
+        return pl
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         reqs = self.scorer.pod_requests(pod)

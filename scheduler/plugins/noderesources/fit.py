@@ -37,8 +37,11 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
+from scheduler.framework.signers import RESOURCES_SIGNER, SignFragment
 from scheduler.framework.status import Code, Status, StatusError
+from scheduler.model.dra import DeviceClass
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, has_pod_level_requests, has_status_resources, pod_resource_inputs
 from scheduler.model.podrequests import pod_requests, resource_gates
@@ -222,6 +225,43 @@ def spec_requests(pod: PodInfo, pod_level: bool = True) -> Resource:
     return resource_from_map(pod_requests(pod_resource_inputs(pod.raw), use_status=False, pod_level=pod_level))
 
 
+# The implicit extended resource name of a DeviceClass (resourceapi.ResourceDeviceClassPrefix).
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def served_by_dra(name: str, classes: Mapping[str, DeviceClass] | None) -> bool:
+    """Whether a DeviceClass claims extended resource ``name``, by its spec.extendedResourceName
+    or its implicit name (upstream shouldDelegateResourceToDRA without a node)."""
+    if not classes:
+        return False
+    for c in classes.values():
+        spec = c.raw.get("spec") if isinstance(c.raw, Mapping) else None
+        if DEVICE_CLASS_RESOURCE_PREFIX + c.name == name or (
+            isinstance(spec, Mapping) and spec.get("extendedResourceName") == name
+        ):
+            return True
+    return False
+
+
+def sign_resources(
+    pod: PodInfo, pod_level: bool, dra_extended: bool, classes: Mapping[str, DeviceClass] | None
+) -> list[SignFragment] | Status:
+    """NodeResourcesFit's and BalancedAllocation's SignPod: the pod's requests as
+    computePodResourceRequest counts them; a pod asking for an extended resource that DRA serves
+    (DRAExtendedResource) is not signable."""
+    r = spec_requests(pod, pod_level)
+    if dra_extended and any(q != 0 and served_by_dra(n, classes) for n, q in r.scalar.items()):
+        return Status(Code.UNSCHEDULABLE, "signature disabled when dra extended resources are used in the cluster")
+    value = {
+        "MilliCPU": r.milli_cpu,
+        "Memory": r.memory,
+        "EphemeralStorage": r.ephemeral_storage,
+        "AllowedPodNumber": r.allowed_pod_number,
+        "ScalarResources": dict(sorted(r.scalar.items())) or None,
+    }
+    return [(RESOURCES_SIGNER, value)]
+
+
 def _insufficient(
     req: Resource,
     alloc: Resource,
@@ -257,7 +297,9 @@ def _insufficient(
 # Plugin
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions):
+class Fit(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions, SignPlugin
+):
     name = NAME
 
     # Feature gates this plugin reads. SidecarContainers is GA and locked on in current releases;
@@ -265,9 +307,16 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
     enable_sidecar_containers: bool = True
     enable_in_place_pod_vertical_scaling: bool = True
 
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream Fit.SignPod: the pod's requests; none for a pod whose extended resources DRA serves."""
+        return sign_resources(pod, self.pod_level, self.features.enable_dra_extended_resource, self.device_classes)
+
     def __init__(self, args: FitArgs | None = None, features: Features = DEFAULT_FEATURES) -> None:
         self.args = args or FitArgs()
         self.features = features
+        # The DeviceClasses (SignPod asks whether DRA serves an extended resource); set by new.
+        self.device_classes: Mapping[str, DeviceClass] | None = None
         # computePodResourceRequest counts spec.resources only with PodLevelResources.
         self.pod_level = features.enable_pod_level_resources
         a = self.args
@@ -297,7 +346,10 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Fit:
-        return cls(FitArgs.parse(args), handle.features)
+        fit = cls(FitArgs.parse(args), handle.features)
+        if handle.features.enable_dynamic_resource_allocation:
+            fit.device_classes = handle.listers.dra.classes
+        return fit
 
     # -- PreFilter -----------------------------------------------------------------------------
     def _ignored(self, name: str) -> bool:
