@@ -58,6 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--qps", type=int, default=5000, help="client qps and burst of every contestant")
     ap.add_argument("--bind-workers", type=int, default=16)
     ap.add_argument("--kwok-paused", action="store_true", help="pause kwok during the measured window")
+    ap.add_argument("--profile", help="run ours under py-spy (not measured the same: say so), writing this file")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "arrival"), help="directory for arrival.jsonl")
     args = ap.parse_args(argv)
     bad = set(args.contestants.split(",")) - {"kube", "ours"}
@@ -140,9 +141,13 @@ def run_one(
     proc: subprocess.Popen[bytes] | None = None
     res: dict[str, Any] = {"contestant": key, "rate": rate, "round": rnd, "pods": n, "nodes": args.nodes}
     try:
+        argv = contestant_argv(key, plane, config, args)
+        if args.profile and key == "ours":
+            argv = ["py-spy", "record", "--gil", "--rate", "100", "--format", "raw", "--output",
+                    f"{args.profile}.{int(rate)}", "--", *argv]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(contestant_argv(key, plane, config, args), cwd=ROOT, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=log, start_new_session=True)
+            proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True)
         create_pods(kube, [probe])
         if not wait_bound(plane, ns, probe["metadata"]["name"], 300, proc):
             raise RuntimeError(f"{key}: the probe pod was not bound (log {log_path})")
@@ -176,7 +181,8 @@ def run_one(
     finally:
         kwok.resume()
         if proc is not None:
-            stop_process(proc, signal.SIGTERM, grace=10, group=True)
+            prof = bool(args.profile and key == "ours")
+            stop_process(proc, signal.SIGINT if prof else signal.SIGTERM, grace=30 if prof else 10, group=True)
         delete_pods(kube, ns)
     return res
 

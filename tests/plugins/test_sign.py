@@ -24,6 +24,8 @@ from scheduler.framework.signers import (
     RESOURCES_SIGNER,
     TOLERATIONS_SIGNER,
     VOLUMES_SIGNER,
+    _canonical,
+    volumes_signer,
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
@@ -153,3 +155,28 @@ def test_pods_with_resource_claims_are_not_signable() -> None:
     assert _sign("DynamicResources", raw) == []
     raw["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
     assert _refused(_sign("DynamicResources", raw))
+
+
+def test_volumes_fragment_follows_the_pod() -> None:
+    # The four volume plugins share one computation per pod: a second pod with other volumes
+    # must not get the first one's answer, and ConfigMap/Secret sources never count.
+    def pod(name: str, volumes: list[dict[str, Any]]) -> PodInfo:
+        raw = make_pod(name)
+        raw["spec"]["volumes"] = volumes
+        return PodInfo(raw)
+
+    pvc = {"name": "data", "persistentVolumeClaim": {"claimName": "c1"}}
+    a = pod("a", [pvc, {"name": "cm", "configMap": {"name": "x"}}])
+    b = pod("b", [{**pvc, "persistentVolumeClaim": {"claimName": "c2"}}])
+    assert volumes_signer(a) == ['{"persistentVolumeClaim":{"claimName":"c1"}}']
+    assert volumes_signer(b) == ['{"persistentVolumeClaim":{"claimName":"c2"}}']
+    assert volumes_signer(a) == ['{"persistentVolumeClaim":{"claimName":"c1"}}']
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"b": 1, "a": [3, 1]}, {"é": "ü", "x": None}, {"n": 2**70}, {"f": 0.5, "t": True}],
+)
+def test_canonical_json_is_go_marshal_shaped(value: Any) -> None:
+    # Keys sorted, compact, UTF-8 as is: equal specs sign as equal bytes whichever encoder ran.
+    assert _canonical(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
