@@ -1,6 +1,7 @@
 """VolumeBinding's PreBind writes against the API server (upstream volumebinding/binder.go,
 bindAPIUpdate): an Update (PUT) of each PersistentVolume the scheduler pre-bound (spec.claimRef)
-and of each claim it picked a node for (the selected-node annotation).
+and of each claim it picked a node for (the selected-node annotation). DynamicResources' writes
+of ResourceClaims (and of the pod's extendedResourceClaimStatus) go through the same client.
 
 The body is the stored object as the binder changed it, so the Update carries the watched
 resourceVersion: a PV or claim changed since fails with 409 and the pod is retried, as upstream.
@@ -101,5 +102,21 @@ class KubeVolumeAPI:
         def call(*args: Any, **kw: Any) -> Any:
             kw["_content_type"] = "application/strategic-merge-patch+json"
             return self.resource.patch_namespaced_resource_claim_status(*args, **kw)
+
+        return await self._run(call, name, namespace, dict(patch))
+
+    # DRAExtendedResource: the claim for a pod's extended resources is created in PreBind (and
+    # deleted when the attempt fails); the pod's status names it.
+    async def create_resource_claim(self, namespace: str, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        body = {**raw, "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+        return await self._run(self.resource.create_namespaced_resource_claim, namespace, body)
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> Mapping[str, Any]:
+        return await self._run(self.resource.delete_namespaced_resource_claim, name, namespace)
+
+    async def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> Mapping[str, Any]:
+        def call(*args: Any, **kw: Any) -> Any:
+            kw["_content_type"] = "application/strategic-merge-patch+json"
+            return self.core.patch_namespaced_pod_status(*args, **kw)
 
         return await self._run(call, name, namespace, dict(patch))
