@@ -480,9 +480,9 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
     def _after_device_class_event(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
         """isSchedulableAfterDeviceClassEvent: a class now maps an extended resource the pod asks
         for (its implicit name only when it is added: a class's name never changes)."""
-        if not isinstance(new_obj, DeviceClass):
-            return QueueingHint.QUEUE
-        old = old_obj if isinstance(old_obj, DeviceClass) else None
+        if not isinstance(new_obj, DeviceClass) or (old_obj is not None and not isinstance(old_obj, DeviceClass)):
+            return QueueingHint.QUEUE  # upstream: an error, and the pod is retried
+        old = old_obj
         reqs = pod_requests(pod_resource_inputs(pod.raw), use_status=False)
         if old is not None:
             if (old.extended_resource_name or "") == (new_obj.extended_resource_name or ""):
