@@ -155,6 +155,8 @@ class FakeClaimAPI:
         self.fail_create: str | None = None
         self.fail_pod_patch: str | None = None
         self.generated = 0
+        # How the watch delivers a stored claim (the live loop's handler in loop tests).
+        self.deliver: Any = store.on_event
 
     def _check_version(self, raw: Any) -> None:
         """An update carrying an older resourceVersion than the stored object is a conflict."""
@@ -169,7 +171,7 @@ class FakeClaimAPI:
         out["metadata"] = {**out["metadata"], "resourceVersion": str(self.rv)}
         out.pop("apiVersion", None)
         out.pop("kind", None)
-        self.store.on_event("ResourceClaim", "MODIFIED", out)
+        self.deliver("ResourceClaim", "MODIFIED", out)
         return out
 
     async def create_resource_claim(self, namespace: str, raw: Any) -> dict[str, Any]:
@@ -203,7 +205,7 @@ class FakeClaimAPI:
     async def delete_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
         self.writes.append(("delete", f"{namespace}/{name}"))
         c = self.store.get_claim(namespace, name)
-        self.store.on_event("ResourceClaim", "DELETED", dict(c.raw))
+        self.deliver("ResourceClaim", "DELETED", dict(c.raw))
         return {}
 
     async def patch_pod_status(self, namespace: str, name: str, patch: Any) -> dict[str, Any]:
