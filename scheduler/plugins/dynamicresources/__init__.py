@@ -714,6 +714,11 @@ class DynamicResources(
                 err, label = exc, bc.ERROR
                 break
             now = time.monotonic()
+            if self.api is None:
+                # Offline nothing ever changes a claim while we wait: what the cluster file says
+                # is final, so the wait ends as it would when bindingTimeout ran out.
+                err, label = bc.BindingTimeout("device binding timeout: context deadline exceeded"), bc.TIMEOUT
+                break
             if now + self.binding_poll_interval >= deadline:
                 await asyncio.sleep(max(0.0, deadline - now))
                 err, label = bc.BindingTimeout("device binding timeout: context deadline exceeded"), bc.TIMEOUT
