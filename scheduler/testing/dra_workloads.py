@@ -10,7 +10,9 @@
   and the test driver's slices from dra.go resourceSlice): class i maps ``example.com/gpu-<i>``,
   pod i asks for ``example.com/gpu-<i>``, DRA nodes publish ``max_claims`` devices each.
 
-Generated names (``generateName`` upstream) are spelled out here so both schedulers see the same.
+Generated names (``generateName`` upstream) are spelled out here so both schedulers see the same;
+``prefix`` goes into every cluster-wide name (nodes, classes, resource names), so two schedulers
+can run the same workload side by side on one cluster without sharing anything.
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def scheduling_with_extended_resource(
     docs = [_node(f"{prefix}scheduler-perf-{i}", {}) for i in range(nodes_without)]
     docs += [
         _node(f"{prefix}scheduler-perf-extended-resource-{i}", {"node-with-extended-resource": "true"},
-              {f"foo.com/bar-{i}": "1"})
+              {f"foo.com/{prefix}bar-{i}": "1"})
         for i in range(nodes_with)
     ]
-    docs += [_pod(f"test-extended-resource-{i}", namespace, f"foo.com/bar-{i}", scheduler) for i in range(pods)]
+    docs += [
+        _pod(f"test-extended-resource-{i}", namespace, f"foo.com/{prefix}bar-{i}", scheduler) for i in range(pods)
+    ]
     return docs
 
 
@@ -86,7 +90,7 @@ def extended_resource(
             "spec": {
                 "driver": driver,
                 "nodeName": n,
-                "pool": {"name": n, "resourceSliceCount": 1},
+                "pool": {"name": n, "generation": 0, "resourceSliceCount": 1},
                 "devices": [
                     {
                         "name": f"instance-{d}",
