@@ -35,13 +35,12 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from e2e.controlplane.freeport import free_port
-from e2e.differential import kubescheduler
 from e2e.support.objects import REFERENCE, SCHEDULER, make_pod, unique_name
 from e2e.support.waits import events_for, wait_bound, wait_for, wait_for_node_ready
 from scheduler.testing.dra_workloads import extended_resource, scheduling_with_extended_resource
 from scheduler.testing.process import SchedulerProcess
 
-pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
+pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok", "scheduler", "reference")
 
 SIDES = {"py": SCHEDULER, "ref": REFERENCE}
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -171,8 +170,6 @@ def _neutral(side: Side, obj: Any) -> Any:
 # -- extended resources backed by DRA -------------------------------------------------------------
 
 def test_extended_resource_claim_is_created_as_the_binary_creates_it(
-    scheduler: SchedulerProcess,
-    reference: kubescheduler.KubeScheduler,
     core_v1: client.CoreV1Api,
     resource_api: client.ResourceV1Api,
     cluster_objects: Callable[[dict[str, Any]], None],
@@ -280,8 +277,6 @@ def _report(resource: client.ResourceV1Api, ns: str, name: str, ctype: str, reas
 
 
 def test_pod_is_bound_once_the_binding_condition_is_true(
-    scheduler: SchedulerProcess,
-    reference: kubescheduler.KubeScheduler,
     core_v1: client.CoreV1Api,
     resource_api: client.ResourceV1Api,
     cluster_objects: Callable[[dict[str, Any]], None],
@@ -324,8 +319,6 @@ def test_pod_is_bound_once_the_binding_condition_is_true(
 
 
 def test_failure_condition_deallocates_and_the_pod_is_rescheduled(
-    scheduler: SchedulerProcess,
-    reference: kubescheduler.KubeScheduler,
     core_v1: client.CoreV1Api,
     resource_api: client.ResourceV1Api,
     cluster_objects: Callable[[dict[str, Any]], None],
@@ -360,8 +353,6 @@ def test_failure_condition_deallocates_and_the_pod_is_rescheduled(
 @pytest.mark.parametrize("workload", ["SchedulingWithExtendedResource", "ExtendedResource"])
 def test_scheduler_perf_workloads_place_like_the_binary(
     workload: str,
-    scheduler: SchedulerProcess,
-    reference: kubescheduler.KubeScheduler,
     core_v1: client.CoreV1Api,
     resource_api: client.ResourceV1Api,
     cluster_objects: Callable[[dict[str, Any]], None],

@@ -5,7 +5,8 @@ PreEnqueue waits for the pod's claims to exist; PreFilter collects the claims, c
 classes and builds the allocator from the devices in use (stored allocations, the scheduler's
 own writes and in-flight allocations); Filter allocates per node and remembers the result;
 Score rewards earlier ``firstAvailable`` subrequests (DRAPrioritizedList is GA); Reserve puts
-the chosen allocation in flight so the next pod sees the devices taken; PreBind writes
+the chosen allocation in flight so the next pod sees the devices taken; PreBindPreFlight says
+whether PreBind has work (the pod is then nominated first); PreBind writes
 ``status.allocation`` (with the finalizer) and ``status.reservedFor`` through the API;
 Unreserve and PostFilter undo as upstream.
 
@@ -15,12 +16,19 @@ DRAConsumableCapacity); without DRAPrioritizedList a claim with subrequests is u
 and Score is 0. With DRASchedulerFilterTimeout (beta/on) Filter stops searching a node's devices
 after ``filterTimeout`` (default 10s) and returns upstream's Error.
 
-Not modelled (all default-off or outside the pod's own claims in v1.36.3): extended resources
-backed by DRA (DRAExtendedResource, beta/on: pods asking for an extended resource that a
-DeviceClass maps are not turned into a special claim), PodGroup claims, node-allocatable
-claims, waiting for binding conditions in PreBind (``bindingTimeout`` is validated and kept).
-"""
+DRAExtendedResource (beta/on; extended.py): a pod's extended resources that a DeviceClass maps
+and a node does not advertise are allocated on that node through one claim per pod, built per
+node in Filter, created in PreBind (with the pod's ``status.extendedResourceClaimStatus``) and
+deleted when the attempt fails or a stale one is found.
 
+DRADeviceBindingConditions with DRAResourceClaimDeviceStatus (beta/on; bindingconditions.py):
+PreBind waits, in the pod's binding task, for the allocated devices' binding conditions (up to
+``bindingTimeout``, default 10m); Filter treats a claim whose binding failed or timed out as
+unavailable, so PostFilter deallocates it.
+
+Not modelled (default-off in v1.36.3): PodGroup claims (DRAWorkloadResourceClaims),
+node-allocatable claims (DRANodeAllocatableResources), DeviceTaintRules.
+"""
 from __future__ import annotations
 
 import asyncio

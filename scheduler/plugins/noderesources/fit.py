@@ -4,10 +4,13 @@ Filter: the node must have room for one more pod and for every resource the pod 
 (quantity > 0, ignored extended resources excepted). A resource the pod asks for more of than
 the node's whole allocatable makes the status UnschedulableAndUnresolvable (preemption cannot
 help); otherwise Unschedulable. Reasons accumulate: pods, cpu, memory, ephemeral-storage,
-then scalar resources.
+then scalar resources. With DRAExtendedResource (beta/on) an extended resource a DeviceClass
+maps is left to DynamicResources on a node that does not advertise it (draextended.py), and a
+DeviceClass added or changed may make a pod schedulable.
 
 Score: LeastAllocated / MostAllocated / RequestedToCapacityRatio over the configured resources
-(see resource_allocation.py). No NormalizeScore.
+(see resource_allocation.py); a configured resource backed by DRA counts the node's devices of
+its class. No NormalizeScore.
 
 PlacementScore (TopologyAwareWorkloadScheduling): MostAllocated over the configured resources,
 whatever the strategy, with the placement's nodes summed as one node and the group's proposed

@@ -182,8 +182,20 @@ def test_prebind_fail_with_binding_timeout() -> None:
     assert metrics.bc == [("default-scheduler", DRIVER, "timeout")]
 
 
-def test_conditions_turning_true_end_the_wait() -> None:
-    # The driver sets the condition while PreBind waits: the pod goes on to be bound.
+@pytest.mark.parametrize(
+    ("case", "conditions", "message", "label"),
+    [
+        # The driver sets the condition while PreBind waits: the pod goes on to be bound.
+        ("condition turns true", [{"type": "condition", "status": "True"}], None, "success"),
+        # A failure condition ends the wait with its reason and message.
+        ("failure condition", [{"type": "failed", "status": "True", "reason": "AttachFailed",
+                                "message": "no fabric path"}],
+         f'device binding failed: claim={CLAIM_NAME}, reason=AttachFailed, message="no fabric path"', "failed"),
+    ],
+)
+def test_driver_report_ends_the_wait(
+    case: str, conditions: list[dict[str, Any]], message: str | None, label: str
+) -> None:
     pl, _, metrics = plugin(CLASS_OBJ, ("ResourceSlice", fabric_slice()), ("ResourceClaim", claim()))
     pl.binding_poll_interval = 0.05
     state, _, _ = cycle(pl, POD, [worker()])
@@ -195,36 +207,17 @@ def test_conditions_turning_true_end_the_wait() -> None:
         assert not task.done()
         cur = pl.store.get_claim(NAMESPACE, CLAIM_NAME)
         raw = dict(cur.raw)
-        raw["status"] = {**raw["status"], "devices": _status("True", "False")}
-        raw["metadata"] = {**raw["metadata"], "resourceVersion": "999"}
-        pl.store.on_event("ResourceClaim", "MODIFIED", raw)
-        return await asyncio.wait_for(task, 2)
-
-    assert _run(run()) is None
-    assert metrics.bc == [("default-scheduler", DRIVER, "success")]
-
-
-def test_failure_condition_ends_the_wait_with_its_reason() -> None:
-    pl, _, metrics = plugin(CLASS_OBJ, ("ResourceSlice", fabric_slice()), ("ResourceClaim", claim()))
-    pl.binding_poll_interval = 0.05
-    state, _, _ = cycle(pl, POD, [worker()])
-    assert pl.reserve(state, POD, NODE) is None
-
-    async def run() -> Any:
-        task = asyncio.create_task(pl.pre_bind(state, POD, NODE))
-        await asyncio.sleep(0.1)
-        cur = pl.store.get_claim(NAMESPACE, CLAIM_NAME)
-        raw = dict(cur.raw)
-        raw["status"] = {**raw["status"], "devices": _status(None, None, extra=[
-            {"type": "failed", "status": "True", "reason": "AttachFailed", "message": "no fabric path"}])}
+        raw["status"] = {**raw["status"], "devices": _status(None, None, extra=conditions)}
         raw["metadata"] = {**raw["metadata"], "resourceVersion": "999"}
         pl.store.on_event("ResourceClaim", "MODIFIED", raw)
         return await asyncio.wait_for(task, 2)
 
     st = _run(run())
-    assert st is not None and st.code == Code.ERROR
-    assert st.message == f'device binding failed: claim={CLAIM_NAME}, reason=AttachFailed, message="no fabric path"'
-    assert metrics.bc == [("default-scheduler", DRIVER, "failed")]
+    if message is None:
+        assert st is None
+    else:
+        assert st is not None and (st.code, st.message) == (Code.ERROR, message)
+    assert metrics.bc == [("default-scheduler", DRIVER, label)]
 
 
 def test_bound_claim_without_binding_conditions() -> None:

@@ -412,35 +412,29 @@ def test_extended_resource_name_skip_bind() -> None:
     assert not pl.store.in_flight and api.writes == []
 
 
-def test_extended_resource_name_claim_creation_failure() -> None:
-    # "extended-resource-name-claim-creation-failure"
+@pytest.mark.parametrize(
+    ("case", "fail", "message", "created", "claims"),
+    [
+        # The API refuses the claim: nothing exists, nothing to delete.
+        ("extended-resource-name-claim-creation-failure", "fail_create",
+         "create claim for extended resources default/: claim creation errors", False, ["failure"]),
+        # The claim is created and reserved, the pod's status patch fails, so does PreBind.
+        ("extended-resource-name-with-resources-fail-patch", "fail_pod_patch",
+         "update pod default/my-pod ExtendedResourceClaimStatus: patch error", True, ["success"]),
+    ],
+)
+def test_pre_bind_failures(case: str, fail: str, message: str, created: bool, claims: list[str]) -> None:
     pl, api, metrics = plugin(CLASS_GPU, WORKER_SLICE)
-    api.fail_create = "claim creation errors"
+    setattr(api, fail, message.rsplit(": ", 1)[1])
     pod = pod_with({GPU: "1"})
     state, _, _ = cycle(pl, pod, [worker()])
     assert pl.reserve(state, pod, NODE) is None
     st = asyncio.run(pl.pre_bind(state, pod, NODE))
-    assert st is not None and st.code == Code.ERROR
-    assert st.message == "create claim for extended resources default/: claim creation errors"
-    assert metrics.claims == ["failure"]
+    assert st is not None and (st.code, st.message) == (Code.ERROR, message)
+    assert metrics.claims == claims
     assert not pl.store.in_flight
-    pl.unreserve(state, pod, NODE)
-    assert api.kinds() == ["create"]
-
-
-def test_extended_resource_name_with_resources_fail_patch() -> None:
-    # "extended-resource-name-with-resources-fail-patch": the claim is created and reserved, the
-    # pod status patch fails, so does PreBind.
-    pl, api, metrics = plugin(CLASS_GPU, WORKER_SLICE)
-    api.fail_pod_patch = "patch error"
-    pod = pod_with({GPU: "1"})
-    state, _, _ = cycle(pl, pod, [worker()])
-    assert pl.reserve(state, pod, NODE) is None
-    st = asyncio.run(pl.pre_bind(state, pod, NODE))
-    assert st is not None and st.code == Code.ERROR
-    assert st.message == "update pod default/my-pod ExtendedResourceClaimStatus: patch error"
-    assert pl.store.get_claim(NAMESPACE, "my-pod-extended-resources-0").reserved_for == [POD_REF]
-    assert metrics.claims == ["success"]
+    stored = pl.store.get_claim_or_none(NAMESPACE, "my-pod-extended-resources-0")
+    assert (stored is not None and stored.reserved_for == [POD_REF]) is created
 
 
 def test_offline_pre_bind_creates_the_claim_in_the_store() -> None:
