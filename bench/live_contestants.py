@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import pathlib
+import shlex
 import signal
 import subprocess
 import sys
@@ -48,7 +50,8 @@ def contestant_argv(key: str, plane: Plane, config: pathlib.Path, args: argparse
     if key == "ours":
         # Serving off, as kube-scheduler's --secure-port=0 above: neither pays for a
         # self-signed certificate and an HTTPS listener before its first bind.
-        return run_argv(config, "--secure-port", "0")
+        # PYSCHED_BENCH_OURS_ARGS: more flags for an A/B run of one change (e.g. records off).
+        return run_argv(config, "--secure-port", "0", *shlex.split(os.environ.get("PYSCHED_BENCH_OURS_ARGS", "")))
     raise ValueError(key)
 
 

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import structlog
 
 from scheduler.config import PluginRef
+from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint, unroll_wildcard_resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, HostPriority
@@ -43,7 +45,9 @@ from scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
+from scheduler.framework.signers import SCHEDULER_NAME_SIGNER, encode_signature
 from scheduler.framework.status import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -59,6 +63,8 @@ from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
+
+log = structlog.get_logger(__name__)
 
 # Observer called as (extension_point, plugin_or_empty, status_code_name, seconds); metrics hook in here.
 DurationObserver = Callable[[str, str, str, float], None]
@@ -143,12 +149,15 @@ class Framework:
         percentage_of_nodes_to_score: int = 0,
         observer: DurationObserver | None = None,
         pod_group_post_filter: Sequence[str] = (),
+        opportunistic_batching: bool = False,
     ) -> None:
         """``plugins`` by name, each built once; ``points`` lists them per extension point (score
         and placementScore entries with their weights). core/profiles.py builds both from a
         profile and has checked every plugin against its points, the queueSort, bind and
         placementGenerate counts and the weights' sums; ``pod_group_post_filter`` names the
-        PodGroupPostFilter plugins (DefaultPreemption, with WorkloadAwarePreemption on)."""
+        PodGroupPostFilter plugins (DefaultPreemption, with WorkloadAwarePreemption on);
+        ``opportunistic_batching`` is that gate (then pods are signed and ``batch`` keeps the
+        last cycle's scored nodes)."""
         self.profile_name = profile_name
         self.handle = handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -195,6 +204,14 @@ class Framework:
         }
         # When True every plugin is run in its per-node reference form (tests compare both).
         self.reference_mode = False
+        # OpportunisticBatching (upstream NewFramework, computeBatchablePlugins).
+        self.batch: OpportunisticBatch | None = None
+        self.signers: list[SignPlugin] = []
+        self.unsigned: list[str] = []  # the plugins that keep this profile from signing
+        self.signatures_enabled = False
+        if opportunistic_batching:
+            self.batch = OpportunisticBatch(self)
+            self._batchable_plugins()
         # Plugins that drive the framework themselves (preemption's dry runs) get it here.
         for pl in self.plugins.values():
             setter = getattr(pl, "set_framework", None)
@@ -248,6 +265,52 @@ class Framework:
             out.append((EXTENDER_NAME, _EveryEvent(self.handle.features.enable_generic_workload)))
         out.extend((name, pl) for name, pl in self.plugins.items() if isinstance(pl, EnqueueExtensions))
         return out
+
+    # -- signatures (OpportunisticBatching) ---------------------------------------------------
+    def _batchable_plugins(self) -> None:
+        """Every PreFilter, Filter, PreScore and Score plugin must sign, and no extender may be
+        configured, for the profile to sign pods (upstream computeBatchablePlugins; the live
+        app logs ``unsigned`` at start, as upstream logs it when building the framework)."""
+        self.signatures_enabled = not self.handle.extenders
+        seen: set[str] = set()
+        for pl in (*self.pre_filter_plugins, *self.filter_plugins, *self.pre_score_plugins, *self.score_plugins):
+            if pl.name in seen:
+                continue
+            seen.add(pl.name)
+            if isinstance(pl, SignPlugin):
+                self.signers.append(pl)
+            else:
+                self.unsigned.append(pl.name)
+                self.signatures_enabled = False
+
+    def sign_pod(self, pod: PodInfo) -> bytes | None:
+        """The pod's signature, None when some plugin cannot sign it (upstream SignPod). Two
+        pods with equal signatures get the same feasibility and scores on the same nodes."""
+        started = time.perf_counter()
+        try:
+            if not self.signatures_enabled:
+                return None
+            fragments: dict[str, Any] = {SCHEDULER_NAME_SIGNER: pod.scheduler_name}
+            for pl in self.signers:
+                t0 = time.perf_counter()
+                try:
+                    r = pl.sign_pod(pod)
+                except Exception as exc:
+                    r = _as_status(exc)
+                st = r if isinstance(r, Status) else None
+                self.handle.metrics.plugin("Sign", pl.name, _status_name(st), time.perf_counter() - t0)
+                if st is not None:
+                    if st.is_success():
+                        continue
+                    if st.code == Code.ERROR:
+                        log.error("sign_pod_failed", pod=pod.key, plugin=pl.name, error=st.message)
+                    return None
+                assert not isinstance(r, Status)
+                fragments.update(r)
+            return encode_signature(fragments)
+        finally:
+            # Upstream observes Success whatever happened (its deferred status is never set).
+            self._observe("Sign", "", None, started)
 
     # -- PreEnqueue --------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:

@@ -60,8 +60,10 @@ from scheduler.framework.interface import (
     PreFilterResult,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.listers import ClaimNotFound, DraStore
+from scheduler.framework.signers import SignFragment, pod_spec
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.model.dra import (
     FINALIZER,
@@ -219,9 +221,17 @@ class DynamicResources(
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = NAME
     has_normalize = True
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream DynamicResources.SignPod: a pod with resource claims is not signable."""
+        if pod_spec(pod).get("resourceClaims"):
+            return Status(Code.UNSCHEDULABLE, "pods with dra resource claims are not signable")
+        return []
 
     def __init__(self, store: DraStore | None = None, handle: Handle | None = None, api: Any = None) -> None:
         self.store = store if store is not None else DraStore()

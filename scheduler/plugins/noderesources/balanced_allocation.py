@@ -17,12 +17,14 @@ import numpy as np
 
 from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin
+from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin, SignPlugin
 from scheduler.framework.listers import DraStore
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.noderesources.draextended import DraExtendedScorer, DraScoreState
+from scheduler.plugins.noderesources.fit import sign_resources
 from scheduler.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceAllocationScorer,
@@ -176,8 +178,13 @@ class _PreScoreState:
         self.dra = dra
 
 
-class BalancedAllocation(PreScorePlugin, ScorePlugin):
+class BalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream BalancedAllocation.SignPod: as NodeResourcesFit's."""
+        return sign_resources(pod, self.pod_level, self.dra)
 
     def __init__(
         self,
@@ -186,6 +193,10 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
         dra: DraStore | None = None,
     ) -> None:
         self.args = args or BalancedAllocationArgs()
+        # SignPod's inputs (upstream's flags on the plugin): the DRA objects only with
+        # DRAExtendedResource.
+        self.pod_level = features.enable_pod_level_resources
+        self.dra = dra if features.enable_dra_extended_resource else None
         # NewBalancedAllocation: the scorer's flags are the gates.
         self.scorer = ResourceAllocationScorer(
             self.args.resources,
@@ -196,14 +207,15 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
             use_status=features.enable_in_place_pod_vertical_scaling,
             pod_level_status=features.enable_in_place_pod_level_resources_vertical_scaling,
         )
-        if dra is not None and features.enable_dra_extended_resource:
+        if self.dra is not None:
             # Upstream's scorer here has no CEL cache and would crash on a class with selectors;
             # this one evaluates them as NodeResourcesFit's does.
-            self.scorer.dra = DraExtendedScorer(dra)
+            self.scorer.dra = DraExtendedScorer(self.dra)
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> BalancedAllocation:
-        return cls(BalancedAllocationArgs.parse(args), handle.features, handle.listers.dra)
+        dra = handle.listers.dra if handle.features.enable_dynamic_resource_allocation else None
+        return cls(BalancedAllocationArgs.parse(args), handle.features, dra)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         reqs = self.scorer.pod_requests(pod)

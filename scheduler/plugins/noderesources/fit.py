@@ -40,8 +40,10 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.listers import DraStore
+from scheduler.framework.signers import RESOURCES_SIGNER, SignFragment
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.model.dra import DEVICE_CLASS_PREFIX, DeviceClass
 from scheduler.model.node import NodeInfo
@@ -240,6 +242,23 @@ def spec_requests(pod: PodInfo, pod_level: bool = True) -> Resource:
     return resource_from_map(pod_requests(pod_resource_inputs(pod.raw), use_status=False, pod_level=pod_level))
 
 
+def sign_resources(pod: PodInfo, pod_level: bool, dra: DraStore | None) -> list[SignFragment] | Status:
+    """NodeResourcesFit's and BalancedAllocation's SignPod: the pod's requests as
+    computePodResourceRequest counts them; a pod asking for an extended resource that DRA serves
+    (``dra``: the DRA objects with DRAExtendedResource, else None) is not signable."""
+    r = spec_requests(pod, pod_level)
+    if dra is not None and any(q != 0 and delegated(n, None, dra) for n, q in r.scalar.items()):
+        return Status(Code.UNSCHEDULABLE, "signature disabled when dra extended resources are used in the cluster")
+    value = {
+        "MilliCPU": r.milli_cpu,
+        "Memory": r.memory,
+        "EphemeralStorage": r.ephemeral_storage,
+        "AllowedPodNumber": r.allowed_pod_number,
+        "ScalarResources": dict(sorted(r.scalar.items())) or None,
+    }
+    return [(RESOURCES_SIGNER, value)]
+
+
 def _insufficient(
     req: Resource,
     alloc: Resource,
@@ -277,7 +296,9 @@ def _insufficient(
 # Plugin
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions):
+class Fit(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions, SignPlugin
+):
     name = NAME
 
     # Feature gates this plugin reads. SidecarContainers is GA and locked on in current releases;
@@ -285,12 +306,18 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
     enable_sidecar_containers: bool = True
     enable_in_place_pod_vertical_scaling: bool = True
 
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream Fit.SignPod: the pod's requests; none for a pod whose extended resources DRA serves."""
+        return sign_resources(pod, self.pod_level, self.dra)
+
     def __init__(
         self, args: FitArgs | None = None, features: Features = DEFAULT_FEATURES, dra: DraStore | None = None
     ) -> None:
         self.args = args or FitArgs()
         self.features = features
-        # The DRA objects (DeviceClasses' extended resource names) with DRAExtendedResource.
+        # The DRA objects (DeviceClasses' extended resource names) with DRAExtendedResource:
+        # Filter, Score and SignPod ask whether DRA serves an extended resource.
         self.dra = dra if features.enable_dra_extended_resource else None
         # computePodResourceRequest counts spec.resources only with PodLevelResources.
         self.pod_level = features.enable_pod_level_resources
@@ -323,7 +350,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Fit:
-        return cls(FitArgs.parse(args), handle.features, handle.listers.dra)
+        dra = handle.listers.dra if handle.features.enable_dynamic_resource_allocation else None
+        return cls(FitArgs.parse(args), handle.features, dra)
 
     # -- PreFilter -----------------------------------------------------------------------------
     def _ignored(self, name: str) -> bool:

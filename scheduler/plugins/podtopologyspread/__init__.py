@@ -23,7 +23,9 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError
 from scheduler.model.node import LABEL_HOSTNAME, NodeInfo
@@ -189,9 +191,19 @@ class _ScoreState:
         return self
 
 
-class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name = NAME
     has_normalize = True
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream PodTopologySpread.SignPod: no pod with constraints of its own or defaulted ones
+        (so the system defaults keep every pod unsignable)."""
+        if pod.spread_constraints:
+            return Status(Code.UNSCHEDULABLE, "pods with topology constraints are not signable")
+        if self.default_constraints:
+            return Status(Code.UNSCHEDULABLE, "pods with default topology constraints are not signable")
+        return []
 
     def __init__(self, args: PodTopologySpreadArgs, handle: Handle) -> None:
         self.args = args

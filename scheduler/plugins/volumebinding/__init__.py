@@ -30,8 +30,10 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.listers import StorageStore
+from scheduler.framework.signers import VOLUMES_SIGNER, SignFragment, volumes_signer
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError, go_quote
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -156,8 +158,13 @@ class CapacityScorer:
 
 class VolumeBinding(
     PreFilterPlugin, FilterPlugin, ReservePlugin, PreScorePlugin, ScorePlugin, PreBindPlugin, EnqueueExtensions
-):
+, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream VolumeBinding.SignPod: the volumes."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod))]
 
     def __init__(
         self,
