@@ -70,27 +70,22 @@ def cluster_objects(
 ) -> Iterator[Callable[[dict[str, Any]], None]]:
     """Creates nodes, DeviceClasses and ResourceSlices (deleted afterwards)."""
     resource = client.ResourceV1Api(api_client)
+    # kind -> (create, delete)
+    calls: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+        "Node": (core_v1.create_node, core_v1.delete_node),
+        "DeviceClass": (resource.create_device_class, resource.delete_device_class),
+        "ResourceSlice": (resource.create_resource_slice, resource.delete_resource_slice),
+    }
     made: list[tuple[str, str]] = []
 
     def create(body: dict[str, Any]) -> None:
-        kind, name = body["kind"], body["metadata"]["name"]
-        made.append((kind, name))
-        if kind == "Node":
-            core_v1.create_node(body)
-        elif kind == "DeviceClass":
-            resource.create_device_class(body)
-        else:
-            resource.create_resource_slice(body)
+        made.append((body["kind"], body["metadata"]["name"]))
+        calls[body["kind"]][0](body)
 
     yield create
     for kind, name in reversed(made):
         with contextlib.suppress(ApiException):
-            if kind == "Node":
-                core_v1.delete_node(name)
-            elif kind == "DeviceClass":
-                resource.delete_device_class(name)
-            else:
-                resource.delete_resource_slice(name)
+            calls[kind][1](name)
 
 
 # -- reading objects as the API server has them --------------------------------------------------
