@@ -495,6 +495,12 @@ class PreBindPlugin(Plugin):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         raise NotImplementedError
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[bool, Status | None]:
+        """Whether PreBind will do anything for the pod on the node (upstream PreBindPreFlight):
+        (AllowParallel, status), the status None (it will), SKIP (it will not) or an Error. The
+        default says it will, alone."""
+        return False, None
+
 
 class BindPlugin(Plugin):
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

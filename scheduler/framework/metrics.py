@@ -49,9 +49,13 @@ class MetricsRecorder:
     def resource_claim_created(self, status: str) -> None:
         """DynamicResources created a claim for extended resources: ``status`` success or failure."""
 
-    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float | None) -> None:
-        """An allocation with devices that have binding conditions, per driver and attempt;
-        ``seconds`` is the PreBind wait when it ended (status success, failure, timeout, error)."""
+    def binding_conditions(self, profile: str, driver: str, status: str) -> None:
+        """A device with binding conditions in an allocation PreBind waited for (status success,
+        failed, timeout, error): scheduler_dra_bindingconditions_allocations_total."""
+
+    def binding_conditions_wait(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        """PreBind's wait for binding conditions, once per allocated device of each claim:
+        scheduler_dra_bindingconditions_wait_duration_seconds."""
 
 
 NOOP = MetricsRecorder()

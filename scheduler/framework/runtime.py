@@ -3,6 +3,7 @@ framework/runtime/framework.go; core/profiles.py builds it)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +54,7 @@ from scheduler.framework.status import (
     Code,
     Status,
     StatusError,
+    code_string,
     go_quote,
 )
 from scheduler.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod
@@ -923,23 +925,100 @@ class Framework:
         return out
 
     # -- binding cycle -----------------------------------------------------------------------
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        """RunPreBindPreFlights: None when some PreBind plugin has work for the pod, SKIP when
+        none has, an Error when one failed or answered what PreBindPreFlight may not. Records in
+        ``state`` which plugins PreBind skips and which may run in parallel."""
+        started = time.perf_counter()
+        skip: set[str] = set()
+        parallel: set[str] = set()
+        out: Status | None = Status(Code.SKIP)
+        for pl in self.pre_bind_plugins:
+            try:
+                allow_parallel, s = pl.pre_bind_pre_flight(state, pod, node)
+            except Exception as exc:
+                allow_parallel, s = False, _as_status(exc)
+            if allow_parallel:
+                parallel.add(pl.name)
+            if s is None or s.is_success():
+                out = None
+            elif s.code == Code.SKIP:
+                skip.add(pl.name)
+            elif s.code == Code.ERROR:
+                out = Status(Code.ERROR, f"running PreBindPreFlight {go_quote(pl.name)}: {s.message}", err=s.err)
+                break
+            else:
+                out = Status(
+                    Code.ERROR,
+                    f"PreBindPreFlight {pl.name} returned {go_quote(code_string(s.code))}, which is unsupported. "
+                    "It is supposed to return Success, Skip, or Error status",
+                )
+                break
+        else:
+            state.skip_pre_bind_plugins = frozenset(skip)
+            state.parallel_pre_bind_plugins = frozenset(parallel)
+        self._observe("PreBindPreFlight", "", out, started)
+        return out
+
+    def _pre_bind_groups(self, state: CycleState) -> list[list[PreBindPlugin]]:
+        """getPreBindPluginGroups: neighbours that allow it run together; skipped ones not at all."""
+        groups: list[list[PreBindPlugin]] = []
+        group: list[PreBindPlugin] = []
+        for pl in self.pre_bind_plugins:
+            if pl.name in state.parallel_pre_bind_plugins:
+                if pl.name not in state.skip_pre_bind_plugins:
+                    group.append(pl)
+                continue
+            if group:
+                groups.append(group)
+                group = []
+            if pl.name not in state.skip_pre_bind_plugins:
+                groups.append([pl])
+        if group:
+            groups.append(group)
+        return groups
+
+    async def _run_one_pre_bind(self, pl: PreBindPlugin, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        t0 = time.perf_counter() if state.record_plugin_metrics else 0.0
+        try:
+            s = await pl.pre_bind(state, pod, node)
+        except Exception as exc:
+            s = _as_status(exc)
+        if state.record_plugin_metrics:
+            self._timed("PreBind", pl.name, s, t0)
+        if s is not None and not s.is_success() and s.code != Code.SKIP:
+            return _failed("PreBind", pl.name, s)
+        return None
+
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
         started = time.perf_counter()
-        rec = state.record_plugin_metrics
         out: Status | None = None
-        for pl in self.pre_bind_plugins:
-            t0 = time.perf_counter() if rec else 0.0
-            try:
-                s = await pl.pre_bind(state, pod, node)
-            except Exception as exc:
-                s = _as_status(exc)
-            if rec:
-                self._timed("PreBind", pl.name, s, t0)
-            if s is not None and not s.is_success() and s.code != Code.SKIP:
-                out = _failed("PreBind", pl.name, s)
+        for group in self._pre_bind_groups(state):
+            if len(group) == 1:
+                out = await self._run_one_pre_bind(group[0], state, pod, node)
+            else:
+                out = await self._run_pre_bind_group(group, state, pod, node)
+            if out is not None:
                 break
         self._observe("PreBind", "", out, started)
         return out
+
+    async def _run_pre_bind_group(
+        self, group: list[PreBindPlugin], state: CycleState, pod: PodInfo, node: str
+    ) -> Status | None:
+        """Plugins side by side; the first failure cancels the others and is the result."""
+        tasks = [asyncio.ensure_future(self._run_one_pre_bind(pl, state, pod, node)) for pl in group]
+        try:
+            for fut in asyncio.as_completed(tasks):
+                s = await fut
+                if s is not None:
+                    return s
+            return None
+        finally:
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
         started = time.perf_counter()

@@ -354,12 +354,19 @@ class Scheduler(EventHandlers):
         timings: dict[str, float] = {}  # the decision record's
         try:
             wp = fw.get_waiting_pod(uid)
-            if wp is not None:
+            if self.nominate_for_expectation:
+                # PreBindPreFlight: a PreBind with work to do (claims to write, devices to wait
+                # for) or a wait at Permit is announced with status.nominatedNodeName first.
+                pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
+                if pre_flight is not None and pre_flight.code != Code.SKIP:
+                    s = pre_flight
+                    self.decisions.stage(uid, "PreBindPreFlight", s)
+                elif pre_flight is None or wp is not None:
+                    await self._nominate_while_waiting(assumed, node)
+            if s is None and wp is not None:
                 # Upstream WaitOnPermit: the pod stays in flight (events are recorded for it)
                 # and assumed until every waiting plugin allows it, one rejects it or time runs out.
                 log.info("pod_waiting_on_permit", pod=assumed.key, node=node, plugins=sorted(wp.get_pending_plugins()))
-                if self.nominate_for_expectation:
-                    await self._nominate_while_waiting(assumed, node)
                 began = time.perf_counter()
                 task = asyncio.current_task()
                 assert task is not None  # this coroutine runs as its own task
@@ -462,9 +469,9 @@ class Scheduler(EventHandlers):
 
     async def _nominate_while_waiting(self, pod: PodInfo, node: str) -> None:
         """NominatedNodeNameForExpectation (beta, on in v1.36.3; the caller reads the gate): a pod
-        about to wait at Permit gets status.nominatedNodeName, so autoscalers and others see
-        where it is going. Not
-        critical: a failure is logged and the binding cycle goes on (upstream bindingCycle)."""
+        about to wait at Permit or with PreBind work to do gets status.nominatedNodeName, so
+        autoscalers and others see where it is going. Not critical: a failure is logged and the
+        binding cycle goes on (upstream bindingCycle)."""
         if pod.nominated_node_name == node:
             return
         try:

@@ -623,12 +623,16 @@ def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
 
 def claim_allocations(sim: Simulator, pod: PodInfo) -> dict[str, Any]:
     """The placed pod's ResourceClaims as DynamicResources left them: claim name -> the
-    allocated devices (request, driver, pool, device)."""
+    allocated devices (request, driver, pool, device); the claim it created for the pod's
+    extended resources (DRAExtendedResource) last."""
     out: dict[str, Any] = {}
-    for ref in pod_claim_refs(pod.raw):
-        if isinstance(ref, str) or ref.claim_name is None:
-            continue
-        c = sim.listers.dra.get_claim_or_none(pod.namespace, ref.claim_name)
+    claims = [
+        sim.listers.dra.get_claim_or_none(pod.namespace, ref.claim_name)
+        for ref in pod_claim_refs(pod.raw)
+        if not isinstance(ref, str) and ref.claim_name is not None
+    ]
+    claims.append(sim.listers.dra.extended_claim_for(pod.name, pod.uid))
+    for c in claims:
         if c is None or c.allocation is None:
             continue
         out[c.key] = [

@@ -29,7 +29,6 @@ from scheduler.framework.signers import (
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.model.dra import DeviceClass
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.testing.builders import make_pod
@@ -75,8 +74,8 @@ def test_resources() -> None:
 def test_an_extended_resource_dra_serves_is_not_signable() -> None:
     # TestFitSignPod "DRA extended resource": a DeviceClass maps the resource (DRAExtendedResource).
     listers = Listers()
-    listers.dra.classes["gpus"] = DeviceClass({"metadata": {"name": "gpus"},
-                                               "spec": {"extendedResourceName": "example.com/gpu"}})
+    gpus = {"metadata": {"name": "gpus"}, "spec": {"extendedResourceName": "example.com/gpu"}}
+    listers.dra.apply("DeviceClass", gpus)
     for name in ("NodeResourcesFit", "NodeResourcesBalancedAllocation"):
         pl = _plugin(name, listers=listers)
         assert _refused(pl.sign_pod(PodInfo(make_pod("p", requests={"example.com/gpu": "1"}))))

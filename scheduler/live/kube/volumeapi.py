@@ -1,7 +1,8 @@
 """VolumeBinding's PreBind writes against the API server (upstream volumebinding/binder.go,
 bindAPIUpdate): an Update (PUT) of each PersistentVolume the scheduler pre-bound (spec.claimRef)
 and of each claim it picked a node for (the selected-node annotation); DynamicResources' claim
-reads and writes.
+reads and writes (with DRAExtendedResource also the creation and deletion of a pod's
+extended-resource claim, and the pod's extendedResourceClaimStatus).
 
 The body is the stored object as the binder changed it, so the Update carries the watched
 resourceVersion: a PV or claim changed since fails with 409 and the pod is retried, as upstream.
@@ -85,4 +86,17 @@ class KubeVolumeAPI:
         self, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         path = CLAIMS.format(ns=namespace, name=name) + "/status"
+        return await self._run("PATCH", path, dict(patch), STRATEGIC_MERGE_PATCH)
+
+    # DRAExtendedResource: the claim for a pod's extended resources is created in PreBind (and
+    # deleted when the attempt fails); the pod's status names it.
+    async def create_resource_claim(self, namespace: str, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+        body = {**raw, "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+        return await self._run("POST", f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", body)
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> Mapping[str, Any]:
+        return await self._run("DELETE", CLAIMS.format(ns=namespace, name=name))
+
+    async def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> Mapping[str, Any]:
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
         return await self._run("PATCH", path, dict(patch), STRATEGIC_MERGE_PATCH)

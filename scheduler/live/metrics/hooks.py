@@ -93,10 +93,11 @@ class _FrameworkRecorder(MetricsRecorder):
     def resource_claim_created(self, status: str) -> None:
         self._claims(status).inc()
 
-    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float | None) -> None:
+    def binding_conditions(self, profile: str, driver: str, status: str) -> None:
         self._bc_total(profile, driver, status).inc()
-        if seconds is not None:
-            self._bc_wait(profile, driver, status).observe(seconds)
+
+    def binding_conditions_wait(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        self._bc_wait(profile, driver, status).observe(seconds)
 
 
 class Metrics:

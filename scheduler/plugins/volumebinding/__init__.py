@@ -372,6 +372,17 @@ class VolumeBinding(
             self.binder.revert(vols)
 
     # -- PreBind -----------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[bool, Status | None]:
+        """Skip when every claim is bound; PreBind may run beside the others (AllowParallel)."""
+        s = self._state(state)
+        if isinstance(s, Status):
+            return True, s
+        if s.all_bound:
+            return True, Status(Code.SKIP)
+        if node_name not in s.by_node:
+            return True, Status(Code.ERROR, f"no pod volume found for node {go_quote(node_name)}")
+        return True, None
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = self._state(state)
         if isinstance(s, Status):
