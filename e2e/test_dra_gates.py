@@ -34,7 +34,6 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from e2e.controlplane.freeport import free_port
 from e2e.support.objects import REFERENCE, SCHEDULER, make_pod, unique_name
 from e2e.support.waits import events_for, wait_bound, wait_for, wait_for_node_ready
 from scheduler.testing.dra_workloads import extended_resource, scheduling_with_extended_resource
@@ -50,13 +49,9 @@ ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 def scheduler(
     scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulerProcess]:
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path_factory.mktemp("sched"),
-                         "dra-gates", port=free_port())
-    try:
-        p.wait_ready()
+    log_dir = tmp_path_factory.mktemp("sched")
+    with SchedulerProcess.ready(scheduler_config_path, scheduler_kubeconfig, log_dir, "dra-gates") as p:
         yield p
-    finally:
-        p.stop()
 
 
 @pytest.fixture

@@ -161,7 +161,7 @@ class Algorithm:
         statuses = diagnosis.node_to_status.statuses
         while pos < n_all and found < to_find:
             cand = rotated[pos : pos + chunk]
-            alive, failures = fw.filter_chunk(state, pod, snap, cand)
+            alive, failures, rejected_by = fw.filter_chunk(state, pod, snap, cand)
             need = to_find - found
             cum = np.cumsum(alive)
             if len(cum) and cum[-1] >= need:
@@ -171,17 +171,49 @@ class Algorithm:
             ok = cand[:cut][alive[:cut]]
             feasible.append(ok)
             found += len(ok)
-            for p, failure in failures.items():
-                if p < cut:
-                    ni = infos[int(cand[p])]
-                    s = fw.status_for(state, pod, ni, failure)
-                    if s.code == Code.ERROR:
-                        raise StatusError(s)
-                    statuses[ni.name] = s
-                    diagnosis.add_plugin_status(s)
+            if failures or (rejected_by >= 0).any():
+                self._record_failures(fw, state, pod, infos, cand, cut, failures, rejected_by, diagnosis)
             pos += cut
             chunk = max(chunk * 2, 64)
         return np.concatenate(feasible) if feasible else np.empty(0, dtype=np.int64)
+
+    @staticmethod
+    def _record_failures(
+        fw: Framework, state: CycleState, pod: PodInfo, infos: list[NodeInfo], cand: np.ndarray, cut: int,
+        failures: dict[int, Status], rejected_by: np.ndarray, diagnosis: Diagnosis,
+    ) -> None:
+        """Each rejected node (of the first ``cut`` visited) with its status, in the order the
+        nodes were visited. The nodes a batch filter rejected get theirs one call per plugin:
+        most nodes may fail one plugin, and a status is often shared by many of them."""
+        pos_parts: list[np.ndarray] = []
+        st_parts: list[Status] = []
+        head = rejected_by[:cut]
+        batch_pos = np.flatnonzero(head >= 0)
+        if len(batch_pos):
+            ks = head[batch_pos]
+            for k in np.unique(ks).tolist():
+                ps = batch_pos[ks == k]
+                pos_parts.append(ps)
+                st_parts.extend(fw.statuses_for(state, pod, infos, k, cand[ps]))
+        own = [p for p in failures if p < cut]
+        if own:
+            pos_parts.append(np.array(own, dtype=np.int64))
+            st_parts.extend(failures[p] for p in own)
+        if not pos_parts:
+            return
+        pos = np.concatenate(pos_parts) if len(pos_parts) > 1 else pos_parts[0]
+        # One batch plugin's positions are already in order; anything else is sorted.
+        order = range(len(pos)) if len(pos_parts) == 1 and not own else np.argsort(pos, kind="stable").tolist()
+        nodes = cand[pos].tolist()
+        distinct = {id(s): s for s in st_parts}
+        if any(s.code == Code.ERROR for s in distinct.values()):
+            first = next(st_parts[j] for j in order if st_parts[j].code == Code.ERROR)
+            raise StatusError(first)
+        statuses = diagnosis.node_to_status.statuses
+        for j in order:
+            statuses[infos[nodes[j]].name] = st_parts[j]
+        for s in distinct.values():  # shared statuses: the plugin sets need each once
+            diagnosis.add_plugin_status(s)
 
     def find_nodes_that_fit(
         self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot,

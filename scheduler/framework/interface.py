@@ -413,6 +413,15 @@ class FilterPlugin(Plugin):
         """Optional: a bool mask over ``snapshot.node_infos[idx]`` (True = passes), or None."""
         return None
 
+    def filter_batch_statuses(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> Sequence[Status | None] | None:
+        """Optional, beside ``filter_batch``: what ``filter`` returns for each node of
+        ``snapshot.node_infos[idx]``, nodes ``filter_batch`` rejected, in one call (a plugin
+        that rejects most nodes would otherwise be asked again node by node), or None. The
+        same Status object may stand for many nodes."""
+        return None
+
 
 class PostFilterPlugin(Plugin):
     def post_filter(

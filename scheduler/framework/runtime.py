@@ -190,6 +190,10 @@ class Framework:
         self._filter_has_batch = {
             pl.name: type(pl).filter_batch is not FilterPlugin.filter_batch for pl in self.filter_plugins
         }
+        self._filter_has_statuses = {
+            pl.name: type(pl).filter_batch_statuses is not FilterPlugin.filter_batch_statuses
+            for pl in self.filter_plugins
+        }
         self._score_has_batch = {
             pl.name: type(pl).score_batch is not ScorePlugin.score_batch for pl in self.score_plugins
         }
@@ -429,12 +433,14 @@ class Framework:
 
     def filter_chunk(
         self, state: CycleState, pod: PodInfo, snap: Snapshot, cand: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, Status | int]]:
-        """Run Filter over ``cand`` (snapshot positions). Returns the pass mask and, per failing
-        position in ``cand``, either its Status or the index of the plugin that rejected it (the
-        Status is then computed lazily by ``status_for``)."""
+    ) -> tuple[np.ndarray, dict[int, Status], np.ndarray]:
+        """Run Filter over ``cand`` (snapshot positions). Returns the pass mask, the Status of
+        each position a per-node form rejected, and per position the index of the filter
+        plugin whose batch form rejected it (-1: none; its Status is computed when needed, by
+        ``statuses_for``)."""
         alive = np.ones(len(cand), dtype=bool)
-        failures: dict[int, Status | int] = {}
+        failures: dict[int, Status] = {}
+        rejected_by = np.full(len(cand), -1, dtype=np.int32)
         skip = state.skip_filter_plugins
         infos = snap.node_infos
         rec = state.record_plugin_metrics
@@ -464,10 +470,9 @@ class Framework:
                 bad = pos[~mask]
                 if len(bad):
                     alive[bad] = False
-                    for b in bad.tolist():
-                        failures[b] = k
+                    rejected_by[bad] = k
                 if rec:
-                    self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), bad.tolist(), failures)
+                    self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), bad.tolist(), failures, k)
                 continue
             for p, i in zip(pos.tolist(), sub.tolist()):
                 s = self._filter_one(pl, state, pod, infos[i])
@@ -477,7 +482,7 @@ class Framework:
                     alive[p] = False
                     failures[p] = s
             if rec:
-                self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), pos[~alive[pos]].tolist(), failures)
+                self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), pos[~alive[pos]].tolist(), failures, -1)
         nom = self.handle.nominator
         if nom is not None:
             nodes = nom.nominated_nodes()
@@ -489,6 +494,7 @@ class Framework:
                 for p in np.flatnonzero(np.isin(cand, held)).tolist():
                     ni = infos[int(cand[p])]
                     s = self.run_filter_with_nominated_pods(state, pod, ni)
+                    rejected_by[p] = -1
                     if s is None:
                         alive[p] = True
                         failures.pop(p, None)
@@ -497,32 +503,62 @@ class Framework:
                         raise StatusError(s)
                     alive[p] = False
                     failures[p] = s
-        return alive, failures
+        return alive, failures, rejected_by
 
     def _timed_chunk(
         self, pl: FilterPlugin, state: CycleState, pod: PodInfo, infos: Sequence[NodeInfo], cand: np.ndarray,
-        started: float, n: int, bad: list[int], failures: Mapping[int, Status | int],
+        started: float, n: int, bad: list[int], failures: Mapping[int, Status], batch: int,
     ) -> None:
         """A sampled cycle's Filter over ``n`` nodes in one go, as upstream's one observation per
         node: the mean time for each, Success for those that passed, the rejection's code for
-        those that failed (a batch form's code read from its first failure)."""
+        those that failed (``batch``: the plugin index whose batch form rejected ``bad``; its
+        code is read from its first failure)."""
         seconds = time.perf_counter() - started
         per = seconds / n if n else 0.0
         codes: dict[str, int] = {}
-        first: Status | None = None
-        for b in bad:
-            f = failures[b]
-            if not isinstance(f, Status):
-                if first is None:
-                    first = self.status_for(state, pod, infos[int(cand[b])], f)
-                f = first
-            name = _status_name(f)
-            codes[name] = codes.get(name, 0) + 1
+        if batch >= 0:
+            if bad:
+                codes[_status_name(self.status_for(state, pod, infos[int(cand[bad[0]])], batch))] = len(bad)
+        else:
+            for b in bad:
+                name = _status_name(failures[b])
+                codes[name] = codes.get(name, 0) + 1
         m = self.handle.metrics
         if n > len(bad):
             m.plugin("Filter", pl.name, "Success", per * (n - len(bad)), n - len(bad))
         for name, c in codes.items():
             m.plugin("Filter", pl.name, name, per * c, c)
+
+    def statuses_for(
+        self, state: CycleState, pod: PodInfo, infos: Sequence[NodeInfo], plugin: int, idx: np.ndarray
+    ) -> list[Status]:
+        """The statuses of the nodes ``infos[idx]`` that filter plugin ``plugin``'s batch form
+        rejected: from its batch statuses when it has them (one Status per distinct answer,
+        shared by its nodes), else node by node."""
+        pl = self.filter_plugins[plugin]
+        raw = None
+        if self._filter_has_statuses[pl.name] and not self.reference_mode:
+            raw = pl.filter_batch_statuses(state, pod, self.handle.snapshot, idx)
+        if raw is None:
+            return [self.status_for(state, pod, infos[i], plugin) for i in idx.tolist()]
+        out: list[Status] = []
+        seen: dict[int, Status] = {}
+        for i, s in zip(idx.tolist(), raw):
+            t = seen.get(id(s))
+            if t is None:
+                t = seen[id(s)] = self._as_filter_status(pl, s, infos[i])
+            out.append(t)
+        return out
+
+    def _as_filter_status(self, pl: FilterPlugin, s: Status | None, node: NodeInfo) -> Status:
+        if s is None or s.code == Code.SUCCESS:
+            # The batch form rejected a node its per-node form accepts: a plugin bug, said loudly.
+            return Status(
+                Code.ERROR, f"plugin {go_quote(pl.name)}: batch filter disagrees with filter on node {node.name}"
+            )
+        if not s.is_rejected():
+            return Status(Code.ERROR, f"running {go_quote(pl.name)} filter plugin: {s.message}", plugin=pl.name)
+        return s.with_plugin(pl.name)
 
     def status_for(self, state: CycleState, pod: PodInfo, node: NodeInfo, failure: Status | int) -> Status:
         if isinstance(failure, Status):
