@@ -158,7 +158,6 @@ class Algorithm:
         pos = 0
         chunk = to_find
         infos = snap.node_infos
-        statuses = diagnosis.node_to_status.statuses
         while pos < n_all and found < to_find:
             cand = rotated[pos : pos + chunk]
             alive, failures, rejected_by = fw.filter_chunk(state, pod, snap, cand)
