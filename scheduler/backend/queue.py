@@ -426,7 +426,11 @@ class SchedulingQueue:
         MoveAllToActiveOrBackoffQueue). Returns how many left unschedulable."""
         if not self._of_interest(event):
             return 0
-        pods = [q for q in self.unschedulable_pods if pre_check is None or pre_check(q.pod)]
+        regs = self._plugin_events
+        candidates = self.unschedulable_pods.candidates(
+            lambda plugin: any(matches(reg, event) for reg in regs.get(plugin, ()))
+        )
+        pods = candidates if pre_check is None else [q for q in candidates if pre_check(q.pod)]
         return self._move(pods, event, old, new)
 
     def _move(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> int:
