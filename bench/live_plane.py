@@ -1,5 +1,11 @@
 """The live benchmark's control plane: built and started through e2e/support, one RBAC identity
-for every contestant, and kwok paused while a contestant runs."""
+for every contestant, and kwok pausable (``--kwok-paused``).
+
+The API server runs as scheduler_perf's does (util.go ``mustSetupCluster``): without the
+ServiceAccount, TaintNodesByCondition and Priority admission plugins (pods get no token volume,
+new nodes no not-ready taint, and a template's ``priority`` is taken as written), plus the
+flags of the workload (its feature gates).
+"""
 
 from __future__ import annotations
 
@@ -45,7 +51,13 @@ def component_paths() -> dict[str, str]:
     return {"kube-scheduler": out.strip()}
 
 
-def start_plane() -> Plane:
+# scheduler_perf's API server flags (mustSetupCluster's customFlags).
+APISERVER_ARGS = ("--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority",)
+
+
+def start_plane(apiserver_args: list[str] | None = None) -> Plane:
+    """A fresh plane (up.sh in ``$PYSCHED_RUN``) whose API server also gets ``apiserver_args``."""
+    os.environ["PYSCHED_APISERVER_EXTRA_ARGS"] = " ".join([*APISERVER_ARGS, *(apiserver_args or [])])
     paths = component_paths()
     missing = [c for c in ("kube-scheduler",) if not os.access(paths[c], os.X_OK)]
     if not local_binaries_present():
@@ -53,7 +65,6 @@ def start_plane() -> Plane:
     if missing:
         say(f"building {' '.join(missing)} (e2e/controlplane/build.sh)")
         subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), *missing], check=True)
-    say(f"control plane in {os.environ['PYSCHED_RUN']}")
     cp = start_local_control_plane()
     assert cp.run_dir is not None
     admin = Kube(cp.kubeconfig)
