@@ -4,7 +4,10 @@ for every contestant, and kwok pausable (``--kwok-paused``).
 The API server runs as scheduler_perf's does (util.go ``mustSetupCluster``): without the
 ServiceAccount, TaintNodesByCondition and Priority admission plugins (pods get no token volume,
 new nodes no not-ready taint, and a template's ``priority`` is taken as written), plus the
-flags of the workload (its feature gates).
+flags of the workload (its feature gates). kube-controller-manager runs up.sh's controllers
+except the PersistentVolume binder: scheduler_perf has only a fake one that fills in an empty
+claim's volume name, and the real one marks a claim Lost when it sees the claim (created bound,
+as upstream creates it) before its volume.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import dataclasses
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -53,11 +57,23 @@ def component_paths() -> dict[str, str]:
 
 # scheduler_perf's API server flags (mustSetupCluster's customFlags).
 APISERVER_ARGS = ("--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority",)
+NOT_RUN_CONTROLLERS = frozenset({"persistentvolume-binder-controller"})
+
+
+def kcm_controllers(up_sh: pathlib.Path = CONTROLPLANE_DIR / "up.sh") -> str:
+    """up.sh's kube-controller-manager list (its KCM_CONTROLLERS lines) without the ones above."""
+    names: list[str] = []
+    for m in re.finditer(r"KCM_CONTROLLERS(\+?)=([\w,-]+)", up_sh.read_text()):
+        names = ([] if not m.group(1) else names) + [n for n in m.group(2).split(",") if n]
+    if not names:
+        raise RuntimeError(f"{up_sh}: no KCM_CONTROLLERS list found")
+    return ",".join(n for n in names if n not in NOT_RUN_CONTROLLERS)
 
 
 def start_plane(apiserver_args: list[str] | None = None) -> Plane:
     """A fresh plane (up.sh in ``$PYSCHED_RUN``) whose API server also gets ``apiserver_args``."""
     os.environ["PYSCHED_APISERVER_EXTRA_ARGS"] = " ".join([*APISERVER_ARGS, *(apiserver_args or [])])
+    os.environ["PYSCHED_KCM_CONTROLLERS"] = kcm_controllers()
     paths = component_paths()
     missing = [c for c in ("kube-scheduler",) if not os.access(paths[c], os.X_OK)]
     if not local_binaries_present():

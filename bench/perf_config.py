@@ -7,8 +7,8 @@ The files are ``test/integration/scheduler_perf/<dir>/performance-config.yaml`` 
 runs there. This module turns one workload into the list of ops to run: ``$param`` references
 resolved (scheduler_perf.go ``patchParams``: counts are JSON numbers cut to int, durations Go
 duration strings), ``createPodSets`` unrolled into one ``createPods`` per namespace before the
-ops are numbered (``unrollWorkloadTemplate``), every count multiplied by the bench's scale, and
-unknown fields refused as the Go decoder's DisallowUnknownFields does.
+ops are numbered (``unrollWorkloadTemplate``), every count that comes from a param multiplied
+by the bench's scale, and unknown fields refused as the Go decoder's DisallowUnknownFields does.
 
 Selection: by default one workload labelled ``performance`` per test case, the first whose name
 has no ``_QueueingHintsEnabled``/``_AsyncAPICallsEnabled`` suffix (39 test cases in v1.36.3).
@@ -81,7 +81,10 @@ OP_FIELDS: Mapping[str, frozenset[str]] = {
         "createResourceClaims": (*_COUNTED, "namespace", "templatePath"),
     }.items()
 }
-# Ops whose count is a number of objects (the ones --scale multiplies).
+# Ops whose count is a number of objects: --scale multiplies the ones taken from the workload's
+# params (its size). A count written into the template is structure and stays: the one named
+# node, EventHandlingPodAdd's two nodes (one for the pods that avoid the other), the namespaces
+# sched-0 and sched-1 that later ops name, a steady state's batch of 10.
 SCALED = frozenset(
     ("createNodes", "createNamespaces", "createPods", "createPodSets", "createAny", "updateAny", "createResourceClaims")
 )
@@ -292,7 +295,8 @@ def _patch(wl: Workload, raw: Mapping[str, Any], params: _Params, scale: float) 
     """One op with its params resolved and its count scaled (``patchParams`` plus the scale)."""
     opcode = _check_fields(wl, raw)
     spec = {k: v for k, v in raw.items() if k != "opcode"}
-    if spec.get("countParam"):
+    from_param = bool(spec.get("countParam"))
+    if from_param:
         spec["count"] = params.count(spec.pop("countParam"))
     if spec.get("maxClaimsPerNodeParam"):
         spec["maxClaimsPerNode"] = params.count(spec.pop("maxClaimsPerNodeParam"))
@@ -302,12 +306,10 @@ def _patch(wl: Workload, raw: Mapping[str, Any], params: _Params, scale: float) 
         spec["steadyState"] = params.flag(spec.pop("steadyStateParam"))
     if "duration" in spec:
         spec["duration_s"] = parse_duration(str(spec["duration"]))
-    if opcode in SCALED and "count" in spec:
-        if not isinstance(spec["count"], int) or spec["count"] < 0:
-            raise ConfigError(f"{wl.full_name}: {opcode} has invalid count {spec['count']!r}")
+    if "count" in spec and (not isinstance(spec["count"], int) or spec["count"] < 0):
+        raise ConfigError(f"{wl.full_name}: {opcode} has invalid count {spec['count']!r}")
+    if opcode in SCALED and from_param:
         spec["count"] = scaled(spec["count"], scale)
-    if opcode == "churn" and spec.get("number", 0) > 0:
-        spec["number"] = scaled(int(spec["number"]), scale)
     for key in _PATH_FIELDS:
         if spec.get(key):
             spec[key] = str(resolve_path(wl, spec[key]))

@@ -148,8 +148,8 @@ class Executor:
         t.start()
         self.background.append(t)
 
-    def _wait(self, what: str, pred: Callable[[], bool]) -> None:
-        self.tracker.wait_for(what, pred, self.wait_timeout, self.hooks.check)
+    def _wait(self, what: str, pred: Callable[[], bool], *namespaces: str) -> None:
+        self.tracker.wait_for(what, pred, self.wait_timeout, self.hooks.check, namespaces)
 
     # ---- windows -------------------------------------------------------------------------
 
@@ -342,7 +342,7 @@ class Executor:
             if op.get("skipWaitToCompletion"):
                 self.pending[ns] = self.pending.get(ns, 0) + count
             else:
-                self._wait(f"{count} pods of {ns} scheduled", lambda: self.tracker.stages(ns)[0] >= count)
+                self._wait(f"{count} pods of {ns} scheduled", lambda: self.tracker.stages(ns)[0] >= count, ns)
         if win is not None:
             self._close(win, steady=bool(op.get("steadyState")))
 
@@ -411,6 +411,7 @@ class Executor:
             self._wait(
                 f"{want} pods of {ns} {stage}",
                 lambda ns=ns, w=want: sum(self.tracker.stages(ns, sel)[:upto]) >= w,
+                ns,
             )
         if not attempted:
             if namespaces:

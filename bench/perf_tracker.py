@@ -37,20 +37,25 @@ def labels_match(labels: Mapping[str, str], selector: Mapping[str, str] | None) 
 
 @dataclasses.dataclass(slots=True)
 class PodState:
+    name: str
     uid: str
     labels: Mapping[str, str]
     node: str
     attempted: bool
+    message: str  # the PodScheduled condition's reason and message, if any
 
 
 def _pod_state(obj: Mapping[str, Any]) -> PodState:
     meta = obj.get("metadata") or {}
     conds = (obj.get("status") or {}).get("conditions") or ()
+    sched = next((c for c in conds if c.get("type") == "PodScheduled"), None)
     return PodState(
+        name=meta.get("name", ""),
         uid=meta.get("uid", ""),
         labels=meta.get("labels") or {},
         node=(obj.get("spec") or {}).get("nodeName") or "",
-        attempted=any(c.get("type") == "PodScheduled" for c in conds),
+        attempted=sched is not None,
+        message=f"{sched.get('reason', '')}: {sched.get('message', '')}" if sched else "",
     )
 
 
@@ -173,8 +178,16 @@ class PodTracker(threading.Thread):
                 un += 1
         return sched, att, un
 
-    def wait_for(self, what: str, pred: Callable[[], bool], timeout: float, check: Callable[[], None]) -> None:
-        """Until ``pred()`` holds; ``check()`` may raise to abort (a contestant that exited)."""
+    def wait_for(
+        self,
+        what: str,
+        pred: Callable[[], bool],
+        timeout: float,
+        check: Callable[[], None],
+        namespaces: tuple[str, ...] = (),
+    ) -> None:
+        """Until ``pred()`` holds; ``check()`` may raise to abort (a contestant that exited). A
+        timeout names one pending pod of ``namespaces`` and why it is pending, as upstream."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while not pred():
@@ -183,8 +196,17 @@ class PodTracker(threading.Thread):
                 check()
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+                    hint = self._pending_hint(namespaces)
+                    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{hint}")
                 self.cond.wait(min(left, 0.25))
+
+    def _pending_hint(self, namespaces: tuple[str, ...]) -> str:
+        for ns in namespaces:
+            pending = [p for p in self.pods.get(ns, {}).values() if not p.node]
+            if pending:
+                p = min(pending, key=lambda p: (not p.attempted, p.name))
+                return f"; at least pod {ns}/{p.name} is not scheduled ({p.message or 'not attempted'})"
+        return ""
 
     # -- windows --
 
