@@ -99,8 +99,7 @@ class Window:
             self._thread.join()
 
     def _sample_loop(self) -> None:
-        last_count, last_time = self.count(), time.monotonic()
-        started, skipped = False, 0
+        sampler = Sampler(self.count(), time.monotonic())
         tick = self.t0
         while True:
             tick += SAMPLE_INTERVAL
@@ -109,38 +108,56 @@ class Window:
                 tick += math.floor((now - tick) / SAMPLE_INTERVAL) * SAMPLE_INTERVAL
             if self._stop.wait(max(0.0, tick - now)):
                 return
-            now = time.monotonic()
-            scheduled = self.count()
-            if scheduled == 0:
-                continue
-            if not started:
-                started, last_count, last_time = True, scheduled, now
-                continue
-            new = scheduled - last_count
-            if new == 0:
-                skipped += 1
-                continue
-            rate = new / (now - last_time)
-            self.samples.extend([rate] * (skipped + 1))
-            last_count, last_time, skipped = scheduled, now, 0
+            sampler.observe(time.monotonic(), self.count())
+            self.samples = sampler.samples
 
     def summary(self) -> dict[str, Any]:
-        """The collector's DataItem: Average and Perc50/90/95/99 of the samples (pods/s)."""
-        s = sorted(self.samples)
-        if not s:
-            return {"samples": 0}
+        return summarize(self.samples)
 
-        def perc(p: int) -> float:
-            return round(s[math.ceil(len(s) * p / 100) - 1], 2)
 
-        return {
-            "samples": len(s),
-            "Average": round(sum(s) / len(s), 2),
-            "Perc50": perc(50),
-            "Perc90": perc(90),
-            "Perc95": perc(95),
-            "Perc99": perc(99),
-        }
+class Sampler:
+    """The per-tick step of throughputCollector.run: ``observe(now, scheduled)`` at each tick."""
+
+    def __init__(self, scheduled: int, now: float) -> None:
+        self.last_count, self.last_time = scheduled, now
+        self.started = False
+        self.skipped = 0
+        self.samples: list[float] = []
+
+    def observe(self, now: float, scheduled: int) -> None:
+        if scheduled == 0:
+            return  # no sampling before the first scheduled pod
+        if not self.started:
+            # The first sample is likely an outlier: it only sets the base.
+            self.started, self.last_count, self.last_time = True, scheduled, now
+            return
+        new = scheduled - self.last_count
+        if new == 0:
+            self.skipped += 1  # no zero rate: wait for the next pod
+            return
+        rate = new / (now - self.last_time)
+        # One sample per interval spanned, to keep the percentiles right.
+        self.samples = [*self.samples, *[rate] * (self.skipped + 1)]
+        self.last_count, self.last_time, self.skipped = scheduled, now, 0
+
+
+def summarize(samples: list[float]) -> dict[str, Any]:
+    """The collector's DataItem: Average and Perc50/90/95/99 of the samples (pods/s)."""
+    s = sorted(samples)
+    if not s:
+        return {"samples": 0}
+
+    def perc(p: int) -> float:
+        return round(s[math.ceil(len(s) * p / 100) - 1], 2)
+
+    return {
+        "samples": len(s),
+        "Average": round(sum(s) / len(s), 2),
+        "Perc50": perc(50),
+        "Perc90": perc(90),
+        "Perc95": perc(95),
+        "Perc99": perc(99),
+    }
 
 
 class PodTracker(threading.Thread):
