@@ -81,7 +81,17 @@ def start_plane(apiserver_args: list[str] | None = None) -> Plane:
     if missing:
         say(f"building {' '.join(missing)} (e2e/controlplane/build.sh)")
         subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), *missing], check=True)
-    cp = start_local_control_plane()
+    # Other planes on this machine may take a port between up.sh's check and the bind (up.sh
+    # then cleans up and fails): a few more tries.
+    for attempt in range(1, 4):
+        try:
+            cp = start_local_control_plane()
+            break
+        except subprocess.CalledProcessError:
+            if attempt == 3:
+                raise
+            say(f"control plane did not start (attempt {attempt}); trying again")
+            time.sleep(2 * attempt)
     assert cp.run_dir is not None
     admin = Kube(cp.kubeconfig)
     # One identity for all contestants: system:kube-scheduler has the upstream role; the

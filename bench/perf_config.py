@@ -282,13 +282,13 @@ def scaled(count: int, scale: float) -> int:
 
 
 def _check_fields(wl: Workload, raw: Mapping[str, Any]) -> str:
-    opcode = raw.get("opcode")
+    opcode = str(raw.get("opcode"))
     if opcode not in OP_FIELDS:
         raise ConfigError(f"{wl.full_name}: unknown opcode {opcode!r}")
     unknown = set(raw) - OP_FIELDS[opcode]
     if unknown:
         raise ConfigError(f"{wl.full_name}: {opcode} has unknown fields {sorted(unknown)}")
-    return str(opcode)
+    return opcode
 
 
 def _patch(wl: Workload, raw: Mapping[str, Any], params: _Params, scale: float) -> dict[str, Any]:

@@ -23,7 +23,9 @@ in-process client, with the scheduler under test running as a separate process:
   publishes one ResourceSlice per matching node; allocResourceClaims allocates claims.
 - collectMetrics / start/stopCollectingMetrics open and close a ``Window``.
 
-Where upstream waits on the in-process scheduler's own caches (createResourceDriver, the
+Objects upstream decodes into Go types (nodes, pods, volumes, claims, namespaces) get their
+field names as Go reads them (bench/perf_schema.py). Where upstream waits on the in-process
+scheduler's own caches (createResourceDriver, the
 declared-features hook), the bench cannot look inside the contestant and goes on.
 """
 
@@ -54,6 +56,7 @@ from bench.perf_objects import (
     template,
     volume_pair,
 )
+from bench.perf_schema import typed
 from bench.perf_tracker import PodTracker, Window
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -212,7 +215,7 @@ class Executor:
         src = template(op.get("nodeTemplatePath")) if op.get("nodeTemplatePath") else Fixed(base_node(prefix))
 
         def create(i: int) -> None:
-            base = src.object(i, count)
+            base = typed(self.kube, src.object(i, count), "Node")
             for attempt in range(5):  # createNodeRetries: a random name may be taken
                 node = dict(base)
                 meta = dict(node.get("metadata") or {})
@@ -295,7 +298,8 @@ class Executor:
     # ---- namespaces, pods ----------------------------------------------------------------
 
     def _op_createNamespaces(self, op: Op) -> None:
-        tmpl = template(op.get("namespaceTemplatePath")).object() if op.get("namespaceTemplatePath") else None
+        path = op.get("namespaceTemplatePath")
+        tmpl = typed(self.kube, template(path).object(), "Namespace") if path else None
         for i in range(int(op.get("count", 0))):
             name = f"{op.get('prefix')}-{i}"
             self._namespace(name, tmpl)
@@ -306,8 +310,9 @@ class Executor:
         src = template(op.get("podTemplatePath")) if op.get("podTemplatePath") else Fixed(base_pod())
         path = f"/api/v1/namespaces/{ns}/pods?fieldValidation=Strict"
         if op.get("persistentVolumeClaimTemplatePath"):
-            pv_t = template(op.get("persistentVolumeTemplatePath")).object()
-            pvc_t = template(op.get("persistentVolumeClaimTemplatePath")).object()
+            pv_path, pvc_path = op.get("persistentVolumeTemplatePath"), op.get("persistentVolumeClaimTemplatePath")
+            pv_t = typed(self.kube, template(pv_path).object(), "PersistentVolume")
+            pvc_t = typed(self.kube, template(pvc_path).object(), "PersistentVolumeClaim")
 
             def with_volume(i: int) -> None:
                 pv, pvc = volume_pair(pv_t, pvc_t, ns, i)
@@ -316,7 +321,7 @@ class Executor:
                 self.kube.request("PUT", f"{claims}/{pvc['metadata']['name']}/status", pvc)
                 self.kube.request("POST", "/api/v1/persistentvolumes", pv, ok=(201,))
                 self.kube.request("PUT", f"/api/v1/persistentvolumes/{pv['metadata']['name']}/status", pv)
-                pod = src.object(i, count)
+                pod = typed(self.kube, src.object(i, count), "Pod")
                 pod.setdefault("spec", {})["volumes"] = [
                     {"name": "vol", "persistentVolumeClaim": {"claimName": pvc["metadata"]["name"]}}
                 ]
@@ -325,10 +330,14 @@ class Executor:
             self._parallel(with_volume, range(count))
             return
         if not src.dynamic:
-            data = body(src.object(0, count))
+            data = body(typed(self.kube, src.object(0, count), "Pod"))
             self._parallel(lambda _i: self.kube.request("POST", path, data, ok=(201,)), range(count))
             return
-        self._parallel(lambda i: self.kube.request("POST", path, body(src.object(i, count)), ok=(201,)), range(count))
+
+        def create(i: int) -> None:
+            self.kube.request("POST", path, body(typed(self.kube, src.object(i, count), "Pod")), ok=(201,))
+
+        self._parallel(create, range(count))
 
     def _op_createPods(self, op: Op) -> None:
         ns = op.get("namespace") or f"namespace-{op.index}"
@@ -408,11 +417,11 @@ class Executor:
         stage = "attempted" if attempted else "scheduled"
         for ns in namespaces or sorted(self.pending):
             want = self.pending[ns]
-            self._wait(
-                f"{want} pods of {ns} {stage}",
-                lambda ns=ns, w=want: sum(self.tracker.stages(ns, sel)[:upto]) >= w,
-                ns,
-            )
+
+            def reached(ns: str = ns, want: int = want) -> bool:
+                return sum(self.tracker.stages(ns, sel)[:upto]) >= want
+
+            self._wait(f"{want} pods of {ns} {stage}", reached, ns)
         if not attempted:
             if namespaces:
                 for ns in namespaces:
@@ -538,6 +547,6 @@ class Executor:
     def _op_createResourceClaims(self, op: Op) -> None:
         ns = op.get("namespace")
         self._ensure_namespace(ns)
-        data = body(template(op.get("templatePath")).object())
+        data = body(typed(self.kube, template(op.get("templatePath")).object(), "ResourceClaim"))
         path = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
         self._parallel(lambda _i: self.kube.request("POST", path, data, ok=(201,)), range(int(op.get("count", 0))))
