@@ -289,11 +289,13 @@ class Executor:
         n = int(self.wl.params.get("numNodeDeclaredFeatures", 0))
         names = sorted(f"Feature{i}" for i in range(1, n + 1))
 
-        def update(node: Obj) -> None:
-            node.setdefault("status", {})["declaredFeatures"] = names
-            self.kube.request("PUT", f"/api/v1/nodes/{node['metadata']['name']}/status", node)
+        # A merge patch of the status, not upstream's read-modify-write: kwok writes node status
+        # too (a conflict there would end the op).
+        def update(name: str) -> None:
+            patch = {"status": {"declaredFeatures": names}}
+            self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", patch, content_type=MERGE_PATCH)
 
-        self._parallel(update, self._sorted_nodes())
+        self._parallel(update, [n["metadata"]["name"] for n in self._sorted_nodes()])
 
     # ---- namespaces, pods ----------------------------------------------------------------
 
