@@ -78,7 +78,7 @@ OUT = ROOT / "bench" / "out"
 # 2-core development machine. Unlisted: 1 (upstream's size; SchedulingBasic's 5,000 nodes and
 # 11,000 pods take about 80 s there). These four create 25,000-50,000 pods at scale 1.
 DEFAULT_SCALES: dict[str, float] = {
-    "SchedulingDaemonset": 0.33,  # 15,001 nodes, 30,000 pods
+    "SchedulingDaemonset": 0.5,  # 15,001 nodes, 30,000 pods
     "SchedulingGatedPodsWithPodAffinityImpactForThroughput": 0.5,  # 30,000 pods on one node
     "SchedulingWhileGated": 0.3,  # 50,000 pods on one node, 20,000 deleted at 50/s
     "PreemptionAsync": 0.4,  # 25,000 pods and a preempting churn
