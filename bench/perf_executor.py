@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from bench.live_http import ApiError, Kube
-from bench.perf_config import ConfigError, Op, Workload
+from bench.perf_config import Op, Workload
 from bench.perf_objects import (
     Fixed,
     Obj,
@@ -117,7 +117,8 @@ class Executor:
                 self.hooks.check()
                 try:
                     getattr(self, f"_op_{op.opcode}")(op)
-                except (ApiError, ConfigError, TimeoutError, OpFailed, OSError) as exc:
+                except (ApiError, ValueError, TimeoutError, OpFailed, OSError) as exc:
+                    # ValueError: ConfigError and TemplateError (a template or op the bench refuses).
                     raise OpFailed(f"op {op.index} ({op.opcode}): {exc}") from exc
                 self.ops_done += 1
         except (OpFailed, RuntimeError) as exc:
