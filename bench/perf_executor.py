@@ -46,6 +46,7 @@ from bench.perf_objects import (
     Fixed,
     Obj,
     RestMapper,
+    Template,
     allocate_claims,
     base_node,
     base_pod,
@@ -449,7 +450,7 @@ class Executor:
         ns = op.get("namespace") or f"namespace-{op.index}"
         self._namespace(ns)
         objs = [template(p).object() for p in op.get("templatePaths") or []]
-        colls = [self.mapper.collection(o, ns if self.mapper.mapping(o["apiVersion"], o["kind"])[2] else "", p)[0]
+        colls = [self.mapper.collection(o, ns if self.mapper.mapping(o["apiVersion"], o["kind"])[2] else "", p)
                  for o, p in zip(objs, op.get("templatePaths") or [], strict=True)]  # fmt: skip
         datas = [body(o) for o in objs]
         interval = (op.get("intervalMilliseconds") or 500) / 1000.0
@@ -486,15 +487,18 @@ class Executor:
 
     # ---- createAny, updateAny ------------------------------------------------------------
 
-    def _op_createAny(self, op: Op) -> None:
+    def _any(self, op: Op) -> tuple[str, Template, int]:
+        """createAny/updateAny: the namespace (created if named), template and count (default 1)."""
         ns = op.get("namespace") or ""
         if ns:
             self._ensure_namespace(ns)
-        tmpl = template(op.get("templatePath"))
-        count = int(op.get("count", 1))
+        return ns, template(op.get("templatePath")), int(op.get("count", 1))
+
+    def _op_createAny(self, op: Op) -> None:
+        ns, tmpl, count = self._any(op)
         for i in range(count):
             obj = tmpl.object(i, count)
-            coll, _ = self.mapper.collection(obj, ns, op.get("templatePath"))
+            coll = self.mapper.collection(obj, ns, op.get("templatePath"))
             deadline = time.monotonic() + CREATE_RETRY_S
             while True:
                 try:
@@ -506,11 +510,7 @@ class Executor:
                     time.sleep(1)
 
     def _op_updateAny(self, op: Op) -> None:
-        ns = op.get("namespace") or ""
-        if ns:
-            self._ensure_namespace(ns)
-        tmpl = template(op.get("templatePath"))
-        count = int(op.get("count", 1))
+        ns, tmpl, count = self._any(op)
         rate = int(op.get("updatePerSecond", 0))
         subs = list(op.get("subresources") or [])
         next_t = time.monotonic()
@@ -520,7 +520,7 @@ class Executor:
                 if self.cancel.wait(max(0.0, next_t - time.monotonic())):
                     return
             obj = tmpl.object(i, count)
-            coll, _ = self.mapper.collection(obj, ns, op.get("templatePath"))
+            coll = self.mapper.collection(obj, ns, op.get("templatePath"))
             item = f"{coll}/{obj['metadata']['name']}"
             q = "?fieldValidation=Strict"
             self.kube.request("PUT", f"{item}/{'/'.join(subs)}{q}" if subs else f"{item}{q}", obj)

@@ -138,16 +138,15 @@ class RestMapper:
                 raise ConfigError(f"the API server serves no {kind} in {api_version}")
         return self._cache[key]
 
-    def collection(self, obj: Mapping[str, Any], namespace: str, what: str) -> tuple[str, str]:
-        """(collection path, object path prefix) for ``obj`` in ``namespace`` ('' = cluster):
+    def collection(self, obj: Mapping[str, Any], namespace: str, what: str) -> str:
+        """The collection path of ``obj`` in ``namespace`` ('' = cluster):
         upstream refuses a namespace for a cluster-scoped kind and none for a namespaced one."""
         base, resource, namespaced = self.mapping(str(obj.get("apiVersion")), str(obj.get("kind")))
         if namespace and not namespaced:
             raise ConfigError(f"namespace {namespace!r} set for {what}, but {obj.get('kind')} is cluster-scoped")
         if not namespace and namespaced:
             raise ConfigError(f"namespace not set for {what}, but {obj.get('kind')} is namespaced")
-        path = f"{base}/namespaces/{namespace}/{resource}" if namespace else f"{base}/{resource}"
-        return path, path
+        return f"{base}/namespaces/{namespace}/{resource}" if namespace else f"{base}/{resource}"
 
 
 def csinode(node: str, drivers: Mapping[str, Any], migrated: Sequence[str]) -> Obj:
