@@ -50,10 +50,10 @@ def fold(obj: Any, schema: Schema, schemas: Mapping[str, Schema]) -> Any:
         return obj
     props: Mapping[str, Schema] = s.get("properties") or {}
     if props:
-        lower = {p.lower(): p for p in props}
+        lower: dict[str, str] = {p.lower(): p for p in props}
         out = {}
         for k, v in obj.items():
-            name: str = k if k in props else lower.get(str(k).lower(), k)
+            name = k if k in props else lower.get(str(k).lower(), k)
             out[name] = fold(v, props[name], schemas) if name in props else v
         return out
     extra = s.get("additionalProperties")
