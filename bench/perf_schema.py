@@ -53,7 +53,7 @@ def fold(obj: Any, schema: Schema, schemas: Mapping[str, Schema]) -> Any:
         lower: dict[str, str] = {p.lower(): p for p in props}
         out = {}
         for k, v in obj.items():
-            name = k if k in props else lower.get(str(k).lower(), k)
+            name = str(k) if k in props else lower.get(str(k).lower(), str(k))
             out[name] = fold(v, props[name], schemas) if name in props else v
         return out
     extra = s.get("additionalProperties")
