@@ -4,7 +4,7 @@ PIP_STAMP := .venv-stamp
 # helm, built from Go modules into the control plane's cache (e2e/controlplane/helm/go.mod)
 HELM := $(shell bash -c '. e2e/controlplane/lib.sh && printf %s "$$HELM_BIN"')
 
-.PHONY: install test test-unit e2e lint typecheck bench fuzz soak bench-live run differential controlplane-build controlplane-up controlplane-down e2e-kind clean lock audit audit-newest helm
+.PHONY: install test test-unit e2e lint typecheck bench fuzz soak bench-live bench-arrival run differential controlplane-build controlplane-up controlplane-down e2e-kind clean lock audit audit-newest helm
 
 install: $(PIP_STAMP)
 
@@ -56,6 +56,11 @@ differential: install
 ## (--workloads, --scale, --contestants kube,ours,bind,bindev, --out DIR)
 bench-live: install
 	$(PYTHON) bench/live.py $(if $(filter 1 yes true,$(QUICK)),--quick) $(if $(ROUNDS),--rounds $(ROUNDS)) $(BENCH_LIVE_ARGS)
+
+## bench-arrival: created -> bound latency at steady creation rates, kube-scheduler vs ours
+## (SchedulingBasic, 5000 kwok nodes, 50/s and 200/s for 60 s; BENCH_ARRIVAL_ARGS: more flags)
+bench-arrival: install
+	$(PYTHON) bench/arrival.py $(BENCH_ARRIVAL_ARGS)
 
 ## run: the scheduler in the foreground against the current cluster, or a local control plane
 run: install

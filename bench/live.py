@@ -186,14 +186,14 @@ def run_once(
     hooks: RunHooks | None = None
     t0 = time.monotonic()
     try:
-        plane = start_plane(apiserver_args(gates))
+        plane = start_plane(scheduler_perf=True, apiserver_args=apiserver_args(gates))
         config = plane.run / "bench-live-scheduler.yaml"
         scheduler_config(config, plane.sched_kubeconfig, args.qps)
         tracker = PodTracker(plane.admin)
         tracker.start()
         if not tracker.ready.wait(60) or tracker.error:
             raise RuntimeError(f"pod watch did not start: {tracker.error}")
-        argv = contestant_argv(key, plane, config, args.qps, args.bind_workers, gates.flag())
+        argv = contestant_argv(key, plane, config, args, gates.flag())
         contestant = Contestant(key, argv, out / "logs" / f"{tag}.log", profile_to)
         rec["log"] = str(contestant.log_path)
         hooks = RunHooks(contestant, plane.pid("kube-apiserver"), Kwok(plane, enabled=args.kwok_paused))

@@ -11,7 +11,10 @@ writing kube-scheduler's Scheduled Event per bind.
 
 from __future__ import annotations
 
+import argparse
+import os
 import pathlib
+import shlex
 import signal
 import subprocess
 import sys
@@ -39,20 +42,24 @@ def scheduler_config(path: pathlib.Path, kubeconfig: str, qps: int) -> None:
 
 
 def contestant_argv(
-    key: str, plane: Plane, config: pathlib.Path, qps: int, bind_workers: int, gates: str
+    key: str, plane: Plane, config: pathlib.Path, args: argparse.Namespace, gates: str = ""
 ) -> list[str]:
+    """The command line of contestant ``key``; ``args`` has the bench's ``qps`` and
+    ``bind_workers``; ``gates`` goes to both schedulers' --feature-gates."""
     gate_flags = [f"--feature-gates={gates}"] if gates else []
     if key == "kube":
         return [plane.kube_scheduler_bin, f"--config={config}", "--secure-port=0", *gate_flags]
     if key in ("bind", "bindev"):
         return [
             sys.executable, str(ROOT / "bench" / "live_bind.py"), "--kubeconfig", plane.sched_kubeconfig,
-            "--scheduler-name", SCHEDULER_NAME, "--qps", str(qps), "--burst", str(qps),
-            "--workers", str(bind_workers), *(["--events"] if key == "bindev" else []),
+            "--scheduler-name", SCHEDULER_NAME, "--qps", str(args.qps), "--burst", str(args.qps),
+            "--workers", str(args.bind_workers), *(["--events"] if key == "bindev" else []),
         ]  # fmt: skip
     if key == "ours":
-        # Serving off, as kube-scheduler's --secure-port=0 above.
-        return run_argv(config, "--secure-port", "0", *gate_flags)
+        # Serving off, as kube-scheduler's --secure-port=0 above. PYSCHED_BENCH_OURS_ARGS: more
+        # flags for an A/B run of one change (e.g. records off).
+        extra = shlex.split(os.environ.get("PYSCHED_BENCH_OURS_ARGS", ""))
+        return run_argv(config, "--secure-port", "0", *gate_flags, *extra)
     raise ValueError(key)
 
 

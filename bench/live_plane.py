@@ -1,13 +1,13 @@
 """The live benchmark's control plane: built and started through e2e/support, one RBAC identity
 for every contestant, and kwok pausable (``--kwok-paused``).
 
-The API server runs as scheduler_perf's does (util.go ``mustSetupCluster``): without the
-ServiceAccount, TaintNodesByCondition and Priority admission plugins (pods get no token volume,
-new nodes no not-ready taint, and a template's ``priority`` is taken as written), plus the
-flags of the workload (its feature gates). kube-controller-manager runs up.sh's controllers
-except the PersistentVolume binder: scheduler_perf has only a fake one that fills in an empty
-claim's volume name, and the real one marks a claim Lost when it sees the claim (created bound,
-as upstream creates it) before its volume.
+For bench/live.py (``scheduler_perf=True``) the API server runs as scheduler_perf's does (util.go
+``mustSetupCluster``): without the ServiceAccount, TaintNodesByCondition and Priority admission
+plugins (pods get no token volume, new nodes no not-ready taint, and a template's ``priority``
+is taken as written), plus the flags of the workload (its feature gates); kube-controller-manager
+runs up.sh's controllers except the PersistentVolume binder: scheduler_perf has only a fake one
+that fills in an empty claim's volume name, and the real one marks a claim Lost when it sees the
+claim (created bound, as upstream creates it) before its volume.
 """
 
 from __future__ import annotations
@@ -70,10 +70,20 @@ def kcm_controllers(up_sh: pathlib.Path = CONTROLPLANE_DIR / "up.sh") -> str:
     return ",".join(n for n in names if n not in NOT_RUN_CONTROLLERS)
 
 
-def start_plane(apiserver_args: list[str] | None = None) -> Plane:
-    """A fresh plane (up.sh in ``$PYSCHED_RUN``) whose API server also gets ``apiserver_args``."""
-    os.environ["PYSCHED_APISERVER_EXTRA_ARGS"] = " ".join([*APISERVER_ARGS, *(apiserver_args or [])])
-    os.environ["PYSCHED_KCM_CONTROLLERS"] = kcm_controllers()
+# What the user set for up.sh, kept under the bench's own additions.
+_USER_APISERVER_ARGS = os.environ.get("PYSCHED_APISERVER_EXTRA_ARGS", "")
+_USER_KCM_CONTROLLERS = os.environ.get("PYSCHED_KCM_CONTROLLERS")
+
+
+def start_plane(scheduler_perf: bool = False, apiserver_args: list[str] | None = None) -> Plane:
+    """A plane (up.sh in ``$PYSCHED_RUN``). ``scheduler_perf``: set up as scheduler_perf's (see
+    the module doc), its API server also given ``apiserver_args``."""
+    extra = [*APISERVER_ARGS, *(apiserver_args or [])] if scheduler_perf else []
+    os.environ["PYSCHED_APISERVER_EXTRA_ARGS"] = " ".join([_USER_APISERVER_ARGS, *extra]).strip()
+    if scheduler_perf:
+        os.environ["PYSCHED_KCM_CONTROLLERS"] = kcm_controllers()
+    elif _USER_KCM_CONTROLLERS is None:
+        os.environ.pop("PYSCHED_KCM_CONTROLLERS", None)
     paths = component_paths()
     missing = [c for c in ("kube-scheduler",) if not os.access(paths[c], os.X_OK)]
     if not local_binaries_present():

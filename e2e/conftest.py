@@ -198,6 +198,20 @@ def node_factory(core_v1: client.CoreV1Api, kwok: None) -> Iterator[Callable[...
 
 
 @pytest.fixture(scope="session")
+def priority_classes(api_client: client.ApiClient) -> Iterator[tuple[str, str]]:
+    """Two PriorityClasses, (low: 10, high: 1000), for the preemption and priority cases."""
+    sched = client.SchedulingV1Api(api_client)
+    low, high = unique_name("low"), unique_name("high")
+    for name, value in ((low, 10), (high, 1000)):
+        sched.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                     "metadata": {"name": name}, "value": value})
+    yield low, high
+    for name in (low, high):
+        with contextlib.suppress(ApiException):
+            sched.delete_priority_class(name)
+
+
+@pytest.fixture(scope="session")
 def scheduler_rbac(api_client: client.ApiClient) -> list[dict[str, Any]]:
     return apply_yaml(api_client, MANIFESTS_DIR, skip_kinds={"Deployment"})
 

@@ -95,19 +95,6 @@ def identity(
 
 
 @pytest.fixture
-def priority_classes(api_client: client.ApiClient) -> Iterator[tuple[str, str]]:
-    sched = client.SchedulingV1Api(api_client)
-    low, high = unique_name("low"), unique_name("high")
-    for name, value in ((low, 10), (high, 1000)):
-        sched.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                     "metadata": {"name": name}, "value": value})
-    yield low, high
-    for name in (low, high):
-        with contextlib.suppress(ApiException):
-            sched.delete_priority_class(name)
-
-
-@pytest.fixture
 def cluster_scoped(api_client: client.ApiClient) -> Iterator[Callable[[dict[str, Any]], None]]:
     """Creates StorageClasses, PVs, DeviceClasses and ResourceSlices; deletes them afterwards."""
     made: list[dict[str, Any]] = []

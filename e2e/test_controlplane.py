@@ -138,6 +138,10 @@ EXPECTED_CLUSTER_RULES = {
       for v in ("list", "watch")],
     ("resource.k8s.io", "resourceclaims", "get"),
     ("resource.k8s.io", "resourceclaims", "update"),
+    # DRAExtendedResource: the claim for a pod's extended resources is created, and deleted
+    # when its attempt fails.
+    ("resource.k8s.io", "resourceclaims", "create"),
+    ("resource.k8s.io", "resourceclaims", "delete"),
     *[("resource.k8s.io", f"resourceclaims/{sub}", v) for sub in ("status", "binding") for v in ("update", "patch")],
     # system:auth-delegator: delegated authentication/authorization of /metrics.
     ("authentication.k8s.io", "tokenreviews", "create"),

@@ -22,7 +22,6 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from e2e.controlplane.freeport import free_port
 from e2e.differential import kubescheduler
 from e2e.support.objects import make_pod
 from e2e.support.waits import wait_bound, wait_failed_scheduling, wait_for
@@ -39,12 +38,8 @@ def scheduler(
     scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulerProcess]:
     log_dir = tmp_path_factory.mktemp("sched")
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, log_dir, "dra", port=free_port())
-    try:
-        p.wait_ready()
+    with SchedulerProcess.ready(scheduler_config_path, scheduler_kubeconfig, log_dir, "dra") as p:
         yield p
-    finally:
-        p.stop()
 
 
 @pytest.fixture(scope="module")

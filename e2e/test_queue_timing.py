@@ -64,13 +64,9 @@ DENIED_ATTEMPTS = 3  # before the webhook lets the bindings through
 @pytest.fixture(scope="module")
 def scheduler(scheduler_config_path: str, scheduler_kubeconfig: str,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path_factory.mktemp("sched"),
-                         "queue-timing", port=free_port())
-    try:
-        p.wait_ready()
+    log_dir = tmp_path_factory.mktemp("sched")
+    with SchedulerProcess.ready(scheduler_config_path, scheduler_kubeconfig, log_dir, "queue-timing") as p:
         yield p
-    finally:
-        p.stop()
 
 
 # -- what the test observes --------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
-from e2e.controlplane.freeport import free_port
 from e2e.support.apply import delete_all_pods, ensure_namespace
 from e2e.support.objects import GROUP, SCHEDULER, make_pod
 from e2e.support.plane import CONTROLPLANE_DIR, ControlPlane
@@ -38,12 +37,8 @@ HOSTNAME = "kubernetes.io/hostname"
 def pysched(
     scheduler_config_path: str, scheduler_kubeconfig: str, tmp_path: pathlib.Path
 ) -> Iterator[SchedulerProcess]:
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, tmp_path, "sched", port=free_port())
-    try:
-        p.wait_ready()
+    with SchedulerProcess.ready(scheduler_config_path, scheduler_kubeconfig, tmp_path, "sched") as p:
         yield p
-    finally:
-        p.stop()
 
 
 @pytest.fixture

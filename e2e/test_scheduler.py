@@ -8,7 +8,6 @@ on whatever else lives in the cluster. Timeouts are <= 60 s per wait.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import pathlib
@@ -17,7 +16,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +26,7 @@ from kubernetes.client.rest import ApiException
 
 from e2e.controlplane.freeport import free_port
 from e2e.support.auth import metrics_reader_token
-from e2e.support.objects import GROUP, SCHEDULER, bind_pod, create_pod, create_pods, make_pod, unique_name
+from e2e.support.objects import GROUP, SCHEDULER, bind_pod, create_pod, create_pods, make_pod
 from e2e.support.plane import restart_apiserver
 from e2e.support.waits import (
     WaitTimeout,
@@ -294,20 +292,6 @@ def test_insufficient_then_placed_when_node_added(scheduler, api_client, core_v1
     assert sched[0].reporting_controller == SCHEDULER and sched[0].action == "Binding"
 
 
-@pytest.fixture
-def priority_classes(api_client) -> Iterator[tuple[str, str]]:
-    sched = client.SchedulingV1Api(api_client)
-    names = (unique_name("high"), unique_name("low"))
-    for name, value in zip(names, (1000, 10)):
-        sched.create_priority_class(
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
-        )
-    yield names
-    for name in names:
-        with contextlib.suppress(ApiException):
-            sched.delete_priority_class(name)
-
-
 def backoff_seconds(config: str, attempts: int) -> float:
     """The queue's backoff after ``attempts`` failed attempts (initial x 2^(attempts-1), capped)."""
     cfg = yaml.safe_load(pathlib.Path(config).read_text())
@@ -322,7 +306,7 @@ def log_time(record: dict[str, Any]) -> float:
 def test_priority_order(
     scheduler, api_client, core_v1, node_factory, namespace, priority_classes, metrics_token, scheduler_config_path
 ):
-    high, low = priority_classes
+    low, high = priority_classes
     target = {GROUP: namespace + "-prio"}
     node_factory(1, labels={GROUP: namespace + "-decoy"})  # so both fail on a FitError, not "no nodes"
     create_pod(core_v1, namespace, "low", cpu="1", node_selector=target, priority_class_name=low)

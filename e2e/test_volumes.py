@@ -24,7 +24,6 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from e2e.controlplane.freeport import free_port
 from e2e.support.objects import make_pod, unique_name
 from e2e.support.plane import new_api_client
 from e2e.support.waits import pod_condition, wait_bound, wait_for
@@ -45,12 +44,8 @@ pytestmark = pytest.mark.usefixtures("local_scheduler_allowed", "kwok")
 def scheduler(scheduler_config_path: str, scheduler_kubeconfig: str,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
     log_dir = tmp_path_factory.mktemp("sched")
-    p = SchedulerProcess(scheduler_config_path, scheduler_kubeconfig, log_dir, "volumes", port=free_port())
-    try:
-        p.wait_ready()
+    with SchedulerProcess.ready(scheduler_config_path, scheduler_kubeconfig, log_dir, "volumes") as p:
         yield p
-    finally:
-        p.stop()
 
 
 @pytest.fixture
@@ -325,12 +320,8 @@ def short_bind_timeout(scheduler_config_path: str, scheduler_kubeconfig: str,
     }]
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    p = SchedulerProcess(str(path), scheduler_kubeconfig, tmp_path, "bind-timeout", port=free_port())
-    try:
-        p.wait_ready()
+    with SchedulerProcess.ready(str(path), scheduler_kubeconfig, tmp_path, "bind-timeout") as p:
         yield p
-    finally:
-        p.stop()
 
 
 def test_prebind_timeout_requeues_then_binds(

@@ -1,3 +1,3 @@
-from scheduler.cli import main
+from scheduler.cli import entrypoint
 
-raise SystemExit(main())
+entrypoint()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from scheduler.boot.gcpolicy import long_lived_objects
 from scheduler.boot.lazyimport import defer_reexports
@@ -285,5 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def entrypoint() -> NoReturn:
+    """The process's entry (``pyscheduler``, ``python -m scheduler``): main, then exit at once.
+
+    The API writers' threads may still be inside a call when ``run`` returns (a fenced leader
+    stops with bindings in flight on a slow API server); interpreter finalization with them
+    alive has ended in SIGABRT instead of the exit code. kube-scheduler exits at once too."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entrypoint()

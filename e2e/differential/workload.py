@@ -256,8 +256,11 @@ def compare_gang(
     start time), what ranks preemption victims."""
     t = Tally()
     t.decisions += 1
-    group = next((r for r in records if r.get("podGroup") == key), None)
-    pods = {r["pod"]: r for r in records if "pod" in r and r["pod"] in nodes}
+    # The gang's first cycle only (the binary's that is compared): simulate goes on with the
+    # next cycle after a PodGroup preemption, whose lines follow the first group line.
+    at = next((i for i, r in enumerate(records) if r.get("podGroup") == key), len(records))
+    group = records[at] if at < len(records) else None
+    pods = {r["pod"]: r for r in records[:at] if "pod" in r and r["pod"] in nodes}
 
     def check(name: str, ok: bool, ours: Any, theirs: Any) -> None:
         t.applicable[name] += 1

@@ -258,7 +258,15 @@ class SchedulingQueue:
 
     def _new_info(self, pod: PodInfo) -> QueuedPodInfo:
         self._seq += 1
-        return QueuedPodInfo(pod, self.clock(), self._seq)
+        q = QueuedPodInfo(pod, self.clock(), self._seq)
+        q.signature = self._sign(pod)
+        return q
+
+    def _sign(self, pod: PodInfo) -> bytes | None:
+        """The pod's OpportunisticBatching signature from its profile (upstream signPod); None
+        with the gate off or for a profile that does not sign."""
+        fw = self.frameworks.get(pod.scheduler_name)
+        return fw.sign_pod(pod) if fw is not None and fw.batch is not None else None
 
     def update(self, old: PodInfo | None, new: PodInfo) -> None:
         """A pending pod changed (upstream Update): updated wherever it is; in unschedulable, the
@@ -275,6 +283,7 @@ class SchedulingQueue:
         if q is not None:
             prev = q.pod
             q.pod = new
+            q.signature = self._sign(new)
             self.nominator.update(old or prev, new)
             if uid in self.active_q:
                 self.active_q.add(q)  # re-sorted: the priority may have changed
@@ -287,6 +296,7 @@ class SchedulingQueue:
             return
         prev = q.pod
         q.pod = new
+        q.signature = self._sign(new)
         self.nominator.update(old or prev, new)
         for ev in self._pod_events(old or prev, new):
             where = self._requeue(q, self._strategy(q, ev, old or prev, new), event_label(ev))

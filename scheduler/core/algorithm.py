@@ -18,6 +18,7 @@ from scheduler.core.extenders import (
     has_extender_prioritizers,
     prioritize_with_extenders,
 )
+from scheduler.framework.batch import SortedNodes
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.extender import EXTENDER_NAME
 from scheduler.framework.interface import NodeToStatus
@@ -112,6 +113,10 @@ class Algorithm:
     def __init__(self, rng: np.random.Generator | None = None) -> None:
         self.next_start_node_index = 0
         self.rng = rng if rng is not None else np.random.default_rng()
+        # Orders tied runners-up for OpportunisticBatching: a stream of its own, derived from
+        # the seed, so batching draws nothing from the selection's generator.
+        jumped = getattr(self.rng.bit_generator, "jumped", None)
+        self.order_rng = np.random.Generator(jumped()) if jumped is not None else np.random.default_rng()
 
     # -- filtering ---------------------------------------------------------------------------
     def _find_nodes_that_pass_filters(
@@ -153,10 +158,9 @@ class Algorithm:
         pos = 0
         chunk = to_find
         infos = snap.node_infos
-        statuses = diagnosis.node_to_status.statuses
         while pos < n_all and found < to_find:
             cand = rotated[pos : pos + chunk]
-            alive, failures = fw.filter_chunk(state, pod, snap, cand)
+            alive, failures, rejected_by = fw.filter_chunk(state, pod, snap, cand)
             need = to_find - found
             cum = np.cumsum(alive)
             if len(cum) and cum[-1] >= need:
@@ -166,21 +170,55 @@ class Algorithm:
             ok = cand[:cut][alive[:cut]]
             feasible.append(ok)
             found += len(ok)
-            for p, failure in failures.items():
-                if p < cut:
-                    ni = infos[int(cand[p])]
-                    s = fw.status_for(state, pod, ni, failure)
-                    if s.code == Code.ERROR:
-                        raise StatusError(s)
-                    statuses[ni.name] = s
-                    diagnosis.add_plugin_status(s)
+            if failures or (rejected_by >= 0).any():
+                self._record_failures(fw, state, pod, infos, cand, cut, failures, rejected_by, diagnosis)
             pos += cut
             chunk = max(chunk * 2, 64)
         return np.concatenate(feasible) if feasible else np.empty(0, dtype=np.int64)
 
+    @staticmethod
+    def _record_failures(
+        fw: Framework, state: CycleState, pod: PodInfo, infos: list[NodeInfo], cand: np.ndarray, cut: int,
+        failures: dict[int, Status], rejected_by: np.ndarray, diagnosis: Diagnosis,
+    ) -> None:
+        """Each rejected node (of the first ``cut`` visited) with its status, in the order the
+        nodes were visited. The nodes a batch filter rejected get theirs one call per plugin:
+        most nodes may fail one plugin, and a status is often shared by many of them."""
+        pos_parts: list[np.ndarray] = []
+        st_parts: list[Status] = []
+        head = rejected_by[:cut]
+        batch_pos = np.flatnonzero(head >= 0)
+        if len(batch_pos):
+            ks = head[batch_pos]
+            for k in np.unique(ks).tolist():
+                ps = batch_pos[ks == k]
+                pos_parts.append(ps)
+                st_parts.extend(fw.statuses_for(state, pod, infos, k, cand[ps]))
+        own = [p for p in failures if p < cut]
+        if own:
+            pos_parts.append(np.array(own, dtype=np.int64))
+            st_parts.extend(failures[p] for p in own)
+        if not pos_parts:
+            return
+        pos = np.concatenate(pos_parts) if len(pos_parts) > 1 else pos_parts[0]
+        # One batch plugin's positions are already in order; anything else is sorted.
+        order = range(len(pos)) if len(pos_parts) == 1 and not own else np.argsort(pos, kind="stable").tolist()
+        nodes = cand[pos].tolist()
+        distinct = {id(s): s for s in st_parts}
+        if any(s.code == Code.ERROR for s in distinct.values()):
+            first = next(st_parts[j] for j in order if st_parts[j].code == Code.ERROR)
+            raise StatusError(first)
+        statuses = diagnosis.node_to_status.statuses
+        for j in order:
+            statuses[infos[nodes[j]].name] = st_parts[j]
+        for s in distinct.values():  # shared statuses: the plugin sets need each once
+            diagnosis.add_plugin_status(s)
+
     def find_nodes_that_fit(
-        self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot
-    ) -> tuple[np.ndarray, Diagnosis]:
+        self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot,
+        signature: bytes | None = None, cycle: int = 0,
+    ) -> tuple[np.ndarray, Diagnosis, str]:
+        """The feasible nodes, the diagnosis and OpportunisticBatching's node hint ("" none)."""
         diagnosis = Diagnosis()
         diagnosis.node_to_status.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         all_nodes = snap.node_infos
@@ -191,21 +229,21 @@ class Algorithm:
             diagnosis.node_to_status.absent = s
             diagnosis.pre_filter_msg = s.message
             diagnosis.add_plugin_status(s)
-            return np.empty(0, dtype=np.int64), diagnosis
+            return np.empty(0, dtype=np.int64), diagnosis, ""
 
-        # OpportunisticBatching's node hint (upstream GetNodeHint): nothing is batched here, so
-        # there is none; the metrics record the attempt as the binary does for unsigned pods.
-        started = time.perf_counter()
-        fw.handle.metrics.batch_hint(fw.profile_name, time.perf_counter() - started)
-        if pod.nominated_node_name:
-            ni = snap.get(pod.nominated_node_name)
+        # OpportunisticBatching's node hint (upstream GetNodeHint), asked for even when the pod
+        # has a nominated node; the nominated node is tried first, else the hint.
+        hint = fw.batch.get_node_hint(pod, signature, state, cycle) if fw.batch is not None else ""
+        first = pod.nominated_node_name or hint
+        if first:
+            ni = snap.get(first)
             # In a pod-group cycle a nominated node outside the placement is simply not tried.
             if ni is not None and snap.in_placement(ni.name):
                 ok = self._find_nodes_that_pass_filters_once(fw, state, pod, snap, diagnosis, ni.index)
                 if ok and fw.extenders:
                     ok = bool(find_nodes_that_pass_extenders(fw.extenders, pod, [ni], diagnosis.node_to_status))
                 if ok:
-                    return np.array([ni.index], dtype=np.int64), diagnosis
+                    return np.array([ni.index], dtype=np.int64), diagnosis, hint
 
         # The candidates: every node, or the placement's (upstream ListNodesInPlacement).
         placement = snap.placement_idx
@@ -235,7 +273,7 @@ class Algorithm:
         self._advance(len(feasible) + len(diagnosis.node_to_status.statuses), n_all)
         if fw.extenders and len(feasible):
             feasible = self._pass_extenders(fw, pod, snap, diagnosis, feasible)
-        return feasible, diagnosis
+        return feasible, diagnosis, hint
 
     def _pass_extenders(
         self, fw: Framework, pod: PodInfo, snap: Snapshot, diagnosis: Diagnosis, feasible: np.ndarray
@@ -299,19 +337,25 @@ class Algorithm:
         hits = np.flatnonzero(self.rng.random(len(ties) - 1) * k < 1.0)
         return int(ties[hits[-1] + 1]) if len(hits) else int(ties[0])
 
-    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot) -> ScheduleResult:
+    def schedule_pod(
+        self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot,
+        signature: bytes | None = None, cycle: int = 0,
+    ) -> ScheduleResult:
         """The node for ``pod``. Raises ``FitError`` when it fits none, ``StatusError`` with the
-        Error status of anything else that went wrong."""
+        Error status of anything else that went wrong. ``signature`` (the queued pod's) and
+        ``cycle`` (the queue's scheduling cycle) serve OpportunisticBatching."""
         if snap.num_nodes_in_placement() == 0:
             raise StatusError(Status(Code.ERROR, NO_NODES_AVAILABLE))
-        feasible, diagnosis = self.find_nodes_that_fit(fw, state, pod, snap)
+        feasible, diagnosis, hint = self.find_nodes_that_fit(fw, state, pod, snap, signature, cycle)
         if len(feasible) == 0:
             raise FitError(pod, snap.num_nodes_in_placement(), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         infos = snap.node_infos
         if len(feasible) == 1:
-            self._batch_stored(fw, "empty_list")
-            return ScheduleResult(infos[int(feasible[0])].name, evaluated, 1, None, diagnosis)
+            host = infos[int(feasible[0])].name
+            if fw.batch is not None:
+                fw.batch.store_schedule_results(signature, hint, host, None, cycle)
+            return ScheduleResult(host, evaluated, 1, None, diagnosis)
         if not fw.has_score_plugins() and not fw.extenders:
             # Upstream gives every node a total of 1; selection is then a pure tie-break.
             totals = np.ones(len(feasible), dtype=np.int64)
@@ -326,11 +370,22 @@ class Algorithm:
             if fw.extenders:
                 scores.extenders = prioritize_with_extenders(fw.extenders, pod, nodes, scores.totals)
         winner = self.select_host(scores.totals)
-        self._batch_stored(fw, "pod_not_batchable")
-        return ScheduleResult(infos[int(feasible[winner])].name, evaluated, len(feasible), scores, diagnosis, winner)
+        host = infos[int(feasible[winner])].name
+        if fw.batch is not None:
+            others = self._runners_up(infos, feasible, scores.totals, winner)
+            fw.batch.store_schedule_results(signature, hint, host, others, cycle)
+        return ScheduleResult(host, evaluated, len(feasible), scores, diagnosis, winner)
 
-    @staticmethod
-    def _batch_stored(fw: Framework, reason: str) -> None:
-        """Upstream StoreScheduleResults: an unsigned pod's results are not kept (``reason``)."""
-        started = time.perf_counter()
-        fw.handle.metrics.batch_stored(fw.profile_name, time.perf_counter() - started, reason)
+    def _runners_up(
+        self, infos: list[NodeInfo], feasible: np.ndarray, totals: np.ndarray, winner: int
+    ) -> SortedNodes:
+        """The feasible nodes but the winner, best first, ties in random order (upstream pops
+        them off a heap keyed by total score and a random number); ordered only when read."""
+
+        def order() -> list[str]:
+            rest = np.delete(np.arange(len(feasible)), winner)
+            keys = self.order_rng.random(len(rest))
+            ranked = rest[np.lexsort((keys, -totals[rest]))]
+            return [infos[int(feasible[i])].name for i in ranked.tolist()]
+
+        return SortedNodes(order, len(feasible) - 1)

@@ -37,6 +37,9 @@ class CycleOutcome:
     # What the failure does to the pod's nominated node (upstream NominatingInfo): (mode, node),
     # mode "override" (set, or clear with "") or "noop". Errors clear it, as upstream.
     nominating: tuple[str, str] = ("override", "")
+    # OpportunisticBatching's inputs: the queued pod's signature, the queue's scheduling cycle.
+    signature: bytes | None = None
+    cycle: int = 0
 
     @property
     def node(self) -> str | None:
@@ -96,11 +99,14 @@ def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
     return p
 
 
-def scheduling_cycle(fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot, pod: PodInfo) -> CycleOutcome:
+def scheduling_cycle(
+    fw: Framework, alg: Algorithm, cache: Cache, snap: Snapshot, pod: PodInfo,
+    signature: bytes | None = None, cycle: int = 0,
+) -> CycleOutcome:
     cache.update_snapshot(snap)
     state = CycleState(fw.sample_plugin_metrics())
     state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
-    out = CycleOutcome(pod, state)
+    out = CycleOutcome(pod, state, signature=signature, cycle=cycle)
     if run_scheduling_algorithm(fw, alg, snap, out):
         assert out.result is not None
         assume_reserve_permit(fw, cache, out, out.result.suggested_host)
@@ -112,7 +118,7 @@ def run_scheduling_algorithm(fw: Framework, alg: Algorithm, snap: Snapshot, out:
     schedulingAlgorithm); fills ``out``. True when a node was found (``out.result``)."""
     state, pod = out.state, out.pod
     try:
-        result = alg.schedule_pod(fw, state, pod, snap)
+        result = alg.schedule_pod(fw, state, pod, snap, out.signature, out.cycle)
     except FitError as fe:
         if fw.has_post_filter_plugins():
             r, s = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)

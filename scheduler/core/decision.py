@@ -11,9 +11,12 @@ Two forms:
 * ``Decision``: the answer, with node names, ranked score rows (raw, normalized and weighted per
   plugin), filter verdicts per node and per plugin, the FailedScheduling message, the nominated
   node and victims, the binding stages and the timings. ``explain`` builds it from an Attempt
-  when someone asks. ``compact`` builds a small one and lets the references go; the store does
+  when someone asks. ``compact`` keeps a small one and lets the references go; the store does
   that to attempts that are no longer among the newest, so an old attempt costs a few hundred
-  bytes whatever the size of the cluster.
+  bytes whatever the size of the cluster. The kept score rows stay one small integer matrix
+  (total, raw scores, weighted scores per row) with their node names until someone asks: a
+  burst past the budget compacts in its cycles, and building every row's lists there cost more
+  than picking the rows.
 
 What a compact Decision keeps, and what it drops (docs/troubleshooting.md says the same):
 
@@ -179,8 +182,8 @@ class Attempt:
 
     __slots__ = (
         "at",
+        "compacted",
         "cycle_seconds",
-        "decision",
         "fw",
         "message",
         "nodes",
@@ -233,7 +236,23 @@ class Attempt:
         self.message = out.message
         self.stages: dict[str, str] | None = None
         self.timings: dict[str, float] | None = None
-        self.decision: Decision | None = None
+        self.compacted: Compacted | None = None
+
+    @property
+    def decision(self) -> Decision | None:
+        """The compacted cycle part (None while the references are held)."""
+        c = self.compacted
+        if c is None:
+            return None
+        return replace(c.base, scores=_rows(c.names, c.matrix, len(c.base.plugins)))
+
+    @property
+    def node(self) -> str | None:
+        """The node the algorithm chose, compacted or not."""
+        if self.result is not None:
+            return self.result.suggested_host
+        d = self.decision
+        return d.node if d is not None else None
 
     def finish(self, outcome: str, message: str, stages: dict[str, str], timings: dict[str, float]) -> None:
         """The binding cycle ended: its outcome, the message when it failed, what each stage
@@ -251,14 +270,30 @@ def explain(
     filtered_limit: int = FULL_LIMIT,
     examples: int = DEFAULT_EXAMPLES,
 ) -> Decision:
-    """The Decision of ``att``: every scored node and every rejected node (up to FULL_LIMIT),
-    or what compaction kept. Never mutates ``att``."""
-    base = att.decision
+    """The Decision of ``att``: every scored node and every rejected node (up to FULL_LIMIT)
+    while its references are held, else what compaction kept. Never mutates ``att``."""
+    base = att.decision if att.fw is None else None
     if base is None:
         base = _cycle_decision(att, FULL_LIMIT if top is None else top, filtered_limit, examples)
     timings = {"cycle": att.cycle_seconds, **(att.timings or {})}
     stages = {**base.stages, **(att.stages or {})}
     return replace(base, outcome=att.outcome, message=att.message, stages=stages, timings=timings)
+
+
+def summarize(
+    att: Attempt,
+    top: int = DEFAULT_TOP_NODES,
+    filtered_limit: int = DEFAULT_FILTERED_LIMIT,
+    examples: int = DEFAULT_EXAMPLES,
+) -> None:
+    """Keep the small cycle part of ``att`` beside its references (idempotent). Cheapest right
+    after the cycle, while its arrays are still in the CPU's cache."""
+    if att.compacted is not None or att.fw is None:
+        return
+    kept = Compacted()
+    kept.base = _cycle_decision(att, top, filtered_limit, examples, kept)
+    kept.base.compact = True
+    att.compacted = kept
 
 
 def compact(
@@ -268,11 +303,7 @@ def compact(
     examples: int = DEFAULT_EXAMPLES,
 ) -> None:
     """Keep the small cycle part of ``att`` and let its references go (idempotent)."""
-    if att.decision is not None:
-        return
-    d = _cycle_decision(att, top, filtered_limit, examples)
-    d.compact = True
-    att.decision = d
+    summarize(att, top, filtered_limit, examples)
     release(att)
 
 
@@ -285,7 +316,24 @@ def release(att: Attempt) -> None:
     att.weight = 0
 
 
-def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) -> Decision:
+class Compacted:
+    """A compacted attempt's cycle part: the Decision without its score rows, and the rows as
+    their node names and one integer matrix (see the module docstring)."""
+
+    __slots__ = ("base", "matrix", "names")
+
+    base: Decision  # set by compact(), right after _cycle_decision filled the rows
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.matrix: np.ndarray | None = None
+
+
+def _cycle_decision(
+    att: Attempt, top: int, filtered_limit: int, examples: int, kept: Compacted | None = None
+) -> Decision:
+    """The cycle part of ``att``'s Decision; with ``kept``, the score rows go there as a matrix
+    and the Decision has none."""
     pod, fw = att.pod, att.fw
     nodes = att.nodes or []
     d = Decision(pod.key, pod.uid, fw.profile_name if fw is not None else "", att.number, att.at,
@@ -325,7 +373,11 @@ def _cycle_decision(att: Attempt, top: int, filtered_limit: int, examples: int) 
                 d.weights.append(ext.weight)
                 d.extenders.append(ext.name)
         d.scored = len(sc.idx)
-        d.scores = _score_rows(sc.idx, raw, final, sc.totals, nodes, res.winner, top)
+        names, matrix = _top_rows(sc.idx, raw, final, sc.totals, nodes, res.winner, top)
+        if kept is not None:
+            kept.names, kept.matrix = names, matrix
+        else:
+            d.scores = _rows(names, matrix, len(raw))
     if res is not None and st is not None and fw is not None:
         # Chosen, then refused in the scheduling cycle: Reserve or Permit, told by the plugin.
         inner = next(iter(fe.diagnosis.node_to_status.statuses.values()), st) if fe is not None else st
@@ -351,12 +403,13 @@ def _points(fw: Framework) -> dict[str, list[str]]:
     return pts
 
 
-def _score_rows(
+def _top_rows(
     idx: np.ndarray, raw: list[np.ndarray], final: list[np.ndarray], totals: np.ndarray,
     nodes: list[NodeInfo], winner: int, top: int,
-) -> list[ScoreRow]:
+) -> tuple[list[str], np.ndarray]:
     """The ``top`` best rows, best first, ties in snapshot order (as simulate's table), the chosen
-    node always among them. Whole-array numpy work and ``tolist``: no per-element indexing."""
+    node always among them: their node names and a matrix with, per row, the total, then each
+    column's raw score, then each column's weighted score. Whole-array numpy work only."""
     n = len(totals)
     if n > SORT_ALL_BELOW:
         # The top-th best total: every node above it is kept, then the first nodes at it (ties
@@ -371,10 +424,19 @@ def _score_rows(
         # Tied with more nodes than are kept: the chosen one is added after them.
         picked = np.append(picked, winner)
     names = [nodes[i].name for i in idx[picked].tolist()]
-    rows_raw = zip(*(r[picked].tolist() for r in raw)) if raw else iter([()] * len(names))
-    rows_final = zip(*(f[picked].tolist() for f in final)) if final else iter([()] * len(names))
-    return [ScoreRow(name, t, list(r), list(f))
-            for name, t, r, f in zip(names, totals[picked].tolist(), rows_raw, rows_final)]
+    matrix = np.empty((len(picked), 1 + len(raw) + len(final)), dtype=np.int64)
+    matrix[:, 0] = totals[picked]
+    for k, col in enumerate(raw + final, 1):
+        matrix[:, k] = col[picked]
+    return names, matrix
+
+
+def _rows(names: list[str], matrix: np.ndarray | None, columns: int) -> list[ScoreRow]:
+    """``_top_rows``' answer as ScoreRows (``columns`` raw and as many weighted scores each)."""
+    if matrix is None:
+        return []
+    return [ScoreRow(name, row[0], row[1 : 1 + columns], row[1 + columns :])
+            for name, row in zip(names, matrix.tolist())]
 
 
 def _filter_part(

@@ -315,6 +315,9 @@ class PodGroupCycle:
         self.clock = clock
         # scheduler_podgroup_scheduling_algorithm_duration_seconds
         self.on_algorithm_duration = on_algorithm_duration
+        # The scheduling cycle OpportunisticBatching sees (upstream CurrentCycle: the queue's
+        # count of pops, so every pod of a group shares one); offline, the caller's count.
+        self.current_cycle: Callable[[], int] = (lambda: queue.scheduling_cycle) if queue is not None else (lambda: 0)
 
     # -- entry (upstream ScheduleOne's pod-group branch and scheduleOnePodGroup) --------------
     def schedule(self, q: QueuedPodInfo) -> PodGroupOutcome | None:
@@ -433,7 +436,7 @@ class PodGroupCycle:
         state.pod_group_cycle = group_state
         state.skip_all_post_filter = mode is PostFilterMode.WITHOUT
         start = self.clock()
-        out = CycleOutcome(pod, state)
+        out = CycleOutcome(pod, state, signature=q.signature, cycle=self.current_cycle())
         a = PodAttempt(q, state, outcome=out)
         found = run_scheduling_algorithm(fw, self.algorithm, self.snapshot, out)
         a.result = out.result

@@ -193,11 +193,13 @@ def new_framework(
     global_percentage: int = 0,
     observer: DurationObserver | None = None,
     lists: PluginLists | None = None,
+    opportunistic_batching: bool = False,
 ) -> Framework:
     """One profile's framework: its plugins built once each, with their args, in extension-point
     order; ``lists`` when ``check_profiles`` has computed them already. With the
     WorkloadAwarePreemption gate (``handle.features``), DefaultPreemption is the one
-    PodGroupPostFilter plugin, as upstream's NewFramework sets it."""
+    PodGroupPostFilter plugin, as upstream's NewFramework sets it; ``opportunistic_batching``
+    is that gate (build_frameworks reads it from the configuration's gates)."""
     if lists is None:
         lists = plugin_lists(profile, registry)
     plugins: dict[str, Plugin] = {}
@@ -214,6 +216,7 @@ def new_framework(
         percentage_of_nodes_to_score=global_percentage if percentage is None else percentage,
         observer=observer,
         pod_group_post_filter=("DefaultPreemption",) if handle.features.enable_workload_aware_preemption else (),
+        opportunistic_batching=opportunistic_batching,
     )
 
 
@@ -288,6 +291,7 @@ def build_frameworks(
             global_percentage=cfg.percentage_of_nodes_to_score,
             observer=observers(prof.scheduler_name) if observers is not None else None,
             lists=lists,
+            opportunistic_batching=cfg.feature_gates.enabled("OpportunisticBatching"),
         )
     return frameworks
 

@@ -12,10 +12,12 @@ T = TypeVar("T")
 class CycleState:
     __slots__ = (
         "_data",
+        "parallel_pre_bind_plugins",
         "pod_group_cycle",
         "record_plugin_metrics",
         "skip_all_post_filter",
         "skip_filter_plugins",
+        "skip_pre_bind_plugins",
         "skip_score_plugins",
     )
 
@@ -29,6 +31,10 @@ class CycleState:
         self.pod_group_cycle: CycleState | None = None
         # WorkloadAwarePreemption's dry runs skip every PostFilter plugin.
         self.skip_all_post_filter = False
+        # Set by PreBindPreFlight: PreBind plugins with nothing to do, and those that may run
+        # side by side with their neighbours (upstream Set{Skip,Parallel}PreBindPlugins).
+        self.skip_pre_bind_plugins: frozenset[str] = frozenset()
+        self.parallel_pre_bind_plugins: frozenset[str] = frozenset()
 
     def is_pod_group_scheduling_cycle(self) -> bool:
         return self.pod_group_cycle is not None
@@ -60,4 +66,6 @@ class CycleState:
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.pod_group_cycle = self.pod_group_cycle
         c.skip_all_post_filter = self.skip_all_post_filter
+        c.skip_pre_bind_plugins = self.skip_pre_bind_plugins
+        c.parallel_pre_bind_plugins = self.parallel_pre_bind_plugins
         return c

@@ -24,6 +24,7 @@ from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.extender import Extender
 from scheduler.framework.informers import InformerFactory
 from scheduler.framework.metrics import NOOP, MetricsRecorder
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Status
 from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
 from scheduler.model.node import NodeInfo
@@ -54,6 +55,7 @@ class QueuedPodInfo:
         "pending_plugins",
         "pod",
         "seq",
+        "signature",
         "timestamp",
         "unschedulable_count",
         "unschedulable_plugins",
@@ -77,6 +79,9 @@ class QueuedPodInfo:
         # Moved out of unschedulable by the leftover flush since its last failed attempt
         # (upstream WasFlushedFromUnschedulable: scheduler_pod_scheduled_after_flush_total).
         self.flushed = False
+        # OpportunisticBatching's pod signature (upstream PodSignature): set by the queue when
+        # the pod enters it or is updated there; None = not batchable.
+        self.signature: bytes | None = None
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key} attempts={self.attempts})"
@@ -408,6 +413,15 @@ class FilterPlugin(Plugin):
         """Optional: a bool mask over ``snapshot.node_infos[idx]`` (True = passes), or None."""
         return None
 
+    def filter_batch_statuses(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> Sequence[Status | None] | None:
+        """Optional, beside ``filter_batch``: what ``filter`` returns for each node of
+        ``snapshot.node_infos[idx]``, nodes ``filter_batch`` rejected, in one call (a plugin
+        that rejects most nodes would otherwise be asked again node by node), or None. The
+        same Status object may stand for many nodes."""
+        return None
+
 
 class PostFilterPlugin(Plugin):
     def post_filter(
@@ -490,6 +504,12 @@ class PreBindPlugin(Plugin):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         raise NotImplementedError
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[bool, Status | None]:
+        """Whether PreBind will do anything for the pod on the node (upstream PreBindPreFlight):
+        (AllowParallel, status), the status None (it will), SKIP (it will not) or an Error. The
+        default says it will, alone."""
+        return False, None
+
 
 class BindPlugin(Plugin):
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
@@ -506,6 +526,17 @@ class EnqueueExtensions:
     """Mixin: the cluster events that may make a pod this plugin rejected schedulable."""
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        raise NotImplementedError
+
+
+class SignPlugin(Plugin):
+    """For a PreFilter, Filter, PreScore or Score plugin that can sign pods for
+    OpportunisticBatching (upstream fwk.SignPlugin; scheduler.framework.signers). When one such
+    plugin of a profile is not a SignPlugin, that profile signs no pod."""
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """The pod's fragments; a Status (Unschedulable: refused, Error: failed) makes the pod
+        unsignable."""
         raise NotImplementedError
 
 

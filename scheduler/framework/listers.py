@@ -15,7 +15,14 @@ from typing import Any
 
 from scheduler.framework.informers import InformerFactory
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
-from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, add_allocated
+from scheduler.model.dra import (
+    DeviceClass,
+    ExtendedResourceCache,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    add_allocated,
+)
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.podgroup import PodGroup
@@ -161,7 +168,17 @@ class DraStore:
     an assume cache (claims as the scheduler last wrote them, until the watch catches up) and
     in-flight allocations (made in Reserve, not yet written in PreBind)."""
 
-    __slots__ = ("assumed", "claims", "classes", "in_flight", "slices", "templates", "version")
+    __slots__ = (
+        "assumed",
+        "claims",
+        "classes",
+        "extended",
+        "extended_claims",
+        "in_flight",
+        "slices",
+        "templates",
+        "version",
+    )
 
     def __init__(self) -> None:
         self.claims: dict[str, ResourceClaim] = {}  # namespace/name, informer version
@@ -170,6 +187,11 @@ class DraStore:
         self.templates: dict[str, ResourceClaimTemplate] = {}
         self.classes: dict[str, DeviceClass] = {}
         self.slices: dict[str, ResourceSlice] = {}
+        # Extended resource name -> DeviceClass (DRAExtendedResource), kept with the classes.
+        self.extended = ExtendedResourceCache()
+        # Keys of the claims made for pods' extended resources, by owning pod uid (so finding a
+        # pod's claim does not scan every claim).
+        self.extended_claims: dict[str, set[str]] = {}
         self.version = 0
 
     # -- events ------------------------------------------------------------------------------
@@ -177,6 +199,11 @@ class DraStore:
         try:
             if kind == "ResourceClaim":
                 c = ResourceClaim(raw)
+                old = self.claims.get(c.key)
+                if old is not None and old.is_extended_resource_claim():
+                    self._unindex(old)
+                if c.is_extended_resource_claim():
+                    self.extended_claims.setdefault(c.controller_uid, set()).add(c.key)
                 self.claims[c.key] = c
                 a = self.assumed.get(c.key)
                 # The assume cache keeps the scheduler's write until the watch shows it (or newer).
@@ -188,6 +215,7 @@ class DraStore:
                 self.templates[obj.key] = obj
             elif kind == "DeviceClass":
                 obj = DeviceClass(raw)
+                self.extended.on_update(self.classes.get(obj.name), obj)
                 self.classes[obj.name] = obj
             elif kind == "ResourceSlice":
                 obj = ResourceSlice(raw)
@@ -225,9 +253,30 @@ class DraStore:
             self.version += 1
             if kind == "ResourceClaim":
                 self.assumed.pop(key, None)
-            return self._table(kind).pop(key, None), None
+            gone = self._table(kind).pop(key, None)
+            if isinstance(gone, DeviceClass):
+                self.extended.on_delete(gone)
+            elif isinstance(gone, ResourceClaim) and gone.is_extended_resource_claim():
+                self._unindex(gone)
+            return gone, None
         old = self.get_claim_or_none(*key.split("/", 1)) if kind == "ResourceClaim" else self._table(kind).get(key)
         return old, self.apply(kind, raw)
+
+    def _unindex(self, claim: ResourceClaim) -> None:
+        keys = self.extended_claims.get(claim.controller_uid)
+        if keys is not None:
+            keys.discard(claim.key)
+            if not keys:
+                del self.extended_claims[claim.controller_uid]
+
+    def extended_claim_for(self, pod_name: str, pod_uid: str) -> ResourceClaim | None:
+        """findExtendedResourceClaim: the claim annotated as a pod's extended-resource claim
+        whose controller is that pod (name and uid)."""
+        for key in sorted(self.extended_claims.get(pod_uid, ())):
+            c = self.get_claim_or_none(*key.split("/", 1))
+            if c is not None and c.is_extended_resource_claim() and c.controller_name == pod_name:
+                return c
+        return None
 
     # -- claims (assume cache view) ----------------------------------------------------------
     def get_claim_or_none(self, namespace: str, name: str) -> ResourceClaim | None:

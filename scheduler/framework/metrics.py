@@ -31,13 +31,17 @@ class MetricsRecorder:
         """One plugin ran at ``point`` ``count`` times (once per node for a batch form) in
         ``seconds`` all told, each ending in ``status``."""
 
-    def batch_hint(self, profile: str, seconds: float) -> None:
-        """OpportunisticBatching asked for a node hint and had none (no pod is signed here, so the
-        batch never holds results: upstream's behaviour for pods it cannot sign)."""
+    def batch_hint(self, profile: str, seconds: float, hinted: bool) -> None:
+        """OpportunisticBatching looked for a node hint (scheduler_get_node_hint_duration_seconds)."""
 
-    def batch_stored(self, profile: str, seconds: float, reason: str) -> None:
-        """OpportunisticBatching was handed a cycle's results and kept none: ``reason`` is
-        empty_list (no other feasible node) or pod_not_batchable."""
+    def batch_attempt(self, profile: str, result: str) -> None:
+        """A batching attempt ended: no_hint, hint_used or hint_not_used."""
+
+    def batch_flushed(self, profile: str, reason: str) -> None:
+        """The kept batch was found unusable or dropped, for ``reason``."""
+
+    def batch_stored(self, profile: str, seconds: float) -> None:
+        """A cycle's results were handed to the batch (scheduler_store_schedule_results_duration_seconds)."""
 
     def volume_stage_error(self, operation: str) -> None:
         """VolumeBinding's binder failed at ``operation``: predicate, assume or bind."""
@@ -45,9 +49,13 @@ class MetricsRecorder:
     def resource_claim_created(self, status: str) -> None:
         """DynamicResources created a claim for extended resources: ``status`` success or failure."""
 
-    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float | None) -> None:
-        """An allocation with devices that have binding conditions, per driver and attempt;
-        ``seconds`` is the PreBind wait when it ended (status success, failure, timeout, error)."""
+    def binding_conditions(self, profile: str, driver: str, status: str) -> None:
+        """A device with binding conditions in an allocation PreBind waited for (status success,
+        failed, timeout, error): scheduler_dra_bindingconditions_allocations_total."""
+
+    def binding_conditions_wait(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        """PreBind's wait for binding conditions, once per allocated device of each claim:
+        scheduler_dra_bindingconditions_wait_duration_seconds."""
 
 
 NOOP = MetricsRecorder()

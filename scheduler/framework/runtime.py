@@ -3,6 +3,7 @@ framework/runtime/framework.go; core/profiles.py builds it)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -10,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import structlog
 
 from scheduler.config import PluginRef
+from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint, unroll_wildcard_resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, HostPriority
@@ -42,13 +45,16 @@ from scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
+from scheduler.framework.signers import SCHEDULER_NAME_SIGNER, encode_signature
 from scheduler.framework.status import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     Code,
     Status,
     StatusError,
+    code_string,
     go_quote,
 )
 from scheduler.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod
@@ -57,6 +63,8 @@ from scheduler.model.pod import PodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
+
+log = structlog.get_logger(__name__)
 
 # Observer called as (extension_point, plugin_or_empty, status_code_name, seconds); metrics hook in here.
 DurationObserver = Callable[[str, str, str, float], None]
@@ -141,12 +149,15 @@ class Framework:
         percentage_of_nodes_to_score: int = 0,
         observer: DurationObserver | None = None,
         pod_group_post_filter: Sequence[str] = (),
+        opportunistic_batching: bool = False,
     ) -> None:
         """``plugins`` by name, each built once; ``points`` lists them per extension point (score
         and placementScore entries with their weights). core/profiles.py builds both from a
         profile and has checked every plugin against its points, the queueSort, bind and
         placementGenerate counts and the weights' sums; ``pod_group_post_filter`` names the
-        PodGroupPostFilter plugins (DefaultPreemption, with WorkloadAwarePreemption on)."""
+        PodGroupPostFilter plugins (DefaultPreemption, with WorkloadAwarePreemption on);
+        ``opportunistic_batching`` is that gate (then pods are signed and ``batch`` keeps the
+        last cycle's scored nodes)."""
         self.profile_name = profile_name
         self.handle = handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -179,6 +190,10 @@ class Framework:
         self._filter_has_batch = {
             pl.name: type(pl).filter_batch is not FilterPlugin.filter_batch for pl in self.filter_plugins
         }
+        self._filter_has_statuses = {
+            pl.name: type(pl).filter_batch_statuses is not FilterPlugin.filter_batch_statuses
+            for pl in self.filter_plugins
+        }
         self._score_has_batch = {
             pl.name: type(pl).score_batch is not ScorePlugin.score_batch for pl in self.score_plugins
         }
@@ -193,6 +208,14 @@ class Framework:
         }
         # When True every plugin is run in its per-node reference form (tests compare both).
         self.reference_mode = False
+        # OpportunisticBatching (upstream NewFramework, computeBatchablePlugins).
+        self.batch: OpportunisticBatch | None = None
+        self.signers: list[SignPlugin] = []
+        self.unsigned: list[str] = []  # the plugins that keep this profile from signing
+        self.signatures_enabled = False
+        if opportunistic_batching:
+            self.batch = OpportunisticBatch(self)
+            self._batchable_plugins()
         # Plugins that drive the framework themselves (preemption's dry runs) get it here.
         for pl in self.plugins.values():
             setter = getattr(pl, "set_framework", None)
@@ -246,6 +269,52 @@ class Framework:
             out.append((EXTENDER_NAME, _EveryEvent(self.handle.features.enable_generic_workload)))
         out.extend((name, pl) for name, pl in self.plugins.items() if isinstance(pl, EnqueueExtensions))
         return out
+
+    # -- signatures (OpportunisticBatching) ---------------------------------------------------
+    def _batchable_plugins(self) -> None:
+        """Every PreFilter, Filter, PreScore and Score plugin must sign, and no extender may be
+        configured, for the profile to sign pods (upstream computeBatchablePlugins; the live
+        app logs ``unsigned`` at start, as upstream logs it when building the framework)."""
+        self.signatures_enabled = not self.handle.extenders
+        seen: set[str] = set()
+        for pl in (*self.pre_filter_plugins, *self.filter_plugins, *self.pre_score_plugins, *self.score_plugins):
+            if pl.name in seen:
+                continue
+            seen.add(pl.name)
+            if isinstance(pl, SignPlugin):
+                self.signers.append(pl)
+            else:
+                self.unsigned.append(pl.name)
+                self.signatures_enabled = False
+
+    def sign_pod(self, pod: PodInfo) -> bytes | None:
+        """The pod's signature, None when some plugin cannot sign it (upstream SignPod). Two
+        pods with equal signatures get the same feasibility and scores on the same nodes."""
+        started = time.perf_counter()
+        try:
+            if not self.signatures_enabled:
+                return None
+            fragments: dict[str, Any] = {SCHEDULER_NAME_SIGNER: pod.scheduler_name}
+            for pl in self.signers:
+                t0 = time.perf_counter()
+                try:
+                    r = pl.sign_pod(pod)
+                except Exception as exc:
+                    r = _as_status(exc)
+                st = r if isinstance(r, Status) else None
+                self.handle.metrics.plugin("Sign", pl.name, _status_name(st), time.perf_counter() - t0)
+                if st is not None:
+                    if st.is_success():
+                        continue
+                    if st.code == Code.ERROR:
+                        log.error("sign_pod_failed", pod=pod.key, plugin=pl.name, error=st.message)
+                    return None
+                assert not isinstance(r, Status)
+                fragments.update(r)
+            return encode_signature(fragments)
+        finally:
+            # Upstream observes Success whatever happened (its deferred status is never set).
+            self._observe("Sign", "", None, started)
 
     # -- PreEnqueue --------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
@@ -364,12 +433,14 @@ class Framework:
 
     def filter_chunk(
         self, state: CycleState, pod: PodInfo, snap: Snapshot, cand: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, Status | int]]:
-        """Run Filter over ``cand`` (snapshot positions). Returns the pass mask and, per failing
-        position in ``cand``, either its Status or the index of the plugin that rejected it (the
-        Status is then computed lazily by ``status_for``)."""
+    ) -> tuple[np.ndarray, dict[int, Status], np.ndarray]:
+        """Run Filter over ``cand`` (snapshot positions). Returns the pass mask, the Status of
+        each position a per-node form rejected, and per position the index of the filter
+        plugin whose batch form rejected it (-1: none; its Status is computed when needed, by
+        ``statuses_for``)."""
         alive = np.ones(len(cand), dtype=bool)
-        failures: dict[int, Status | int] = {}
+        failures: dict[int, Status] = {}
+        rejected_by = np.full(len(cand), -1, dtype=np.int32)
         skip = state.skip_filter_plugins
         infos = snap.node_infos
         rec = state.record_plugin_metrics
@@ -399,10 +470,9 @@ class Framework:
                 bad = pos[~mask]
                 if len(bad):
                     alive[bad] = False
-                    for b in bad.tolist():
-                        failures[b] = k
+                    rejected_by[bad] = k
                 if rec:
-                    self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), bad.tolist(), failures)
+                    self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), bad.tolist(), failures, k)
                 continue
             for p, i in zip(pos.tolist(), sub.tolist()):
                 s = self._filter_one(pl, state, pod, infos[i])
@@ -412,7 +482,7 @@ class Framework:
                     alive[p] = False
                     failures[p] = s
             if rec:
-                self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), pos[~alive[pos]].tolist(), failures)
+                self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), pos[~alive[pos]].tolist(), failures, -1)
         nom = self.handle.nominator
         if nom is not None:
             nodes = nom.nominated_nodes()
@@ -424,6 +494,7 @@ class Framework:
                 for p in np.flatnonzero(np.isin(cand, held)).tolist():
                     ni = infos[int(cand[p])]
                     s = self.run_filter_with_nominated_pods(state, pod, ni)
+                    rejected_by[p] = -1
                     if s is None:
                         alive[p] = True
                         failures.pop(p, None)
@@ -432,32 +503,62 @@ class Framework:
                         raise StatusError(s)
                     alive[p] = False
                     failures[p] = s
-        return alive, failures
+        return alive, failures, rejected_by
 
     def _timed_chunk(
         self, pl: FilterPlugin, state: CycleState, pod: PodInfo, infos: Sequence[NodeInfo], cand: np.ndarray,
-        started: float, n: int, bad: list[int], failures: Mapping[int, Status | int],
+        started: float, n: int, bad: list[int], failures: Mapping[int, Status], batch: int,
     ) -> None:
         """A sampled cycle's Filter over ``n`` nodes in one go, as upstream's one observation per
         node: the mean time for each, Success for those that passed, the rejection's code for
-        those that failed (a batch form's code read from its first failure)."""
+        those that failed (``batch``: the plugin index whose batch form rejected ``bad``; its
+        code is read from its first failure)."""
         seconds = time.perf_counter() - started
         per = seconds / n if n else 0.0
         codes: dict[str, int] = {}
-        first: Status | None = None
-        for b in bad:
-            f = failures[b]
-            if not isinstance(f, Status):
-                if first is None:
-                    first = self.status_for(state, pod, infos[int(cand[b])], f)
-                f = first
-            name = _status_name(f)
-            codes[name] = codes.get(name, 0) + 1
+        if batch >= 0:
+            if bad:
+                codes[_status_name(self.status_for(state, pod, infos[int(cand[bad[0]])], batch))] = len(bad)
+        else:
+            for b in bad:
+                name = _status_name(failures[b])
+                codes[name] = codes.get(name, 0) + 1
         m = self.handle.metrics
         if n > len(bad):
             m.plugin("Filter", pl.name, "Success", per * (n - len(bad)), n - len(bad))
         for name, c in codes.items():
             m.plugin("Filter", pl.name, name, per * c, c)
+
+    def statuses_for(
+        self, state: CycleState, pod: PodInfo, infos: Sequence[NodeInfo], plugin: int, idx: np.ndarray
+    ) -> list[Status]:
+        """The statuses of the nodes ``infos[idx]`` that filter plugin ``plugin``'s batch form
+        rejected: from its batch statuses when it has them (one Status per distinct answer,
+        shared by its nodes), else node by node."""
+        pl = self.filter_plugins[plugin]
+        raw = None
+        if self._filter_has_statuses[pl.name] and not self.reference_mode:
+            raw = pl.filter_batch_statuses(state, pod, self.handle.snapshot, idx)
+        if raw is None:
+            return [self.status_for(state, pod, infos[i], plugin) for i in idx.tolist()]
+        out: list[Status] = []
+        seen: dict[int, Status] = {}
+        for i, s in zip(idx.tolist(), raw):
+            t = seen.get(id(s))
+            if t is None:
+                t = seen[id(s)] = self._as_filter_status(pl, s, infos[i])
+            out.append(t)
+        return out
+
+    def _as_filter_status(self, pl: FilterPlugin, s: Status | None, node: NodeInfo) -> Status:
+        if s is None or s.code == Code.SUCCESS:
+            # The batch form rejected a node its per-node form accepts: a plugin bug, said loudly.
+            return Status(
+                Code.ERROR, f"plugin {go_quote(pl.name)}: batch filter disagrees with filter on node {node.name}"
+            )
+        if not s.is_rejected():
+            return Status(Code.ERROR, f"running {go_quote(pl.name)} filter plugin: {s.message}", plugin=pl.name)
+        return s.with_plugin(pl.name)
 
     def status_for(self, state: CycleState, pod: PodInfo, node: NodeInfo, failure: Status | int) -> Status:
         if isinstance(failure, Status):
@@ -860,23 +961,100 @@ class Framework:
         return out
 
     # -- binding cycle -----------------------------------------------------------------------
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        """RunPreBindPreFlights: None when some PreBind plugin has work for the pod, SKIP when
+        none has, an Error when one failed or answered what PreBindPreFlight may not. Records in
+        ``state`` which plugins PreBind skips and which may run in parallel."""
+        started = time.perf_counter()
+        skip: set[str] = set()
+        parallel: set[str] = set()
+        out: Status | None = Status(Code.SKIP)
+        for pl in self.pre_bind_plugins:
+            try:
+                allow_parallel, s = pl.pre_bind_pre_flight(state, pod, node)
+            except Exception as exc:
+                allow_parallel, s = False, _as_status(exc)
+            if allow_parallel:
+                parallel.add(pl.name)
+            if s is None or s.is_success():
+                out = None
+            elif s.code == Code.SKIP:
+                skip.add(pl.name)
+            elif s.code == Code.ERROR:
+                out = Status(Code.ERROR, f"running PreBindPreFlight {go_quote(pl.name)}: {s.message}", err=s.err)
+                break
+            else:
+                out = Status(
+                    Code.ERROR,
+                    f"PreBindPreFlight {pl.name} returned {go_quote(code_string(s.code))}, which is unsupported. "
+                    "It is supposed to return Success, Skip, or Error status",
+                )
+                break
+        else:
+            state.skip_pre_bind_plugins = frozenset(skip)
+            state.parallel_pre_bind_plugins = frozenset(parallel)
+        self._observe("PreBindPreFlight", "", out, started)
+        return out
+
+    def _pre_bind_groups(self, state: CycleState) -> list[list[PreBindPlugin]]:
+        """getPreBindPluginGroups: neighbours that allow it run together; skipped ones not at all."""
+        groups: list[list[PreBindPlugin]] = []
+        group: list[PreBindPlugin] = []
+        for pl in self.pre_bind_plugins:
+            if pl.name in state.parallel_pre_bind_plugins:
+                if pl.name not in state.skip_pre_bind_plugins:
+                    group.append(pl)
+                continue
+            if group:
+                groups.append(group)
+                group = []
+            if pl.name not in state.skip_pre_bind_plugins:
+                groups.append([pl])
+        if group:
+            groups.append(group)
+        return groups
+
+    async def _run_one_pre_bind(self, pl: PreBindPlugin, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        t0 = time.perf_counter() if state.record_plugin_metrics else 0.0
+        try:
+            s = await pl.pre_bind(state, pod, node)
+        except Exception as exc:
+            s = _as_status(exc)
+        if state.record_plugin_metrics:
+            self._timed("PreBind", pl.name, s, t0)
+        if s is not None and not s.is_success() and s.code != Code.SKIP:
+            return _failed("PreBind", pl.name, s)
+        return None
+
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
         started = time.perf_counter()
-        rec = state.record_plugin_metrics
         out: Status | None = None
-        for pl in self.pre_bind_plugins:
-            t0 = time.perf_counter() if rec else 0.0
-            try:
-                s = await pl.pre_bind(state, pod, node)
-            except Exception as exc:
-                s = _as_status(exc)
-            if rec:
-                self._timed("PreBind", pl.name, s, t0)
-            if s is not None and not s.is_success() and s.code != Code.SKIP:
-                out = _failed("PreBind", pl.name, s)
+        for group in self._pre_bind_groups(state):
+            if len(group) == 1:
+                out = await self._run_one_pre_bind(group[0], state, pod, node)
+            else:
+                out = await self._run_pre_bind_group(group, state, pod, node)
+            if out is not None:
                 break
         self._observe("PreBind", "", out, started)
         return out
+
+    async def _run_pre_bind_group(
+        self, group: list[PreBindPlugin], state: CycleState, pod: PodInfo, node: str
+    ) -> Status | None:
+        """Plugins side by side; the first failure cancels the others and is the result."""
+        tasks = [asyncio.ensure_future(self._run_one_pre_bind(pl, state, pod, node)) for pl in group]
+        try:
+            for fut in asyncio.as_completed(tasks):
+                s = await fut
+                if s is not None:
+                    return s
+            return None
+        finally:
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
         started = time.perf_counter()

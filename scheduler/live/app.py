@@ -148,7 +148,7 @@ class App:
             fence=self.elector,
         )
         # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.
-        self.volume_api = KubeVolumeAPI(self.api_client, self.binder.limiter, self.executor)
+        self.volume_api = KubeVolumeAPI(KubeCoreAPI(self.api_client), self.binder.limiter, self.executor)
         # Events from the loop, preemption and plugins (Handle.event_recorder) share one recorder.
         self.recorder = Recorder(self.binder.events_api, self.binder.events,
                                  on_drop=lambda reason: metrics.events_dropped.labels(reason).inc())
@@ -161,6 +161,11 @@ class App:
                                       client_set=self.api_client, events=self.recorder, extenders=extenders)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
+        for fw in frameworks.values():
+            if fw.batch is not None and not fw.signatures_enabled:
+                # Upstream says so when it builds the framework (computeBatchablePlugins).
+                log.info("signatures_disabled", profile=fw.profile_name,
+                         reason="extenders configured" if fw.extenders else "plugins do not sign", plugins=fw.unsigned)
         # GenericWorkload: the cache keeps pod-group states, the queue retries group pods after
         # backoff, PodGroups are watched (upstream starts their informer only then).
         generic_workload = cfg.feature_gates.enabled("GenericWorkload")
@@ -183,7 +188,8 @@ class App:
                                        on_final=self.annotator.submit if self.annotator is not None else None)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
                                    Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder,
-                                   decisions=self.decisions)
+                                   decisions=self.decisions,
+                                   nominate_for_expectation=cfg.feature_gates.enabled("NominatedNodeNameForExpectation"))
         # DefaultPreemption: the queue's nominator and the API side of preemption.
         self.preemption = LivePreemption(
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
@@ -658,6 +664,8 @@ def main(args: argparse.Namespace) -> int:
         with long_lived_objects():
             metrics = Metrics()
             metrics.feature_gates(gates)
+            if server is not None:
+                server.attach_metrics(metrics.auth)
             app = App(cfg, registry, metrics, creds, server, getattr(args, "flagz", None), extenders,
                       records_from_args(args))
     except FrameworkError as exc:

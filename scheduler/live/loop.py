@@ -115,8 +115,12 @@ class Scheduler(EventHandlers):
         clock: Callable[[], float] = time.monotonic,
         recorder: Recorder | None = None,
         decisions: DecisionStore | None = None,
+        nominate_for_expectation: bool = True,
     ) -> None:
         self.metrics = metrics or Metrics()
+        # The NominatedNodeNameForExpectation gate (beta, on in v1.36.3; upstream reads it once
+        # when the scheduler is built).
+        self.nominate_for_expectation = nominate_for_expectation
         # Each pod's latest attempts, for `explain` and the page (references, kept bounded).
         self.decisions = decisions if decisions is not None else DecisionStore()
         recorder = recorder or Recorder(binder.events_api, binder.events, on_drop=self._event_dropped)
@@ -225,7 +229,8 @@ class Scheduler(EventHandlers):
             return
         self.cycles += 1
         start = time.perf_counter()
-        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
+        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod, q.signature,
+                               self.queue.scheduling_cycle)
         elapsed = time.perf_counter() - start
         self.metrics.scheduling_algorithm_duration.observe(elapsed)
         self.decisions.record(pod, fw, out, self.snapshot.node_infos, q.attempts, start, elapsed)
@@ -349,11 +354,19 @@ class Scheduler(EventHandlers):
         timings: dict[str, float] = {}  # the decision record's
         try:
             wp = fw.get_waiting_pod(uid)
-            if wp is not None:
+            if self.nominate_for_expectation:
+                # PreBindPreFlight: a PreBind with work to do (claims to write, devices to wait
+                # for) or a wait at Permit is announced with status.nominatedNodeName first.
+                pre_flight = fw.run_pre_bind_pre_flights(state, assumed, node)
+                if pre_flight is not None and pre_flight.code != Code.SKIP:
+                    s = pre_flight
+                    self.decisions.stage(uid, "PreBindPreFlight", s)
+                elif pre_flight is None or wp is not None:
+                    await self._nominate_while_waiting(assumed, node)
+            if s is None and wp is not None:
                 # Upstream WaitOnPermit: the pod stays in flight (events are recorded for it)
                 # and assumed until every waiting plugin allows it, one rejects it or time runs out.
                 log.info("pod_waiting_on_permit", pod=assumed.key, node=node, plugins=sorted(wp.get_pending_plugins()))
-                await self._nominate_while_waiting(assumed, node)
                 began = time.perf_counter()
                 task = asyncio.current_task()
                 assert task is not None  # this coroutine runs as its own task
@@ -455,9 +468,10 @@ class Scheduler(EventHandlers):
         return await asyncio.to_thread(extenders_binding, fw.extenders, pod, node)
 
     async def _nominate_while_waiting(self, pod: PodInfo, node: str) -> None:
-        """NominatedNodeNameForExpectation (beta, on in v1.36.3): a pod about to wait at Permit
-        gets status.nominatedNodeName, so autoscalers and others see where it is going. Not
-        critical: a failure is logged and the binding cycle goes on (upstream bindingCycle)."""
+        """NominatedNodeNameForExpectation (beta, on in v1.36.3; the caller reads the gate): a pod
+        about to wait at Permit or with PreBind work to do gets status.nominatedNodeName, so
+        autoscalers and others see where it is going. Not critical: a failure is logged and the
+        binding cycle goes on (upstream bindingCycle)."""
         if pod.nominated_node_name == node:
             return
         try:

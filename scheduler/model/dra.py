@@ -6,6 +6,7 @@ pod names its claims. The store that holds them is scheduler.framework.listers.D
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
@@ -15,6 +16,11 @@ from scheduler.model.quantity import Quantity, parse
 from scheduler.model.taints import toleration_matches
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
+# resourceapi.ExtendedResourceClaimAnnotation: marks the claim the scheduler creates for a pod's
+# extended resources backed by DRA (DRAExtendedResource).
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+# resourceapi.ResourceDeviceClassPrefix: the implicit extended resource name of every DeviceClass.
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 # resourceapi.FirstAvailableDeviceRequestMaxSize and AllocationResultsMaxSize.
 FIRST_AVAILABLE_MAX = 8
 ALLOCATION_RESULTS_MAX = 32
@@ -209,15 +215,98 @@ class ResourceSlice:
             }
 
 
+# What Go's time.Time{}.UnixNano() gives for a missing creationTimestamp (the zero time
+# overflows int64 nanoseconds): every class without one compares equal to the others.
+_ZERO_TIME_NANOS = -6795364578871345152
+
+
+def _unix_nanos(value: Any) -> int:
+    if not value:
+        return _ZERO_TIME_NANOS
+    try:
+        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return _ZERO_TIME_NANOS
+    return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+
+
 class DeviceClass:
-    __slots__ = ("config", "name", "raw", "selectors")
+    __slots__ = ("config", "created", "extended_resource_name", "name", "raw", "selectors")
 
     def __init__(self, raw: Raw) -> None:
         self.raw = raw
-        self.name = str(metadata(raw).get("name") or "")
+        meta = metadata(raw)
+        self.name = str(meta.get("name") or "")
+        self.created = _unix_nanos(meta.get("creationTimestamp"))
         spec = as_map(raw.get("spec"))
         self.selectors = _selectors(spec.get("selectors"))
         self.config = [dict(c) for c in as_list(spec.get("config"))]
+        ern = spec.get("extendedResourceName")
+        self.extended_resource_name: str | None = str(ern) if ern is not None else None
+
+
+class ExtendedResourceCache:
+    """Which DeviceClass backs an extended resource name (upstream extendedresourcecache,
+    fed by the DeviceClass informer): ``spec.extendedResourceName`` and the implicit
+    ``deviceclass.resource.kubernetes.io/<class>``. When two classes claim one name the newer
+    class wins, the lower name on a tie; as upstream, a class whose name is taken by a winner is
+    not recorded at all (not even its implicit name), and deleting or renaming the winner leaves
+    the name unmapped until another class event."""
+
+    __slots__ = ("_by_class", "_by_resource")
+
+    def __init__(self) -> None:
+        self._by_resource: dict[str, DeviceClass] = {}
+        self._by_class: dict[str, str] = {}
+
+    def get_device_class(self, resource_name: str) -> DeviceClass | None:
+        return self._by_resource.get(resource_name)
+
+    def get_extended_resource(self, class_name: str) -> str:
+        return self._by_class.get(class_name, "")
+
+    def __bool__(self) -> bool:
+        return bool(self._by_resource)
+
+    def on_add(self, cls: DeviceClass) -> None:
+        self.on_update(None, cls)
+
+    def on_update(self, old: DeviceClass | None, new: DeviceClass) -> None:
+        self._update_resources(new, old)
+        if new.extended_resource_name is None:
+            self._by_class.pop(new.name, None)
+        else:
+            self._by_class[new.name] = new.extended_resource_name
+
+    def on_delete(self, cls: DeviceClass) -> None:
+        self._by_resource.pop(DEVICE_CLASS_PREFIX + cls.name, None)
+        if cls.extended_resource_name is not None:
+            self._by_resource.pop(cls.extended_resource_name, None)
+        self._by_class.pop(cls.name, None)
+
+    def _update_resources(self, new: DeviceClass, old: DeviceClass | None) -> None:
+        ern = new.extended_resource_name
+        holder = self._by_resource.get(ern) if ern is not None else None
+        if holder is not None:
+            if new.created < holder.created:
+                return  # the current holder is newer
+            if new.created == holder.created and new.name >= holder.name:
+                return
+        if old is not None:
+            self._by_resource.pop(DEVICE_CLASS_PREFIX + old.name, None)
+            if old.extended_resource_name is not None:
+                self._by_resource.pop(old.extended_resource_name, None)
+        if ern is not None:
+            self._by_resource[ern] = new
+        self._by_resource[DEVICE_CLASS_PREFIX + new.name] = new
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """schedutil.IsDRAExtendedResourceName: an extended resource name, or a DeviceClass's
+    implicit one."""
+    return ("/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")) or name.startswith(
+        DEVICE_CLASS_PREFIX
+    )
 
 
 def _selectors(raw: Any) -> list[str | None]:
@@ -306,8 +395,10 @@ class Constraint:
 class ResourceClaim:
     __slots__ = (
         "allocation",
+        "annotations",
         "config",
         "constraints",
+        "controller_name",
         "controller_uid",
         "deleting",
         "finalizers",
@@ -334,10 +425,13 @@ class ResourceClaim:
         self.resource_version = str(meta.get("resourceVersion") or "")
         self.deleting = meta.get("deletionTimestamp") is not None
         self.finalizers = [str(f) for f in as_list(meta.get("finalizers"))]
+        self.annotations = {str(k): str(v) for k, v in as_map(meta.get("annotations")).items()}
         self.controller_uid = ""
+        self.controller_name = ""
         for ref in as_list(meta.get("ownerReferences")):
             if isinstance(ref, Mapping) and ref.get("controller"):
                 self.controller_uid = str(ref.get("uid") or "")
+                self.controller_name = str(ref.get("name") or "")
                 break
         devices = as_map(as_map(raw.get("spec")).get("devices"))
         self.requests = [DeviceRequest(r) for r in as_list(devices.get("requests")) if isinstance(r, Mapping)]
@@ -349,6 +443,10 @@ class ResourceClaim:
         self.reserved_for: list[dict[str, Any]] = [
             dict(r) for r in as_list(status.get("reservedFor")) if isinstance(r, Mapping)
         ]
+
+    def is_extended_resource_claim(self) -> bool:
+        """Created by the scheduler for a pod's extended resources (DRAExtendedResource)."""
+        return self.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
 
     def is_reserved_for(self, pod_uid: str) -> bool:
         return any(str(r.get("uid") or "") == pod_uid for r in self.reserved_for)

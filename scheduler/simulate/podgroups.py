@@ -1,6 +1,7 @@
-"""Pod groups in ``simulate`` (GenericWorkload gate): each group is tried once, as the live
-scheduler's first pod-group cycle for it would, and every pod's outcome plus the group's
-(its PodGroupScheduled condition) is reported.
+"""Pod groups in ``simulate`` (GenericWorkload gate): each group gets the live scheduler's
+pod-group cycles, the first and, while one ends waiting on its PodGroup preemption, the next
+(the victims are gone at once here); every cycle's pod outcomes plus the group's (its
+PodGroupScheduled condition) are reported.
 
 The cycle is the live one (core/podgroup.py). A pod the group keeps goes through the simulator's
 own Permit handling: bound at once, or held at Permit (GangScheduling holds the first pods of a
@@ -28,6 +29,7 @@ class GroupRun:
     outcome: PodGroupOutcome | None = None
     pods: list[CycleOutcome] = field(default_factory=list)
     victims: list[str] = field(default_factory=list)  # pods evicted by PodGroup preemption
+    cycle: int = 1  # the group's how-manieth cycle
 
 
 class SimGroupHooks:

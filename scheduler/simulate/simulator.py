@@ -35,7 +35,7 @@ from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import CycleOutcome, activate_pods, binding_rejection, scheduling_cycle
 from scheduler.core.decision import from_outcome
-from scheduler.core.podgroup import PodGroupCycle, QueuedPodGroup, next_conditions
+from scheduler.core.podgroup import WAITING_ON_PREEMPTION, PodGroupCycle, QueuedPodGroup, next_conditions
 from scheduler.core.profiles import FrameworkError, build_frameworks
 from scheduler.core.report import render
 from scheduler.extender import build_extenders
@@ -164,6 +164,8 @@ def build_cluster(docs: list[dict[str, Any]]) -> Cluster:
 
 
 # Built-in classes the API server creates (scheduling/v1 SystemPriorityClasses).
+# A group's cycles in one run: the first and those after its PodGroup preemptions.
+MAX_GROUP_CYCLES = 3
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
@@ -312,10 +314,16 @@ class Simulator:
         )
         for f in self.frameworks.values():
             f.handle.pod_group_manager = self.cache.pod_group_state_lister()
+            if f.batch is not None:
+                # Cycles take no time here: a kept batch never expires, so a run is reproducible.
+                f.batch.clock = lambda: 0.0
+        # Scheduling cycles so far (the queue's pop count upstream; OpportunisticBatching reads it).
+        self.cycles = 0
         self.group_hooks = SimGroupHooks(self._park_or_bind, self._set_condition)
         self.group_cycle = PodGroupCycle(
             self.frameworks, self.algorithm, self.cache, self.snapshot, None, self.group_hooks
         )
+        self.group_cycle.current_cycle = lambda: self.cycles
         preemption.waiting_pods = next(iter(self.frameworks.values())).handle.waiting_pods
         # Kinds the plugins' informers asked for: the file's objects of those kinds go there.
         self.ignored_kinds = {str(d["kind"]) for d in cluster.others if not self.listers.informers.offer(d)}
@@ -348,7 +356,9 @@ class Simulator:
             if held is not None:
                 self.gated.append((pod, held.message))
                 continue
-            self.pending.append(QueuedPodInfo(pod, pod.creation_ts, seq))
+            q = QueuedPodInfo(pod, pod.creation_ts, seq)
+            q.signature = fw.sign_pod(pod) if fw.batch is not None else None
+            self.pending.append(q)
         # One queue order for all profiles (config validation makes their QueueSort equal).
         first = next(iter(self.frameworks.values()))
         self.pending = sort_queued(self.pending, first.queue_sort)
@@ -378,22 +388,14 @@ class Simulator:
             group = q.pod.pod_group_key if self.generic_workload else None
             if group is not None:
                 if group in tried:
-                    continue  # one cycle per group: the live scheduler's first
+                    continue  # the group's cycles ran when its first pod came up
                 tried.add(group)
                 self.current = q.pod
-                members = [p for p in self.pending if p.pod.pod_group_key == group]
-                run = self.attempt_group(members)
-                # Waits the group's own pods ended (GangScheduling allowing them at quorum).
-                ended = list(self._ended_waits())
-                uids = {p.pod.uid for p in members}
-                run.pods.extend(o for o in ended if o.pod.uid in uids)
-                yield from run.pods
-                yield from (o for o in ended if o.pod.uid not in uids)
-                yield run
+                yield from self._group_cycles([p for p in self.pending if p.pod.pod_group_key == group])
                 continue
             q.attempts += 1
             self.current = q.pod
-            out = self.attempt(q.pod)
+            out = self.attempt(q.pod, q.signature)
             if out is not None:
                 yield self._settled(q, out)
                 pf = out.post_filter
@@ -403,7 +405,7 @@ class Simulator:
                     retry = copy.copy(q.pod)
                     retry.nominated_node_name = pf.nominated_node_name
                     q.attempts += 1
-                    again = self.attempt(retry)
+                    again = self.attempt(retry, q.signature)
                     if again is not None:
                         yield self._settled(q, again)
             yield from self._ended_waits()
@@ -415,6 +417,40 @@ class Simulator:
                 yield from self._ended_waits()
         self.current = None
 
+    def _group_cycles(self, members: list[QueuedPodInfo]) -> Iterator[CycleOutcome | GroupRun]:
+        """One group's cycles, each reported pod by pod and then as a ``GroupRun``: the first,
+        and, while a cycle ends waiting on its PodGroup preemption (the victims are gone at
+        once here), another for the pods it did not place, each on its nominated node first,
+        as the live scheduler's next cycle for the group would (up to MAX_GROUP_CYCLES)."""
+        for cycle in range(1, MAX_GROUP_CYCLES + 1):
+            run = self.attempt_group(members)
+            run.cycle = cycle
+            # Waits the group's own pods ended (GangScheduling allowing them at quorum).
+            ended = list(self._ended_waits())
+            uids = {p.pod.uid for p in members}
+            run.pods.extend(o for o in ended if o.pod.uid in uids)
+            yield from run.pods
+            yield from (o for o in ended if o.pod.uid not in uids)
+            yield run
+            if run.outcome is None or run.outcome.result != WAITING_ON_PREEMPTION:
+                return
+            outcomes = {o.pod.uid: o for o in run.pods}
+            members = [self._retry(m, outcomes[m.pod.uid]) for m in members
+                       if m.pod.uid in outcomes and outcomes[m.pod.uid].node is None
+                       and self.waiting_attempt(m.pod.uid) is None]
+            if not members:
+                return
+
+    @staticmethod
+    def _retry(q: QueuedPodInfo, out: CycleOutcome) -> QueuedPodInfo:
+        """``q`` for its group's next cycle, nominated where its last attempt said."""
+        mode, node = out.nominating
+        again = copy.copy(q)
+        if mode == "override" and node != q.pod.nominated_node_name:
+            again.pod = copy.copy(q.pod)
+            again.pod.nominated_node_name = node
+        return again
+
     def _settled(self, q: QueuedPodInfo, out: CycleOutcome) -> CycleOutcome:
         if out.node is None:
             self._failed[q.pod.uid] = q
@@ -422,10 +458,12 @@ class Simulator:
             self._failed.pop(q.pod.uid, None)
         return out
 
-    def attempt(self, pod: PodInfo) -> CycleOutcome | None:
-        """One scheduling cycle and, unless the pod waits at Permit (None), its binding cycle."""
+    def attempt(self, pod: PodInfo, signature: bytes | None = None) -> CycleOutcome | None:
+        """One scheduling cycle and, unless the pod waits at Permit (None), its binding cycle;
+        ``signature`` is the queued pod's (OpportunisticBatching)."""
         fw = self.frameworks[pod.scheduler_name]
-        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod)
+        self.cycles += 1
+        out = scheduling_cycle(fw, self.algorithm, self.cache, self.snapshot, pod, signature, self.cycles)
         if out.assumed is None:
             return out
         return self._park_or_bind(fw, out)
@@ -434,6 +472,7 @@ class Simulator:
         """One pod-group cycle for ``queued`` (one group's pending pods, in queue order)."""
         for q in queued:
             q.attempts += 1
+        self.cycles += len(queued)  # each member is popped upstream
         first = queued[0].pod
         group = QueuedPodGroup(PodGroupInfo(first.namespace, first.scheduling_group or ""), [])
         group.set_queued(list(queued))
@@ -584,12 +623,16 @@ def attempt_record(sim: Simulator, out: CycleOutcome) -> dict[str, Any]:
 
 def claim_allocations(sim: Simulator, pod: PodInfo) -> dict[str, Any]:
     """The placed pod's ResourceClaims as DynamicResources left them: claim name -> the
-    allocated devices (request, driver, pool, device)."""
+    allocated devices (request, driver, pool, device); the claim it created for the pod's
+    extended resources (DRAExtendedResource) last."""
     out: dict[str, Any] = {}
-    for ref in pod_claim_refs(pod.raw):
-        if isinstance(ref, str) or ref.claim_name is None:
-            continue
-        c = sim.listers.dra.get_claim_or_none(pod.namespace, ref.claim_name)
+    claims = [
+        sim.listers.dra.get_claim_or_none(pod.namespace, ref.claim_name)
+        for ref in pod_claim_refs(pod.raw)
+        if not isinstance(ref, str) and ref.claim_name is not None
+    ]
+    claims.append(sim.listers.dra.extended_claim_for(pod.name, pod.uid))
+    for c in claims:
         if c is None or c.allocation is None:
             continue
         out[c.key] = [
@@ -615,6 +658,8 @@ def group_record(run: GroupRun) -> dict[str, Any] | None:
     nodes = {out.pod.uid: out.node for out in run.pods}
     return {
         "podGroup": oc.group.key,
+        # The group's cycles are numbered from 1: a later one follows its PodGroup preemption.
+        "cycle": run.cycle,
         "result": oc.result,
         "condition": oc.condition,
         # In the cycle's order; a pod still held at Permit has no node yet.
@@ -637,7 +682,8 @@ def _group_output(run: GroupRun, output: str, stream: IO[str]) -> None:
         return
     cond = rec["condition"]
     bound = sum(1 for n in rec["pods"].values() if n is not None)
-    stream.write(f"podgroup {rec['podGroup']}: {rec['result']} ({bound}/{len(rec['pods'])} pods bound)\n")
+    cycle = f", cycle {rec['cycle']}" if rec["cycle"] > 1 else ""
+    stream.write(f"podgroup {rec['podGroup']}{cycle}: {rec['result']} ({bound}/{len(rec['pods'])} pods bound)\n")
     stream.write(f"  {cond['type']}={cond['status']} reason={cond['reason']}")
     stream.write(f" message={json.dumps(cond['message'])}\n\n" if cond["message"] else "\n\n")
 

@@ -55,7 +55,8 @@ class Harness:
         for fw in fws.values():
             fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
         self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
-                               self.binder, self.metrics, clock=self.clock, recorder=recorder)
+                               self.binder, self.metrics, clock=self.clock, recorder=recorder,
+                               nominate_for_expectation=cfg.feature_gates.enabled("NominatedNodeNameForExpectation"))
 
     def _activate(self, pods: Mapping[str, Any]) -> None:
         self.queue.activate(pods)

@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -113,6 +113,19 @@ class SchedulerProcess:
 
     With ``delegated_auth`` (the default) /metrics checks tokens and permissions through the
     API server of ``kubeconfig``, as kube-scheduler does."""
+
+    @classmethod
+    @contextlib.contextmanager
+    def ready(
+        cls, config: str, kubeconfig: str, log_dir: pathlib.Path, name: str = "sched", **kw: Any
+    ) -> Iterator[SchedulerProcess]:
+        """Started and ready (healthz), stopped on the way out whatever happened."""
+        p = cls(config, kubeconfig, log_dir, name, **kw)
+        try:
+            p.wait_ready()
+            yield p
+        finally:
+            p.stop()
 
     def __init__(
         self,

@@ -72,6 +72,7 @@ class QueueOnlyFramework:
     def __init__(self, pre_enqueue: list[PreEnqueuePlugin] | None = None) -> None:
         self.queue_sort = PrioritySort()
         self.pre_enqueue_plugins = pre_enqueue or []
+        self.batch = None  # OpportunisticBatching off: pods are not signed
 
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
         for pl in self.pre_enqueue_plugins:

@@ -145,3 +145,29 @@ def test_batch_equals_reference(seed: int) -> None:
     assert len(fast) == len(ref) >= 40  # preemption adds a retry line per nominated pod
     for a, b in zip(fast, ref):
         assert a == b
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tight_spread_batch_statuses_equal_reference(seed: int) -> None:
+    # maxSkew 1 over zones (and hostnames): after each placement most nodes fail the spread,
+    # and their statuses come from PodTopologySpread's filter_batch_statuses in one call; every
+    # record (filtered nodes and reasons among them) must equal the per-node path's. A node
+    # without the zone label fails on the label, before any skew.
+    r = random.Random(seed)
+    nodes = []
+    for i in range(60):
+        labels = {"topology.kubernetes.io/zone": r.choice(ZONES)} if r.random() < 0.9 else {}
+        nodes.append(make_node(f"node-{i}", cpu="8", labels=labels))
+    keys = ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+    pending = [
+        make_pod(f"p-{i}", cpu="100m", labels={"app": "s"}, spread=[
+            {"maxSkew": 1, "topologyKey": k, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": {"app": "s"}}}
+            for k in keys[: r.choice([1, 2])]
+        ])
+        for i in range(30)
+    ]
+    fast = _records(nodes + pending, False, 100)
+    ref = _records(nodes + pending, True, 100)
+    assert any('"filtered": {"' in rec for rec in fast)  # the case does reject nodes
+    assert fast == ref

@@ -36,7 +36,7 @@ def _check(gang: list[dict[str, Any]]) -> None:
 def test_gang_schedules() -> None:
     rc, out, err, _, _ = simulate_files(dump([*WORLD, *GANG]), gates=GANG_GATES)
     assert (rc, err) == (0, "")
-    assert '"podGroup": "fz/gang", "result": "scheduled"' in out
+    assert '"podGroup": "fz/gang", "cycle": 1, "result": "scheduled"' in out
 
 
 @given(st.data(), st.sampled_from(range(len(GANG))))

@@ -12,6 +12,7 @@ import re
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from scheduler.config import SchedulerConfig, parse_config
 from scheduler.framework.events import ActionType, ClusterEvent, event_label
 from scheduler.live.metrics import Metrics, attempts_label
 from scheduler.live.metrics.kit import BulkHistogram, exponential_buckets, go_float
@@ -21,8 +22,8 @@ from scheduler.testing.harness import Harness
 PROFILE = "default-scheduler"
 
 
-def attached() -> Harness:
-    h = Harness()
+def attached(config: SchedulerConfig | None = None) -> Harness:
+    h = Harness(config=config)
     h.metrics.attach(h.sched.frameworks, h.queue, h.cache.sizes, lambda: len(h.sched.binding_tasks))
     return h
 
@@ -260,7 +261,11 @@ async def test_cycles_are_not_timed_per_plugin_unless_sampled() -> None:
     h.sched.on_node(None, make_node("n1", cpu="4"))
     h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
     await h.step()
-    assert "scheduler_plugin_execution_duration_seconds" not in h.metrics.exposition()[0].decode()
+    # Only SignPod, which upstream times on every call (framework.go SignPod), when the pod
+    # entered the queue: no extension point of the cycle.
+    timed = exposed(h.metrics)["scheduler_plugin_execution_duration_seconds"]
+    points = {s.labels["extension_point"] for s in timed.samples}  # type: ignore[attr-defined]
+    assert points == {"Sign"}
 
 
 def test_sampling_rate_is_upstreams() -> None:
@@ -302,3 +307,44 @@ async def test_a_rejecting_plugin_has_its_series_even_if_never_scraped_while_cou
     text = h.metrics.exposition()[0].decode()
     assert 'scheduler_unschedulable_pods{plugin="NodeResourcesFit",profile="default-scheduler"} 0.0' in text
 
+
+
+# -- OpportunisticBatching ----------------------------------------------------------------------
+
+async def test_batch_metrics_under_the_default_profile() -> None:
+    # Default spreading makes the pod unsignable: no hint, and a cycle with one feasible node
+    # flushes with empty_list (upstream StoreScheduleResults).
+    h = attached()
+    h.sched.on_node(None, make_node("n1", cpu="4"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    await h.step()
+    m = h.metrics
+    assert value(m, "scheduler_batch_attempts_total", profile=PROFILE, result="no_hint") == 1
+    assert value(m, "scheduler_batch_cache_flushed_total", profile=PROFILE, reason="empty_list") == 1
+    assert value(m, "scheduler_get_node_hint_duration_seconds_count", hinted="no_hint", profile=PROFILE) == 1
+    assert value(m, "scheduler_store_schedule_results_duration_seconds_count", profile=PROFILE) == 1
+    sign = "scheduler_framework_extension_point_duration_seconds_count"
+    assert value(m, sign, extension_point="Sign", status="Success", profile=PROFILE) == 1
+    # Signing stopped at PodTopologySpread, which refused the pod.
+    assert value(m, "scheduler_plugin_execution_duration_seconds_count", plugin="PodTopologySpread",
+                 extension_point="Sign", status="Unschedulable") == 1
+
+
+async def test_batch_metrics_when_pods_are_signable() -> None:
+    cfg = parse_config({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": PROFILE,
+                      "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]}],
+    })
+    h = attached(cfg)
+    for i in range(3):
+        h.sched.on_node(None, make_node(f"n{i}", cpu=str(2 + i)))
+    for k in range(3):
+        h.sched.on_pod("ADDED", make_pod(f"web-{k}", cpu="1", host_ports=[8080]))
+    for _ in range(3):
+        await h.step()
+    assert h.bound() == {"web-0": "n2", "web-1": "n1", "web-2": "n0"}
+    m = h.metrics
+    assert value(m, "scheduler_batch_attempts_total", profile=PROFILE, result="no_hint") == 1
+    assert value(m, "scheduler_batch_attempts_total", profile=PROFILE, result="hint_used") == 2
+    assert value(m, "scheduler_get_node_hint_duration_seconds_count", hinted="hint", profile=PROFILE) == 2

@@ -10,9 +10,13 @@ preemption/executor.go (a waiting victim is preempted in memory) and metrics.go
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 
+import pytest
+
 from scheduler.backend.queue import ACTIVE, BACKOFF, UNSCHEDULABLE
+from scheduler.config.features import FeatureGates
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.framework.interface import EnqueueExtensions
 from scheduler.framework.status import Code, Status
@@ -66,6 +70,32 @@ async def test_waits_while_the_loop_goes_on_then_binds_when_allowed():
     assert h.queue.where(UID) == ""
     assert h.waiting_pods().get(UID) is None
     assert permit_waits(h.metrics, "Success") == 1
+
+
+@pytest.mark.parametrize(
+    ("gate", "nominated"),
+    [
+        # schedule_one.go bindingCycle: with the gate on, a pod that will wait on Permit is
+        # nominated to its node first (TestSchedulerScheduleOne "nominated node name is set,
+        # permit plugin is working in wait on permit phase")...
+        (True, True),
+        # ...and with NominatedNodeNameForExpectation=false nothing is patched before the wait
+        # ("nominated node name is not set, permit plugin is working, but the feature gate
+        # NominatedNodeNameForExpectation is disabled").
+        (False, False),
+    ],
+)
+async def test_nominated_before_the_wait_follows_the_gate(gate: bool, nominated: bool):
+    waiter = fake_permit("Waiter", wait_for)
+    cfg, registry = with_plugins(waiter)
+    cfg = dataclasses.replace(cfg, feature_gates=FeatureGates({"NominatedNodeNameForExpectation": gate}))
+    h = Harness(config=cfg, registry=registry)
+    h.sched.on_node(None, make_node("n1", cpu="4"))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    await h.step()
+    assert waiter.instances[0].handle.get_waiting_pod(UID) is not None
+    patch = ("default", "a", {"status": {"nominatedNodeName": "n1"}})
+    assert (patch in h.api.status_patches) is nominated
 
 
 async def test_timeout_rejects_unreserves_and_requeues_with_the_plugin():

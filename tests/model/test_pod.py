@@ -6,6 +6,8 @@ overhead, pod-level).
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from scheduler.model.pod import PodInfo
@@ -185,3 +187,13 @@ def test_a_bad_subtree_is_rejected_every_time(field: str, value: object, path: s
         with pytest.raises(ObjectError) as err:
             PodInfo(make_pod(name, **{field: value}))  # type: ignore[arg-type]
         assert err.value.path == path
+
+
+def test_copy_is_shallow_and_whole() -> None:
+    # The cycle's assumed pod (core/cycle.assumed_copy): every field the same objects, and a
+    # node set on the copy leaves the original pending.
+    orig = PodInfo(make_pod("p", cpu="100m", labels={"app": "a"}))
+    dup = copy.copy(orig)
+    dup.node_name = "n1"
+    assert orig.node_name == "" and dup.node_name == "n1"
+    assert all(getattr(dup, s) is getattr(orig, s) for s in PodInfo.__slots__ if s != "node_name")

@@ -268,10 +268,10 @@ async def test_cycle_that_raises_costs_only_its_pod(monkeypatch: pytest.MonkeyPa
 
     real = sched_mod.scheduling_cycle
 
-    def cycle(fw: Any, alg: Any, cache: Any, snap: Any, pod: PodInfo) -> Any:
+    def cycle(fw: Any, alg: Any, cache: Any, snap: Any, pod: PodInfo, *batching: Any) -> Any:
         if pod.name == "boom":
             raise RuntimeError("plugin blew up")
-        return real(fw, alg, cache, snap, pod)
+        return real(fw, alg, cache, snap, pod, *batching)
 
     monkeypatch.setattr(sched_mod, "scheduling_cycle", cycle)
     h = Harness()

@@ -56,6 +56,7 @@ def test_gang_of_n_on_room_for_n_minus_1_binds_nothing(tmp_path: Path) -> None:
     assert pods[2]["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     assert group == {
         "podGroup": "default/g",
+        "cycle": 1,
         "result": "unschedulable",
         "condition": {
             "type": "PodGroupScheduled",
@@ -168,7 +169,10 @@ def test_workload_aware_preemption_reports_its_victims(tmp_path: Path) -> None:
     low = [make_pod(f"low-{i}", cpu="1", node_name=f"n{i}", priority=10) for i in range(2)]
     group = make_pod_group("g", min_count=2, priority=100)
     pods = [group_pod(f"g-{i}", "g", cpu="1", priority=100) for i in range(2)]
-    *_, rec = _run(tmp_path, [*_nodes(2), *low, group, *pods], wap)
+    lines = _run(tmp_path, [*_nodes(2), *low, group, *pods], wap)
+    first, second = (r for r in lines if "podGroup" in r)
+    rec = first
+    assert rec["cycle"] == 1
     assert rec["result"] == "waiting_on_preemption"
     assert rec["victims"] == ["default/low-0", "default/low-1"]
     # The placement algorithm's status stays the group's (the v1.36.3 binary writes the same,
@@ -179,3 +183,30 @@ def test_workload_aware_preemption_reports_its_victims(tmp_path: Path) -> None:
         "reason": "Unschedulable",
         "message": "0/1 placements are available, first placement status: pod group is unschedulable",
     }
+    # The group's next cycle (issue 22: simulate used to stop at the first): the victims are
+    # gone, each pod tries its nominated node first, and the whole group is placed.
+    assert second["cycle"] == 2
+    assert second["result"] == "scheduled"
+    assert second["victims"] == []
+    assert sorted(second["pods"].values()) == ["n0", "n1"]
+    assert second["condition"]["reason"] == "Scheduled"
+    # Each cycle's pod outcomes come before its group line: unbound, then bound.
+    pod_lines = [(r["pod"], r["node"]) for r in lines if "pod" in r and r["pod"].startswith("default/g-")]
+    assert [n for _, n in pod_lines[:2]] == [None, None]
+    assert sorted(n for _, n in pod_lines[2:]) == ["n0", "n1"]
+
+
+def test_text_output_numbers_a_later_cycle(tmp_path: Path) -> None:
+    wap = FeatureGates({"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True,
+                        "WorkloadAwarePreemption": True})
+    low = [make_pod(f"low-{i}", cpu="1", node_name=f"n{i}", priority=10) for i in range(2)]
+    docs = [*_nodes(2), *low, make_pod_group("g", min_count=2, priority=100),
+            *(group_pod(f"g-{i}", "g", cpu="1", priority=100) for i in range(2))]
+    p = tmp_path / "cluster.yaml"
+    p.write_text(yaml.safe_dump_all(docs))
+    buf = io.StringIO()
+    assert run(str(p), None, 1, "text", stream=buf, gates=wap) == 0
+    text = buf.getvalue()
+    assert "podgroup default/g: waiting_on_preemption (0/2 pods bound)" in text
+    assert "podgroup default/g, cycle 2: scheduled (2/2 pods bound)" in text
+    assert text.endswith("2/4 pods scheduled\n")  # four attempts: each pod in each cycle

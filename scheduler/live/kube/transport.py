@@ -178,7 +178,7 @@ class KubeCoreAPI:
         self._pool = None if conf.proxy else manager.connection_from_url(self._host)
         self._manager = manager
 
-    def _request(
+    def request(
         self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float = REQUEST_TIMEOUT
     ) -> bytes:
         headers = {"Accept": JSON, "User-Agent": self.api.user_agent}
@@ -225,34 +225,34 @@ class KubeCoreAPI:
         raise AssertionError("unreachable")
 
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> None:
-        self._request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body, timeout=timeout)
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body, timeout=timeout)
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
-        self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
+        self.request("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
 
     def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None:
-        self._request(
+        self.request(
             "PATCH", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}", body, STRATEGIC_MERGE_PATCH
         )
 
     def patch_pod_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         # Strategic merge: conditions merge by type, so the kubelet's conditions stay.
-        self._request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body, STRATEGIC_MERGE_PATCH)
+        self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body, STRATEGIC_MERGE_PATCH)
 
     def patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         # The result annotations (JSON merge patch of metadata; its uid is a precondition).
-        self._request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", body, MERGE_PATCH)
+        self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", body, MERGE_PATCH)
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
-        return dict(json.loads(self._request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", timeout=10.0)))
+        return dict(json.loads(self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", timeout=10.0)))
 
     def delete_pod(self, namespace: str, name: str) -> None:
         # Preemption's victims (upstream util.DeletePod: default DeleteOptions).
-        self._request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
 
     def patch_pod_group_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         # Upstream util.PatchPodGroupStatus: a strategic merge (conditions merge by type).
-        self._request(
+        self.request(
             "PATCH",
             f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{name}/status",
             body,

@@ -18,7 +18,7 @@ from scheduler.framework.events import ClusterEvent, event_label
 from scheduler.framework.interface import QueuedPodInfo
 from scheduler.framework.metrics import MetricsRecorder
 from scheduler.framework.runtime import DurationObserver
-from scheduler.live.metrics import component
+from scheduler.live.metrics import auth, component
 from scheduler.live.metrics.families import PODGROUP_STABILITY, STABILITY, Samples, SchedulerFamilies
 from scheduler.live.metrics.kit import exposition
 
@@ -70,21 +70,22 @@ class _FrameworkRecorder(MetricsRecorder):
         self._store_duration = m.store_schedule_results_duration.labels
         self._batch = _children(m.batch_attempts)
         self._flushed = _children(m.batch_cache_flushed)
-        self.batching = True  # the OpportunisticBatching gate (beta, on); feature_gates() reads it
 
     def plugin(self, point: str, plugin: str, status: str, seconds: float, count: int = 1) -> None:
         # Upstream observes each call; a batch over ``count`` nodes is that many calls of its mean.
         self._plugin(plugin, point, status).observe(seconds / count if count > 1 else seconds, count)
 
-    def batch_hint(self, profile: str, seconds: float) -> None:
-        if self.batching:
-            self._hint_duration("no_hint", profile).observe(seconds)
-            self._batch(profile, "no_hint").inc()
+    def batch_hint(self, profile: str, seconds: float, hinted: bool) -> None:
+        self._hint_duration("hint" if hinted else "no_hint", profile).observe(seconds)
 
-    def batch_stored(self, profile: str, seconds: float, reason: str) -> None:
-        if self.batching:
-            self._store_duration(profile).observe(seconds)
-            self._flushed(profile, reason).inc()
+    def batch_attempt(self, profile: str, result: str) -> None:
+        self._batch(profile, result).inc()
+
+    def batch_flushed(self, profile: str, reason: str) -> None:
+        self._flushed(profile, reason).inc()
+
+    def batch_stored(self, profile: str, seconds: float) -> None:
+        self._store_duration(profile).observe(seconds)
 
     def volume_stage_error(self, operation: str) -> None:
         self._stage(operation).inc()
@@ -92,10 +93,11 @@ class _FrameworkRecorder(MetricsRecorder):
     def resource_claim_created(self, status: str) -> None:
         self._claims(status).inc()
 
-    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float | None) -> None:
+    def binding_conditions(self, profile: str, driver: str, status: str) -> None:
         self._bc_total(profile, driver, status).inc()
-        if seconds is not None:
-            self._bc_wait(profile, driver, status).observe(seconds)
+
+    def binding_conditions_wait(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        self._bc_wait(profile, driver, status).observe(seconds)
 
 
 class Metrics:
@@ -148,6 +150,9 @@ class Metrics:
         )
         # component-base's families kube-scheduler exports (leader election, client, process...).
         self.component = component.ComponentFamilies(r, STABILITY)
+        # The secure port's delegated authentication and authorization (k8s.io/apiserver's).
+        self.auth = auth.AuthMetrics(r)
+        self.component.meta.count(auth.STABILITY)
         self.recorder = _FrameworkRecorder(self)
         self._incoming = _children(self.queue_incoming_pods)
         self._attempts = _children(self.schedule_attempts)
@@ -260,7 +265,6 @@ class Metrics:
         """kubernetes_feature_enabled{name,stage} (component-base featuregate AddMetrics): every
         gate the process knows, 1 when on; a GA gate has an empty stage."""
         self.component.set_features((spec.name, spec.stage, on) for spec, on in gates.all())
-        self.recorder.batching = gates.enabled("OpportunisticBatching")
 
     def object_error(self, kind: str, stage: str = "watch") -> None:
         self.object_errors.labels(kind, stage).inc()

@@ -192,19 +192,30 @@ class ScrapeFamily:
 
 class _NonEmpty:
     """The registry's families that have samples: the Go client writes nothing for a vector
-    family with no child, where the Python client writes its HELP and TYPE lines."""
+    family with no child, where the Python client writes its HELP and TYPE lines. Counters
+    marked ``bare`` (named without ``_total`` in Go) are noted for ``exposition``."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
+        self.bare: list[str] = []
 
     def collect(self) -> Iterator[Metric]:
         for fam in self.registry.collect():
             if fam.samples:
+                if getattr(fam, "bare", False):
+                    self.bare.append(fam.name)
                 yield fam
 
 
 def exposition(registry: CollectorRegistry) -> bytes:
-    return generate_latest(_NonEmpty(registry))  # type: ignore[arg-type]
+    families = _NonEmpty(registry)
+    text = generate_latest(families)  # type: ignore[arg-type]
+    for name in families.bare:
+        # The Python client names a counter's HELP and TYPE lines <name>_total; Go keeps the name.
+        n = name.encode()
+        text = text.replace(b"# HELP " + n + b"_total ", b"# HELP " + n + b" ", 1)
+        text = text.replace(b"# TYPE " + n + b"_total counter", b"# TYPE " + n + b" counter", 1)
+    return text
 
 
 def schema(registry: CollectorRegistry) -> dict[str, Schema]:

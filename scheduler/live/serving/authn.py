@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.live.metrics.auth import AuthMetrics
 from scheduler.live.serving.options import DEFAULT_CACHE_TTL
 
 ANONYMOUS = "system:anonymous"
@@ -91,6 +92,9 @@ class AuthnResult:
 
     user: UserInfo | None
     error: str = ""
+    # The failure was an error (the review failed, or answered with an error), not a plain
+    # "not authenticated": authentication_attempts{result="error"} rather than "failure".
+    errored: bool = False
 
 
 class TTLCache:
@@ -169,6 +173,8 @@ class TokenAuthenticator:
         self.cache = TTLCache(clock)
         self._sleep = sleep
         self._inflight: dict[str, asyncio.Future[AuthnResult]] = {}
+        # The token cache's metrics (authentication_token_cache_*); set by the app.
+        self.stats: AuthMetrics | None = None
 
     async def authenticate(self, authorization: str | None) -> AuthnResult:
         token = bearer_token(authorization)
@@ -176,17 +182,33 @@ class TokenAuthenticator:
             # No TokenReview client: the anonymous authenticator is the only one, token or not.
             return AuthnResult(ANONYMOUS_USER)
         key = hashlib.sha256(token.encode()).hexdigest()
+        started = time.perf_counter()
         hit, cached = self.cache.get(key)
+        stats = self.stats
         if hit:
+            if stats is not None:
+                stats.cache_request(True, time.perf_counter() - started)
             return cached  # type: ignore[no-any-return]
+        unblock = stats.cache_blocking() if stats is not None else None
+        try:
+            return await self._shared_review(key, token)
+        finally:
+            if stats is not None and unblock is not None:
+                stats.cache_request(False, time.perf_counter() - started)
+                unblock()
+
+    async def _shared_review(self, key: str, token: str) -> AuthnResult:
         pending = self._inflight.get(key)
         if pending is not None:
             # Concurrent requests with one token share one review.
             return await asyncio.shield(pending)
         fut: asyncio.Future[AuthnResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
+        fetched = self.stats.cache_fetching() if self.stats is not None else None
+        ok = False
         try:
             result, cacheable = await self._review(token)
+            ok = cacheable  # only an error is not cached
             if cacheable:
                 self.cache.put(key, result, self.cache_ttl)
             fut.set_result(result)
@@ -197,6 +219,8 @@ class TokenAuthenticator:
             raise
         finally:
             del self._inflight[key]
+            if fetched is not None:
+                fetched(ok)
 
     async def _review(self, token: str) -> tuple[AuthnResult, bool]:
         assert self.review is not None
@@ -204,12 +228,12 @@ class TokenAuthenticator:
         try:
             answer = await call_with_backoff(self.review, body, self._sleep)
         except ReviewError as exc:
-            return AuthnResult(None, f"token review failed: {exc}"), False
+            return AuthnResult(None, f"token review failed: {exc}", errored=True), False
         status = answer.get("status") or {}
         if not status.get("authenticated"):
             err = str(status.get("error") or "")
             # An error in the status is an error (not cached); a plain "no" is cached.
-            return AuthnResult(None, err or "invalid bearer token"), not err
+            return AuthnResult(None, err or "invalid bearer token", errored=bool(err)), not err
         u = status.get("user") or {}
         groups = tuple(str(g) for g in u.get("groups") or ())
         name = str(u.get("username") or "")

@@ -32,6 +32,16 @@ class Decision:
     allowed: bool
     reason: str = ""
     error: str = ""  # set: the review failed (500 unless something else allowed)
+    denied: bool = False  # the review said denied (else not allowed is "no opinion")
+
+    @property
+    def result(self) -> str:
+        """authorization_attempts_total's result (upstream recordAuthorizationMetrics)."""
+        if self.allowed:
+            return "allowed"
+        if self.error:
+            return "error"
+        return "denied" if self.denied else "no-opinion"
 
 
 class PathAuthorizer:
@@ -93,4 +103,5 @@ class DelegatingAuthorizer:
         reason = str(status.get("reason") or "")
         if status.get("denied") and status.get("allowed"):
             return Decision(False, reason, "webhook subject access review returned both allow and deny response")
-        return Decision(bool(status.get("allowed")) and not status.get("denied"), reason)
+        return Decision(bool(status.get("allowed")) and not status.get("denied"), reason,
+                        denied=bool(status.get("denied")))

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from scheduler.live.metrics.auth import ERROR, FAILURE, SUCCESS, AuthMetrics
 from scheduler.live.serving.authn import (
     FORWARDED_AUTHORIZATION,
     AuthnResult,
@@ -151,6 +153,8 @@ class SecureServer:
     port: int = 0
     # The authentication kubeconfig's client: where the client CA is looked up at start.
     authn_client: Any = field(default=None, repr=False)
+    # authentication_*, authorization_* (k8s.io/apiserver's filters'); set by ``attach_metrics``.
+    metrics: AuthMetrics | None = field(default=None, repr=False)
     _runner: web.AppRunner | None = field(default=None, repr=False)
 
     @web.middleware
@@ -163,17 +167,25 @@ class SecureServer:
 
     async def check(self, request: web.Request) -> web.Response | None:
         """None when the request may go on; the refusal otherwise."""
+        started = time.perf_counter()
         user = certificate_user(request.transport.get_extra_info("peercert") if request.transport else None)
         if user is not None:
             authn = AuthnResult(user)
         else:
             header = request.headers.get("Authorization") or request.headers.get(FORWARDED_AUTHORIZATION)
             authn = await self.authenticator.authenticate(header)
+        m = self.metrics
+        if m is not None:
+            result = SUCCESS if authn.user is not None else ERROR if authn.errored else FAILURE
+            m.authenticated(result, authn.user.name if authn.user is not None else None, time.perf_counter() - started)
         if authn.user is None:
             log.info("serving_unauthorized", path=request.path, error=authn.error)
             return unauthorized_response()
         verb = request.method.lower()
+        started = time.perf_counter()
         decision = await self.authorizer.authorize(authn.user, request.path, verb)
+        if m is not None:
+            m.authorized(decision.result, time.perf_counter() - started)
         if decision.allowed:
             return None
         if decision.error:
@@ -196,6 +208,11 @@ class SecureServer:
         log.info("secure_serving", address=self.options.bind_address, port=self.port,
                  authentication="tokenreview" if self.authenticator.review else "anonymous-only",
                  authorization="subjectaccessreview" if self.authorizer.review else "always-allow-paths-only")
+
+    def attach_metrics(self, metrics: AuthMetrics) -> None:
+        """Report authentication, authorization and the token cache to ``metrics``."""
+        self.metrics = metrics
+        self.authenticator.stats = metrics
 
     def trust_client_ca(self, pem: str, source: str) -> bool:
         """Verify client certificates against ``pem`` from now on (a certificate that fails the

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle, ScorePlugin
-from scheduler.framework.status import MAX_NODE_SCORE
+from scheduler.framework.interface import Handle, ScorePlugin, SignPlugin
+from scheduler.framework.signers import IMAGE_NAMES_SIGNER, SignFragment
+from scheduler.framework.status import MAX_NODE_SCORE, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
 
@@ -111,8 +112,14 @@ class _ImageIndex:
         return e
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(ScorePlugin, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream ImageLocality.SignPod: the containers' and init containers' images, normalized."""
+        names = {normalized_image_name(i) for i in (*pod.init_images, *pod.images)}
+        return [(IMAGE_NAMES_SIGNER, sorted(names))]
 
     def __init__(self, handle: Handle | None = None) -> None:
         self.handle = handle

@@ -27,8 +27,10 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.listers import Listers
+from scheduler.framework.signers import LABELS_SIGNER, SignFragment, pod_spec
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status
 from scheduler.model.affinity import AffinityTerm
@@ -204,9 +206,22 @@ class _ScoreState:
         return self
 
 
-class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name = NAME
     has_normalize = True
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream InterPodAffinity.SignPod: no pod with affinity terms; else its labels (others'
+        terms may match them)."""
+        aff = pod_spec(pod).get("affinity")
+        if isinstance(aff, Mapping) and (aff.get("podAffinity") is not None or aff.get("podAntiAffinity") is not None):
+            return Status(Code.UNSCHEDULABLE, "pods with InterPodAffinity are not signable")
+        if self.args.ignore_preferred_terms_of_existing_pods:
+            # Only pods with affinity terms count then, so this pod's labels do not matter.
+            return []
+        meta = pod.raw.get("metadata") if isinstance(pod.raw, Mapping) else None
+        return [(LABELS_SIGNER, meta.get("labels") if isinstance(meta, Mapping) else None)]
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
         self.args = args

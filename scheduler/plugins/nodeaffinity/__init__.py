@@ -20,6 +20,14 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
+)
+from scheduler.framework.signers import (
+    NODE_AFFINITY_SIGNER,
+    NODE_SELECTOR_SIGNER,
+    SignFragment,
+    node_affinity_signer,
+    node_selector_signer,
 )
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, unresolvable
 from scheduler.model.labels import NodeSelector, PreferredSchedulingTerm, parse_preferred_terms
@@ -270,11 +278,16 @@ class _PreScoreState:
 # Plugin
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     """Required node affinity and nodeSelector as a Filter; preferred terms as a Score."""
 
     name = NAME
     has_normalize = True
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream NodeAffinity.SignPod: the node affinity and the node selector."""
+        return [(NODE_AFFINITY_SIGNER, node_affinity_signer(pod)), (NODE_SELECTOR_SIGNER, node_selector_signer(pod))]
 
     def __init__(self, args: NodeAffinityArgs | None = None) -> None:
         self.args = args or NodeAffinityArgs()

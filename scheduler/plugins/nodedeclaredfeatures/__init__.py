@@ -16,7 +16,8 @@ import structlog
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreFilterResult
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreFilterResult, SignPlugin
+from scheduler.framework.signers import FEATURES_SIGNER, SignFragment
 from scheduler.framework.status import SKIP, Code, Status, go_quote, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -58,10 +59,20 @@ def _spec(pod: PodInfo) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else _EMPTY_SPEC
 
 
-class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     """Rejects nodes that do not declare every feature the pod's spec relies on."""
 
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream NodeDeclaredFeatures.SignPod: the features the pod needs (inferred even with the
+        gate off, as upstream)."""
+        try:
+            features = self._infer(pod)
+        except FeatureError as exc:
+            return Status(Code.ERROR, str(exc))
+        return [(FEATURES_SIGNER, str(features))]
 
     def __init__(
         self,

@@ -8,7 +8,8 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, SignPlugin
+from scheduler.framework.signers import NODE_NAME_SIGNER, SignFragment, pod_spec
 from scheduler.framework.status import Status, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -24,10 +25,15 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return not pod.node_name or pod.node_name == node.name
 
 
-class NodeName(FilterPlugin, EnqueueExtensions):
+class NodeName(FilterPlugin, EnqueueExtensions, SignPlugin):
     """A pod that already names its node (spec.nodeName) fits only that node."""
 
     name = "NodeName"
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream NodeName.SignPod: spec.nodeName."""
+        return [(NODE_NAME_SIGNER, str(pod_spec(pod).get("nodeName") or ""))]
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         return None if fits(pod, node) else _REJECT

@@ -9,7 +9,8 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreFilterResult
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreFilterResult, SignPlugin
+from scheduler.framework.signers import HOST_PORTS_SIGNER, SignFragment, host_ports_signer
 from scheduler.framework.status import SKIP, Code, Status, StatusError
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import HostPort, PodInfo
@@ -62,10 +63,15 @@ def _used_ports_of(pod: PodInfo) -> dict[tuple[str, int], set[str]]:
     return used
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     """Rejects nodes where a host port the pod asks for is already taken."""
 
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream NodePorts.SignPod: the host ports."""
+        return [(HOST_PORTS_SIGNER, host_ports_signer(pod))]
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

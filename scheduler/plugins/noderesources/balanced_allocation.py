@@ -17,10 +17,14 @@ import numpy as np
 
 from scheduler.config.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin
+from scheduler.framework.interface import Handle, PreScorePlugin, ScorePlugin, SignPlugin
+from scheduler.framework.listers import DraStore
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Status
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
+from scheduler.plugins.noderesources.draextended import DraExtendedScorer, DraScoreState
+from scheduler.plugins.noderesources.fit import sign_resources
 from scheduler.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceAllocationScorer,
@@ -167,17 +171,32 @@ def balanced_resource_score_batch(
 
 
 class _PreScoreState:
-    __slots__ = ("pod_requests",)
+    __slots__ = ("dra", "pod_requests")
 
-    def __init__(self, pod_requests: tuple[int, ...]) -> None:
+    def __init__(self, pod_requests: tuple[int, ...], dra: DraScoreState | None = None) -> None:
         self.pod_requests = pod_requests
+        self.dra = dra
 
 
-class BalancedAllocation(PreScorePlugin, ScorePlugin):
+class BalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
     name = NAME
 
-    def __init__(self, args: BalancedAllocationArgs | None = None, features: Features = DEFAULT_FEATURES) -> None:
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream BalancedAllocation.SignPod: as NodeResourcesFit's."""
+        return sign_resources(pod, self.pod_level, self.dra)
+
+    def __init__(
+        self,
+        args: BalancedAllocationArgs | None = None,
+        features: Features = DEFAULT_FEATURES,
+        dra: DraStore | None = None,
+    ) -> None:
         self.args = args or BalancedAllocationArgs()
+        # SignPod's inputs (upstream's flags on the plugin): the DRA objects only with
+        # DRAExtendedResource.
+        self.pod_level = features.enable_pod_level_resources
+        self.dra = dra if features.enable_dra_extended_resource else None
         # NewBalancedAllocation: the scorer's flags are the gates.
         self.scorer = ResourceAllocationScorer(
             self.args.resources,
@@ -188,36 +207,43 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
             use_status=features.enable_in_place_pod_vertical_scaling,
             pod_level_status=features.enable_in_place_pod_level_resources_vertical_scaling,
         )
+        if self.dra is not None:
+            # Upstream's scorer here has no CEL cache and would crash on a class with selectors;
+            # this one evaluates them as NodeResourcesFit's does.
+            self.scorer.dra = DraExtendedScorer(self.dra)
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> BalancedAllocation:
-        return cls(BalancedAllocationArgs.parse(args), handle.features)
+        dra = handle.listers.dra if handle.features.enable_dynamic_resource_allocation else None
+        return cls(BalancedAllocationArgs.parse(args), handle.features, dra)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         reqs = self.scorer.pod_requests(pod)
         if self.scorer.is_best_effort(reqs):
             # Upstream skips best-effort pods so they do not all pile onto one node (#129138).
             return SKIP
-        state.write(PRE_SCORE_KEY, _PreScoreState(reqs))
+        state.write(PRE_SCORE_KEY, _PreScoreState(reqs, self.scorer.dra_pre_score()))
         return None
 
-    def _requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...] | None:
+    def _pre_score_state(self, state: CycleState, pod: PodInfo) -> _PreScoreState | None:
         s = state.get(PRE_SCORE_KEY)
         if isinstance(s, _PreScoreState):
-            return s.pod_requests
+            return s
         # PreScore did not run: compute here, and score best-effort pods 0 as upstream does.
         reqs = self.scorer.pod_requests(pod)
-        return None if self.scorer.is_best_effort(reqs) else reqs
+        return None if self.scorer.is_best_effort(reqs) else _PreScoreState(reqs, self.scorer.dra_pre_score())
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        reqs = self._requests(state, pod)
-        if reqs is None:
+        s = self._pre_score_state(state, pod)
+        if s is None:
             return 0
-        return self.scorer.score_node(node, reqs)
+        return self.scorer.score_node(node, s.pod_requests, s.dra)
 
-    def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
-        reqs = self._requests(state, pod)
+    def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray | None:
+        s = self._pre_score_state(state, pod)
         idx = np.asarray(idx, dtype=np.intp)
-        if reqs is None:
+        if s is None:
             return np.zeros(len(idx), dtype=np.int64)
-        return self.scorer.score_columns(snapshot.columns, idx, reqs)
+        if s.dra is not None:
+            return None  # devices counted per node
+        return self.scorer.score_columns(snapshot.columns, idx, s.pod_requests)

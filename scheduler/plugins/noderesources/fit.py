@@ -4,10 +4,13 @@ Filter: the node must have room for one more pod and for every resource the pod 
 (quantity > 0, ignored extended resources excepted). A resource the pod asks for more of than
 the node's whole allocatable makes the status UnschedulableAndUnresolvable (preemption cannot
 help); otherwise Unschedulable. Reasons accumulate: pods, cpu, memory, ephemeral-storage,
-then scalar resources.
+then scalar resources. With DRAExtendedResource (beta/on) an extended resource a DeviceClass
+maps is left to DynamicResources on a node that does not advertise it (draextended.py), and a
+DeviceClass added or changed may make a pod schedulable.
 
 Score: LeastAllocated / MostAllocated / RequestedToCapacityRatio over the configured resources
-(see resource_allocation.py). No NormalizeScore.
+(see resource_allocation.py); a configured resource backed by DRA counts the node's devices of
+its class. No NormalizeScore.
 
 PlacementScore (TopologyAwareWorkloadScheduling): MostAllocated over the configured resources,
 whatever the strategy, with the placement's nodes summed as one node and the group's proposed
@@ -37,13 +40,18 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
+from scheduler.framework.listers import DraStore
+from scheduler.framework.signers import RESOURCES_SIGNER, SignFragment
 from scheduler.framework.status import Code, Status, StatusError
+from scheduler.model.dra import DEVICE_CLASS_PREFIX, DeviceClass
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo, has_pod_level_requests, has_status_resources, pod_resource_inputs
 from scheduler.model.podrequests import pod_requests, resource_gates
 from scheduler.model.resource import Resource, resource_from_map
 from scheduler.plugins.helper import as_node, as_pod
+from scheduler.plugins.noderesources.draextended import DraExtendedScorer, DraScoreState, delegated
 from scheduler.plugins.noderesources.least_allocated import least_resource_score, least_resource_score_batch
 from scheduler.plugins.noderesources.most_allocated import most_resource_score, most_resource_score_batch
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
@@ -192,23 +200,35 @@ def shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
 
 
 class _PreFilterState:
-    """The pod's request (computePodResourceRequest), with ignored / zero scalars dropped."""
+    """The pod's request (computePodResourceRequest), with ignored / zero scalars dropped;
+    ``dra``: those of its scalars a DeviceClass maps (DRAExtendedResource), left to
+    DynamicResources on nodes that do not advertise them."""
 
-    __slots__ = ("cpu", "empty", "eph", "mem", "scalars")
+    __slots__ = ("cpu", "dra", "empty", "eph", "mem", "scalars")
 
-    def __init__(self, cpu: int, mem: int, eph: int, scalars: tuple[tuple[str, int], ...], empty: bool) -> None:
+    def __init__(
+        self,
+        cpu: int,
+        mem: int,
+        eph: int,
+        scalars: tuple[tuple[str, int], ...],
+        empty: bool,
+        dra: frozenset[str] = frozenset(),
+    ) -> None:
         self.cpu = cpu
         self.mem = mem
         self.eph = eph
         self.scalars = scalars
         self.empty = empty
+        self.dra = dra
 
 
 class _PreScoreState:
-    __slots__ = ("pod_requests",)
+    __slots__ = ("dra", "pod_requests")
 
-    def __init__(self, pod_requests: tuple[int, ...]) -> None:
+    def __init__(self, pod_requests: tuple[int, ...], dra: DraScoreState | None = None) -> None:
         self.pod_requests = pod_requests
+        self.dra = dra
 
 
 def spec_requests(pod: PodInfo, pod_level: bool = True) -> Resource:
@@ -220,6 +240,23 @@ def spec_requests(pod: PodInfo, pod_level: bool = True) -> Resource:
     ):
         return pod.requests
     return resource_from_map(pod_requests(pod_resource_inputs(pod.raw), use_status=False, pod_level=pod_level))
+
+
+def sign_resources(pod: PodInfo, pod_level: bool, dra: DraStore | None) -> list[SignFragment] | Status:
+    """NodeResourcesFit's and BalancedAllocation's SignPod: the pod's requests as
+    computePodResourceRequest counts them; a pod asking for an extended resource that DRA serves
+    (``dra``: the DRA objects with DRAExtendedResource, else None) is not signable."""
+    r = spec_requests(pod, pod_level)
+    if dra is not None and any(q != 0 and delegated(n, None, dra) for n, q in r.scalar.items()):
+        return Status(Code.UNSCHEDULABLE, "signature disabled when dra extended resources are used in the cluster")
+    value = {
+        "MilliCPU": r.milli_cpu,
+        "Memory": r.memory,
+        "EphemeralStorage": r.ephemeral_storage,
+        "AllowedPodNumber": r.allowed_pod_number,
+        "ScalarResources": dict(sorted(r.scalar.items())) or None,
+    }
+    return [(RESOURCES_SIGNER, value)]
 
 
 def _insufficient(
@@ -247,6 +284,8 @@ def _insufficient(
         unresolvable |= s.eph > alloc.ephemeral_storage
     for name, q in s.scalars:
         a = alloc.scalar.get(name, 0)
+        if a <= 0 and name in s.dra:
+            continue  # shouldDelegateResourceToDRA: DynamicResources provides it here
         if q > a - requested.scalar.get(name, 0):
             reasons.append("Insufficient " + name)
             unresolvable |= q > a
@@ -257,7 +296,9 @@ def _insufficient(
 # Plugin
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions):
+class Fit(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions, SignPlugin
+):
     name = NAME
 
     # Feature gates this plugin reads. SidecarContainers is GA and locked on in current releases;
@@ -265,9 +306,19 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
     enable_sidecar_containers: bool = True
     enable_in_place_pod_vertical_scaling: bool = True
 
-    def __init__(self, args: FitArgs | None = None, features: Features = DEFAULT_FEATURES) -> None:
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream Fit.SignPod: the pod's requests; none for a pod whose extended resources DRA serves."""
+        return sign_resources(pod, self.pod_level, self.dra)
+
+    def __init__(
+        self, args: FitArgs | None = None, features: Features = DEFAULT_FEATURES, dra: DraStore | None = None
+    ) -> None:
         self.args = args or FitArgs()
         self.features = features
+        # The DRA objects (DeviceClasses' extended resource names) with DRAExtendedResource:
+        # Filter, Score and SignPod ask whether DRA serves an extended resource.
+        self.dra = dra if features.enable_dra_extended_resource else None
         # computePodResourceRequest counts spec.resources only with PodLevelResources.
         self.pod_level = features.enable_pod_level_resources
         a = self.args
@@ -288,6 +339,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
             self.scorer = ResourceAllocationScorer(a.resources, rtcr.score, rtcr.score_batch, False, pod_level=False)
         else:
             raise ValueError(f"scoring strategy {a.strategy} is not supported")
+        if self.dra is not None:
+            self.scorer.dra = DraExtendedScorer(self.dra)
         # Built only with the gate, as upstream (the placement algorithm runs only then).
         self.placement_scorer: ResourceAllocationScorer | None = None
         if features.enable_topology_aware_workload_scheduling:
@@ -297,7 +350,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
 
     @classmethod
     def new(cls, args: Mapping[str, Any] | None, handle: Handle) -> Fit:
-        return cls(FitArgs.parse(args), handle.features)
+        dra = handle.listers.dra if handle.features.enable_dynamic_resource_allocation else None
+        return cls(FitArgs.parse(args), handle.features, dra)
 
     # -- PreFilter -----------------------------------------------------------------------------
     def _ignored(self, name: str) -> bool:
@@ -308,17 +362,21 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
             return True
         return bool(a.ignored_resource_groups) and name.split("/", 1)[0] in a.ignored_resource_groups
 
-    def compute_state(self, pod: PodInfo) -> _PreFilterState:
+    def compute_state(self, pod: PodInfo, ignore: bool = True) -> _PreFilterState:
+        """The pod's request; ``ignore`` False: with the ignored resources too (isFit)."""
         r = spec_requests(pod, self.pod_level)
         scalars = tuple(
             (name, q)
             for name, q in r.scalar.items()
-            if q > 0 and is_scalar_resource_name(name) and not self._ignored(name)
+            if q > 0 and is_scalar_resource_name(name) and not (ignore and self._ignored(name))
         )
         # "Empty" as upstream: only the pod count is checked then (ignored scalars still count).
         any_scalar = any(q > 0 and is_scalar_resource_name(n) for n, q in r.scalar.items())
         empty = r.milli_cpu == 0 and r.memory == 0 and r.ephemeral_storage == 0 and not any_scalar
-        return _PreFilterState(r.milli_cpu, r.memory, r.ephemeral_storage, scalars, empty)
+        dra: frozenset[str] = frozenset()
+        if self.dra is not None and self.dra.extended:
+            dra = frozenset(name for name, _ in scalars if delegated(name, None, self.dra))
+        return _PreFilterState(r.milli_cpu, r.memory, r.ephemeral_storage, scalars, empty, dra)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> PreFilterResult | Status | None:
         # No Skip here: even a pod requesting nothing must pass the pod-count check.
@@ -352,6 +410,12 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
             ok &= cols.alloc_eph.take(idx) - cols.req_eph.take(idx) >= s.eph
         for name, q in s.scalars:
             a = cols.scalar_alloc.get(name)
+            if name in s.dra:
+                # Nodes without it leave it to DynamicResources; nodes with it are checked.
+                if a is not None:
+                    have = a.take(idx)
+                    ok &= (have <= 0) | (have - cols.scalar_req[name].take(idx) >= q)
+                continue
             if a is None:
                 # No node has it: 0 - 0 < q everywhere.
                 ok[:] = False
@@ -361,22 +425,26 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
 
     # -- Score ---------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
-        state.write(PRE_SCORE_KEY, _PreScoreState(self.scorer.pod_requests(pod)))
+        state.write(PRE_SCORE_KEY, _PreScoreState(self.scorer.pod_requests(pod), self.scorer.dra_pre_score()))
         return None
 
-    def _requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...]:
+    def _pre_score_state(self, state: CycleState, pod: PodInfo) -> _PreScoreState:
         s = state.get(PRE_SCORE_KEY)
         if isinstance(s, _PreScoreState):
-            return s.pod_requests
+            return s
         # Upstream computes the request on the spot when PreScore did not run.
-        return self.scorer.pod_requests(pod)
+        return _PreScoreState(self.scorer.pod_requests(pod), self.scorer.dra_pre_score())
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        return self.scorer.score_node(node, self._requests(state, pod))
+        s = self._pre_score_state(state, pod)
+        return self.scorer.score_node(node, s.pod_requests, s.dra)
 
-    def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray:
+    def score_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray) -> np.ndarray | None:
+        s = self._pre_score_state(state, pod)
+        if s.dra is not None:
+            return None  # devices counted per node
         idx = np.asarray(idx, dtype=np.intp)
-        return self.scorer.score_columns(snapshot.columns, idx, self._requests(state, pod))
+        return self.scorer.score_columns(snapshot.columns, idx, s.pod_requests)
 
     # -- PlacementScore ------------------------------------------------------------------------
     def score_placement(self, state: CycleState, pod_group: PodGroupInfo, assignments: PodGroupAssignments) -> int:
@@ -392,10 +460,18 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
             pod_action |= ActionType.UPDATE_POD_SCALE_DOWN
         # With queueing hints on (the default) upstream registers only Add | UpdateNodeAllocatable.
         node_action = ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
-        return [
+        events = [
             ClusterEventWithHint(ClusterEvent("Pod", pod_action), self._after_pod_event),
             ClusterEventWithHint(ClusterEvent("Node", node_action), self._after_node_change),
         ]
+        if self.dra is not None:
+            # A pod may wait for a class that maps one of its extended resources.
+            events.append(
+                ClusterEventWithHint(
+                    ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE), self._after_device_class_event
+                )
+            )
+        return events
 
     def _after_pod_event(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
         original, modified = as_pod(old_obj), as_pod(new_obj)
@@ -420,7 +496,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
         if modified is None:
             return QueueingHint.QUEUE_SKIP
         # isFit: the pod on an empty copy of the node, nothing ignored.
-        s = Fit(features=self.features).compute_state(pod)
+        s = self.compute_state(pod, ignore=False)
         reasons, _ = _insufficient(pod.requests, modified.allocatable, Resource(), 0, s)
         if reasons:
             return QueueingHint.QUEUE_SKIP
@@ -428,13 +504,32 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
             return QueueingHint.QUEUE
         return (
             QueueingHint.QUEUE
-            if _requested_increased(pod, original, modified, self.pod_level)
+            if _requested_increased(pod, original, modified, self.pod_level, self.dra)
             else QueueingHint.QUEUE_SKIP
         )
 
+    def _after_device_class_event(self, pod: PodInfo, old_obj: Any, new_obj: Any) -> QueueingHint:
+        """isSchedulableAfterDeviceClassEvent: a class now maps an extended resource the pod asks
+        for (its implicit name only when it is added: a class's name never changes)."""
+        if not isinstance(new_obj, DeviceClass) or (old_obj is not None and not isinstance(old_obj, DeviceClass)):
+            return QueueingHint.QUEUE  # upstream: an error, and the pod is retried
+        old = old_obj
+        reqs = pod_requests(pod_resource_inputs(pod.raw), use_status=False)
+        if old is not None:
+            if (old.extended_resource_name or "") == (new_obj.extended_resource_name or ""):
+                return QueueingHint.QUEUE_SKIP
+        elif DEVICE_CLASS_PREFIX + new_obj.name in reqs:
+            return QueueingHint.QUEUE
+        if new_obj.extended_resource_name is not None and new_obj.extended_resource_name in reqs:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
-def _requested_increased(pod: PodInfo, original: NodeInfo, modified: NodeInfo, pod_level: bool = True) -> bool:
-    """haveAnyRequestedResourcesIncreased."""
+
+def _requested_increased(
+    pod: PodInfo, original: NodeInfo, modified: NodeInfo, pod_level: bool = True, dra: DraStore | None = None
+) -> bool:
+    """haveAnyRequestedResourcesIncreased (a resource DynamicResources would provide on the
+    modified node counts as more)."""
     old, new, r = original.allocatable, modified.allocatable, spec_requests(pod, pod_level)
     if new.allowed_pod_number > old.allowed_pod_number:
         return True
@@ -442,7 +537,10 @@ def _requested_increased(pod: PodInfo, original: NodeInfo, modified: NodeInfo, p
         return True
     if r.ephemeral_storage > 0 and new.ephemeral_storage > old.ephemeral_storage:
         return True
-    return any(q > 0 and new.scalar.get(n, 0) > old.scalar.get(n, 0) for n, q in r.scalar.items())
+    return any(
+        q > 0 and (new.scalar.get(n, 0) > old.scalar.get(n, 0) or delegated(n, modified, dra))
+        for n, q in r.scalar.items()
+    )
 
 
 def _has_restartable_init_container(pod: PodInfo) -> bool:

@@ -25,6 +25,7 @@ from scheduler.model.resource import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, r
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import NodeColumns
+    from scheduler.plugins.noderesources.draextended import DraExtendedScorer, DraScoreState
 
 # Kinds of resource, decided once per configured name.
 KIND_CPU = 0
@@ -179,6 +180,7 @@ def scorer_pod_requests(
 class ResourceAllocationScorer:
     __slots__ = (
         "batch_fn",
+        "dra",
         "kinds",
         "names",
         "pod_level",
@@ -214,6 +216,13 @@ class ResourceAllocationScorer:
         self.pod_level = pod_level
         self.use_status = pod_level if use_status is None else use_status
         self.pod_level_status = pod_level if pod_level_status is None else pod_level_status
+        # DRAExtendedResource: scoring resources backed by DRA count a node's devices (set by
+        # the plugin when the gate is on).
+        self.dra: DraExtendedScorer | None = None
+
+    def dra_pre_score(self) -> DraScoreState | None:
+        """getDRAPreScoredParams for the configured resources (None: nothing backed by DRA)."""
+        return self.dra.pre_score(self.names) if self.dra is not None else None
 
     # -- pod side ------------------------------------------------------------------------------
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
@@ -240,7 +249,9 @@ class ResourceAllocationScorer:
         return not any(pod_requests)
 
     # -- per node (reference) ------------------------------------------------------------------
-    def _alloc_req(self, node: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
+    def _alloc_req(
+        self, node: NodeInfo, i: int, pod_request: int, dra: DraScoreState | None = None
+    ) -> tuple[int, int]:
         """calculateResourceAllocatableRequest for resource i: (allocatable, node's allocated)."""
         kind = self.kinds[i]
         if kind == KIND_OTHER or (kind == KIND_SCALAR and pod_request == 0):
@@ -255,17 +266,22 @@ class ResourceAllocationScorer:
         if kind == KIND_EPHEMERAL:
             return alloc.ephemeral_storage, node.requested.ephemeral_storage
         name = self.names[i]
+        if dra is not None and self.dra is not None and not alloc.scalar.get(name, 0):
+            # No device plugin advertises it here: the node's devices of the mapped class count.
+            capacity, in_use = self.dra.totals(node, name, dra)
+            if capacity > 0:
+                return capacity, in_use
         if name in alloc.scalar:
             return alloc.scalar[name], node.requested.scalar.get(name, 0)
         return 0, 0
 
-    def score_node(self, node: NodeInfo, pod_requests: Sequence[int]) -> int:
+    def score_node(self, node: NodeInfo, pod_requests: Sequence[int], dra: DraScoreState | None = None) -> int:
         requested: list[int] = []
         allocated: list[int] = []
         allocatable: list[int] = []
         weights: list[int] = []
         for i in range(len(self.names)):
-            a, used = self._alloc_req(node, i, pod_requests[i])
+            a, used = self._alloc_req(node, i, pod_requests[i], dra)
             if a == 0:
                 continue
             allocatable.append(a)

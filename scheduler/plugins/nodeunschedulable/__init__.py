@@ -8,7 +8,8 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin
+from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, SignPlugin
+from scheduler.framework.signers import TOLERATIONS_SIGNER, SignFragment, tolerations_signer
 from scheduler.framework.status import Status, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -28,10 +29,15 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
     return tolerates_taint(pod.tolerations, _UNSCHEDULABLE_TAINT)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(FilterPlugin, EnqueueExtensions, SignPlugin):
     """Rejects cordoned nodes unless the pod tolerates the unschedulable taint."""
 
     name = "NodeUnschedulable"
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream NodeUnschedulable.SignPod: the tolerations."""
+        return [(TOLERATIONS_SIGNER, tolerations_signer(pod))]
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not node.unschedulable or tolerates_unschedulable(pod):

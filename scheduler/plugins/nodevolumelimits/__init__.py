@@ -12,8 +12,16 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
+from scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    SignPlugin,
+)
 from scheduler.framework.listers import StorageStore
+from scheduler.framework.signers import VOLUMES_SIGNER, SignFragment, volumes_signer
 from scheduler.framework.status import SKIP, Code, Status, StatusError, unschedulable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -96,8 +104,13 @@ class _Columns:
         self.exact.discard(p)
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream CSILimits.SignPod: the volumes."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod))]
 
     def __init__(
         self, store: StorageStore | None = None, volume_id_prefix: str | None = None, limit_scaling: bool = False

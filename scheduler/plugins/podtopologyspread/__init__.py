@@ -23,7 +23,9 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError
 from scheduler.model.node import LABEL_HOSTNAME, NodeInfo
@@ -189,9 +191,19 @@ class _ScoreState:
         return self
 
 
-class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name = NAME
     has_normalize = True
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream PodTopologySpread.SignPod: no pod with constraints of its own or defaulted ones
+        (so the system defaults keep every pod unsignable)."""
+        if pod.spread_constraints:
+            return Status(Code.UNSCHEDULABLE, "pods with topology constraints are not signable")
+        if self.default_constraints:
+            return Status(Code.UNSCHEDULABLE, "pods with default topology constraints are not signable")
+        return []
 
     def __init__(self, args: PodTopologySpreadArgs, handle: Handle) -> None:
         self.args = args
@@ -329,6 +341,26 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 cnt = counts[np.where(has, d, 0)]
             ok &= has & (cnt + (s.self_match[i] - s.min_match(i)) <= c.max_skew)
         return ok
+
+    def filter_batch_statuses(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: np.ndarray
+    ) -> Sequence[Status | None] | None:
+        # filter's answer for each node, from the same arrays as filter_batch: the first
+        # constraint a node fails decides, a missing label before a skew.
+        s = state.read(PRE_FILTER_KEY, _FilterState)
+        if any(s.extra) or snapshot is not self.handle.snapshot:
+            return None
+        verdict = np.full(len(idx), -1, dtype=np.int8)  # -1 passes, 0 label, 1 skew
+        for i, c in enumerate(s.constraints):
+            d = s.doms[i].ids[idx]
+            has = d >= 0
+            counts = s.counts[i]
+            cnt = counts[np.where(has, d, 0)] if len(counts) else np.zeros(len(idx), dtype=np.int64)
+            open_ = verdict < 0
+            verdict[open_ & ~has] = 0
+            verdict[open_ & has & (cnt + (s.self_match[i] - s.min_match(i)) > c.max_skew)] = 1
+        table = (_UNRESOLVABLE_LABEL, _UNSCHEDULABLE_SKEW)
+        return [table[v] if v >= 0 else None for v in verdict.tolist()]
 
     # PreFilterExtensions: preemption simulating the removal / addition of pods.
     def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status | None:

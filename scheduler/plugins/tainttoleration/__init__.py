@@ -9,7 +9,15 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle, PreScorePlugin, ScorePlugin
+from scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreScorePlugin,
+    ScorePlugin,
+    SignPlugin,
+)
+from scheduler.framework.signers import TOLERATIONS_SIGNER, SignFragment, tolerations_signer
 from scheduler.framework.status import MAX_NODE_SCORE, Status, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -49,12 +57,17 @@ def count_intolerable_prefer_taints(
     )
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     """Filter: NoSchedule/NoExecute taints must be tolerated. Score: fewer intolerable
     PreferNoSchedule taints is better (normalized in reverse)."""
 
     name = NAME
     has_normalize = True
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream TaintToleration.SignPod: the tolerations."""
+        return [(TOLERATIONS_SIGNER, tolerations_signer(pod))]
 
     def __init__(self, comparison: bool = False) -> None:
         # Lt/Gt tolerations (the TaintTolerationComparisonOperators gate).

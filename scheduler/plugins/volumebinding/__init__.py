@@ -30,8 +30,10 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.listers import StorageStore
+from scheduler.framework.signers import VOLUMES_SIGNER, SignFragment, volumes_signer
 from scheduler.framework.status import MAX_NODE_SCORE, SKIP, Code, Status, StatusError, go_quote
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -156,8 +158,13 @@ class CapacityScorer:
 
 class VolumeBinding(
     PreFilterPlugin, FilterPlugin, ReservePlugin, PreScorePlugin, ScorePlugin, PreBindPlugin, EnqueueExtensions
-):
+, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream VolumeBinding.SignPod: the volumes."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod))]
 
     def __init__(
         self,
@@ -365,6 +372,17 @@ class VolumeBinding(
             self.binder.revert(vols)
 
     # -- PreBind -----------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[bool, Status | None]:
+        """Skip when every claim is bound; PreBind may run beside the others (AllowParallel)."""
+        s = self._state(state)
+        if isinstance(s, Status):
+            return True, s
+        if s.all_bound:
+            return True, Status(Code.SKIP)
+        if node_name not in s.by_node:
+            return True, Status(Code.ERROR, f"no pod volume found for node {go_quote(node_name)}")
+        return True, None
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = self._state(state)
         if isinstance(s, Status):

@@ -12,8 +12,16 @@ from typing import Any
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
+from scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    SignPlugin,
+)
 from scheduler.framework.listers import StorageStore
+from scheduler.framework.signers import VOLUMES_SIGNER, SignFragment, volumes_signer
 from scheduler.framework.status import SKIP, Code, Status, unschedulable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -98,8 +106,13 @@ def used_pvc_keys(nodes: Sequence[NodeInfo]) -> set[str]:
     return out
 
 
-class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream VolumeRestrictions.SignPod: the volumes."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod))]
 
     def __init__(self, handle: Handle | None = None, store: StorageStore | None = None) -> None:
         self.handle = handle

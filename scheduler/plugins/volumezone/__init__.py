@@ -11,8 +11,16 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
+from scheduler.framework.interface import (
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    SignPlugin,
+)
 from scheduler.framework.listers import StorageStore
+from scheduler.framework.signers import VOLUMES_SIGNER, SignFragment, volumes_signer
 from scheduler.framework.status import SKIP, Status, go_quote, unresolvable
 from scheduler.model.node import NodeInfo
 from scheduler.model.pod import PodInfo
@@ -85,8 +93,13 @@ class _State:
         return self
 
 
-class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name = NAME
+
+    # -- Sign (OpportunisticBatching) ----------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Upstream VolumeZone.SignPod: the volumes."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod))]
 
     def __init__(self, store: StorageStore | None = None) -> None:
         self.store = store if store is not None else StorageStore()

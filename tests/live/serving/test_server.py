@@ -12,8 +12,11 @@ from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client import CollectorRegistry
 
 from scheduler.config import DEFAULT_SCHEDULER_NAME, load_config, load_run_config
+from scheduler.live.metrics.auth import AuthMetrics, compress_username
+from scheduler.live.metrics.kit import exposition
 from scheduler.live.serving.authn import ANONYMOUS_USER, ReviewError, TokenAuthenticator, UserInfo
 from scheduler.live.serving.authz import DelegatingAuthorizer
 from scheduler.live.serving.options import ServingOptions
@@ -80,6 +83,7 @@ async def server():
 
         return web.Response(text="ok")
 
+    srv.attach_metrics(AuthMetrics(CollectorRegistry()))
     await srv.start({"/healthz": ok, "/readyz": ok, "/livez": ok, "/metrics": ok})
     yield srv
     await srv.stop()
@@ -105,6 +109,21 @@ async def server():
 async def test_https_chain(
     server: SecureServer, path: str, token: str | None, status: int, message: str | None
 ) -> None:
+    got, cache_control, body = await _get(server, path, token)
+    assert got == status, body
+    assert cache_control == "no-cache, private"
+    if status in (401, 403):
+        st = json.loads(body)
+        assert (st["kind"], st["status"], st["code"]) == ("Status", "Failure", status)
+        assert st["reason"] == ("Unauthorized" if status == 401 else "Forbidden")
+        if message:
+            assert st["message"] == message
+    if status == 200:
+        assert body == "ok"
+
+
+async def _get(server: SecureServer, path: str, token: str | None) -> tuple[int, str, str]:
+    """(status, Cache-Control, body) of a GET over HTTPS with an optional bearer token."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -112,17 +131,92 @@ async def test_https_chain(
     async with aiohttp.ClientSession() as s, s.get(
         f"https://127.0.0.1:{server.port}{path}", headers=headers, ssl=ctx
     ) as r:
-        body = await r.text()
-        assert r.status == status, body
-        assert r.headers["Cache-Control"] == "no-cache, private"
-        if status in (401, 403):
-            st = json.loads(body)
-            assert (st["kind"], st["status"], st["code"]) == ("Status", "Failure", status)
-            assert st["reason"] == ("Unauthorized" if status == 401 else "Forbidden")
-            if message:
-                assert st["message"] == message
-        if status == 200:
-            assert body == "ok"
+        return r.status, r.headers.get("Cache-Control", ""), await r.text()
+
+
+def _samples(m: AuthMetrics) -> dict[tuple[str, ...], float]:
+    """(family sample name, label values...) -> value, for the counters and the gauge."""
+    reg = CollectorRegistry()
+    for c in (m.user_requests, m.attempts):
+        reg.register(c)
+    out: dict[tuple[str, ...], float] = {}
+    for fam in [*reg.collect(), *m.authz_attempts.collect(), *m.cache_requests.collect(),
+                *m.cache_fetches.collect(), *m.cache_active.collect()]:
+        for smp in fam.samples:
+            if not smp.name.endswith("_created"):
+                out[(smp.name, *smp.labels.values())] = smp.value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("path", "token", "authn", "user", "authz", "fetch"),
+    [
+        # endpoints/filters/metrics.go: every request is counted by authentication (anonymous
+        # ones too, as "other"), those that pass by authorization; a token goes through the
+        # TokenReview cache (token/cache/stats.go), a miss fetching once.
+        ("/healthz", None, "success", "other", "allowed", None),
+        ("/healthz", "wrong", "failure", None, None, "ok"),
+        ("/metrics", None, "success", "other", "no-opinion", None),
+        ("/metrics", "nobody", "success", "other", "no-opinion", "ok"),
+        ("/metrics", "reader", "success", "other", "allowed", "ok"),
+        ("/metrics", "broken", "success", "other", "error", "ok"),
+    ],
+)
+async def test_authentication_and_authorization_metrics(
+    server: SecureServer, path: str, token: str | None, authn: str, user: str | None, authz: str | None,
+    fetch: str | None,
+) -> None:
+    m = server.metrics
+    assert m is not None
+    await _get(server, path, token)
+    await _get(server, path, token)  # the second time the token is in the cache
+    got = _samples(m)
+    assert got[("authentication_attempts", authn)] == 2
+    assert m.duration.labels(authn).counts and sum(m.duration.labels(authn).counts) == 2
+    if user is not None:
+        assert got[("authenticated_user_requests", user)] == 2
+    else:
+        assert not any(k[0] == "authenticated_user_requests" for k in got)
+    if authz is not None:
+        assert got[("authorization_attempts_total", authz)] == 2
+        assert sum(m.authz_duration.labels(authz).counts) == 2
+    else:
+        assert not any(k[0] == "authorization_attempts_total" for k in got)
+    if fetch is None:
+        assert not any(k[0].startswith("authentication_token_cache") for k in got)
+    else:
+        assert got[("authentication_token_cache_request_total", "miss")] == 1
+        assert got[("authentication_token_cache_request_total", "hit")] == 1
+        assert got[("authentication_token_cache_fetch_total", fetch)] == 1
+        assert got[("authentication_token_cache_active_fetch_count", "in_flight")] == 0
+        assert got[("authentication_token_cache_active_fetch_count", "blocked")] == 0
+
+
+def test_counters_named_without_total_are_exposed_as_go_names_them() -> None:
+    reg = CollectorRegistry()
+    m = AuthMetrics(reg)
+    m.authenticated("success", "system:serviceaccount:kube-system:default", 0.002)
+    m.authenticated("failure", None, 0.0005)
+    m.authorized("allowed", 0.0001)
+    text = exposition(reg).decode()
+    help_line = "# HELP authenticated_user_requests [ALPHA] Counter of authenticated requests broken out by username."
+    assert help_line + "\n" in text
+    assert "# TYPE authentication_attempts counter\n" in text
+    assert 'authenticated_user_requests{username="system:serviceaccount:kube-system:default"} 1.0\n' in text
+    assert 'authentication_attempts{result="failure"} 1.0\n' in text
+    assert 'authorization_attempts_total{result="allowed"} 1.0\n' in text
+    assert 'authentication_duration_seconds_bucket{le="0.002",result="success"} 1.0\n' in text
+    assert "_total{" not in text.replace("authorization_attempts_total{", "")
+
+
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [("admin", "admin"), ("kubelet", "kubelet"), ("system:serviceaccount:kube-system:default",
+                                                  "system:serviceaccount:kube-system:default"),
+     ("jane@example.com", "email_id"), ("system:serviceaccount:ns:reader", "other"), ("system:anonymous", "other")],
+)
+def test_username_label(name: str, label: str) -> None:
+    assert compress_username(name) == label
 
 
 async def test_plain_http_gets_no_answer(server: SecureServer) -> None:
