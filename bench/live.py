@@ -271,6 +271,12 @@ def bench_workload(
         say(f"{wl.full_name}: profiling ours with py-spy -> {prof}")
         run_once(wl, scale, "ours", 0, args, out, profile_to=prof)
         row["profile"] = summarize_profile(prof)
+        print(f"{wl.full_name}: py-spy self time of ours (% of samples):")
+        for fn, pct in row["profile"]["self"]:
+            print(f"  {pct:5.1f}%  {fn}")
+        print("  inclusive time in scheduler/:")
+        for fn, pct in row["profile"]["inclusive_scheduler"]:
+            print(f"  {pct:5.1f}%  {fn}")
     return row
 
 
