@@ -16,17 +16,16 @@ of binds): no throughput, as upstream ("Failed to measure SchedulingThroughput")
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from bench.live_http import Kube
+from bench.live_observe import ResumingWatch
 
 SAMPLE_INTERVAL = 1.0  # throughputSampleInterval
 
@@ -160,21 +159,18 @@ def summarize(samples: list[float]) -> dict[str, Any]:
     }
 
 
-class PodTracker(threading.Thread):
+class PodTracker(ResumingWatch):
     """A list and watch of every pod of the plane."""
 
+    resume_limit = 50
+
     def __init__(self, kube: Kube) -> None:
-        super().__init__(daemon=True, name="pod-tracker")
-        self.kube = kube
+        super().__init__(kube, name="pod-tracker")
         self.pods: dict[str, dict[str, PodState]] = {}  # namespace -> name -> state
         self.cond = threading.Condition()
         self.windows: list[Window] = []
         self.bind_listeners: list[Callable[[str, str], None]] = []
-        self.ready = threading.Event()
-        self.error: str | None = None
         self.events = 0
-        self._stopping = False
-        self._conn = kube.connect(timeout=None)
         self._rv = ""
 
     # -- queries (callers need no lock: reads of dicts under the GIL, counts re-checked) --
@@ -246,31 +242,16 @@ class PodTracker(threading.Thread):
 
     # -- the watch --
 
-    def run(self) -> None:
-        try:
-            pods, self._rv = self._list()
-            with self.cond:
-                for ns, name, obj in pods:
-                    self.pods.setdefault(ns, {})[name] = _pod_state(obj)
-            self.ready.set()
-            resumes = 0
-            while not self._stopping:
-                ended = self._watch_once()
-                if ended is None or self._stopping:
-                    return
-                resumes += 1
-                if resumes > 50:
-                    self.error = f"watch ended early {resumes} times ({ended})"
-                    return
-                self._conn.close()
-                self._conn = self.kube.connect(timeout=None)
-        except Exception as exc:
-            if not self._stopping:
-                self.error = f"{exc!r}"
-        finally:
-            self.ready.set()
-            with self.cond:
-                self.cond.notify_all()
+    def _begin(self) -> None:
+        pods, self._rv = self._list()
+        with self.cond:
+            for ns, name, obj in pods:
+                self.pods.setdefault(ns, {})[name] = _pod_state(obj)
+        self.ready.set()
+
+    def _ended(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
 
     def _list(self) -> tuple[list[tuple[str, str, dict[str, Any]]], str]:
         doc = self.kube.request("GET", "/api/v1/pods?limit=0")
@@ -323,10 +304,3 @@ class PodTracker(threading.Thread):
         if bound_now:
             for fn in list(self.bind_listeners):
                 fn(ns, name)
-
-    def stop(self) -> None:
-        self._stopping = True
-        with contextlib.suppress(OSError):
-            if self._conn.sock is not None:
-                self._conn.sock.shutdown(socket.SHUT_RDWR)
-        self._conn.close()
