@@ -50,8 +50,10 @@ DIFFERENTIAL_FLAGS ?=
 differential: install
 	PYTHONPATH=e2e $(PYTHON) -m differential --seeds $(SEEDS) $(DIFFERENTIAL_FLAGS)
 
-## bench-live: kube-scheduler vs bind-only vs ours on a local control plane (5000 kwok nodes;
-## QUICK=1: SchedulingBasic at 1000 nodes; ROUNDS=n; BENCH_LIVE_ARGS: more bench/live.py flags)
+## bench-live: kube-scheduler v1.36.3's own scheduler_perf workloads (the 39 performance test
+## cases), kube-scheduler vs ours on a fresh local control plane per run, then the table;
+## QUICK=1: SchedulingBasic at scale 0.1; ROUNDS=n; BENCH_LIVE_ARGS: more bench/live.py flags
+## (--workloads, --scale, --contestants kube,ours,bind,bindev, --out DIR)
 bench-live: install
 	$(PYTHON) bench/live.py $(if $(filter 1 yes true,$(QUICK)),--quick) $(if $(ROUNDS),--rounds $(ROUNDS)) $(BENCH_LIVE_ARGS)
 

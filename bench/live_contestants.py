@@ -1,25 +1,28 @@
-"""The contestants of the live benchmark and one measured run of one of them."""
+"""The contestants of the live benchmark: how each starts, what it costs, how it stops.
+
+Every contestant uses the same kubeconfig identity (system:kube-scheduler, so API priority and
+fairness treats them alike), qps/burst 5000 (scheduler_perf's client) and leader election off,
+from one config file for both schedulers; the workload's feature gates go to both schedulers'
+``--feature-gates``. ``kube`` is the real kube-scheduler v1.36.3, ``ours`` ``python -m scheduler
+run`` (serving off on both: kube-scheduler's --secure-port=0), ``bind`` bench/live_bind.py
+(binds every pending pod round-robin: the API path's limit) and ``bindev`` the same client also
+writing kube-scheduler's Scheduled Event per bind.
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import pathlib
 import shlex
 import signal
 import subprocess
 import sys
-import time
-from typing import Any
 
 import yaml
 
-from bench.live_cluster import create_pods, delete_pods, renamed
-from bench.live_observe import BindObserver
-from bench.live_plane import Kwok, Plane, say
-from bench.live_procfs import cpu_seconds, hwm_mb, loadavg, process_tree
-from bench.live_shapes import Workload
+from bench.live_plane import Plane
+from bench.live_procfs import cpu_seconds, hwm_mb, process_tree
 from scheduler.testing.process import run_argv, stop_process
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -38,9 +41,14 @@ def scheduler_config(path: pathlib.Path, kubeconfig: str, qps: int) -> None:
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
-def contestant_argv(key: str, plane: Plane, config: pathlib.Path, args: argparse.Namespace) -> list[str]:
+def contestant_argv(
+    key: str, plane: Plane, config: pathlib.Path, args: argparse.Namespace, gates: str = ""
+) -> list[str]:
+    """The command line of contestant ``key``; ``args`` has the bench's ``qps`` and
+    ``bind_workers``; ``gates`` goes to both schedulers' --feature-gates."""
+    gate_flags = [f"--feature-gates={gates}"] if gates else []
     if key == "kube":
-        return [plane.kube_scheduler_bin, f"--config={config}", "--secure-port=0"]
+        return [plane.kube_scheduler_bin, f"--config={config}", "--secure-port=0", *gate_flags]
     if key in ("bind", "bindev"):
         return [
             sys.executable, str(ROOT / "bench" / "live_bind.py"), "--kubeconfig", plane.sched_kubeconfig,
@@ -48,124 +56,50 @@ def contestant_argv(key: str, plane: Plane, config: pathlib.Path, args: argparse
             "--workers", str(args.bind_workers), *(["--events"] if key == "bindev" else []),
         ]  # fmt: skip
     if key == "ours":
-        # Serving off, as kube-scheduler's --secure-port=0 above: neither pays for a
-        # self-signed certificate and an HTTPS listener before its first bind.
-        # PYSCHED_BENCH_OURS_ARGS: more flags for an A/B run of one change (e.g. records off).
-        return run_argv(config, "--secure-port", "0", *shlex.split(os.environ.get("PYSCHED_BENCH_OURS_ARGS", "")))
+        # Serving off, as kube-scheduler's --secure-port=0 above. PYSCHED_BENCH_OURS_ARGS: more
+        # flags for an A/B run of one change (e.g. records off).
+        extra = shlex.split(os.environ.get("PYSCHED_BENCH_OURS_ARGS", ""))
+        return run_argv(config, "--secure-port", "0", *gate_flags, *extra)
     raise ValueError(key)
 
 
-def percentile_rate(times: list[float], lo: float, hi: float) -> float:
-    n = len(times)
-    i, j = max(0, math.ceil(lo * n) - 1), max(0, math.ceil(hi * n) - 1)
-    span = times[j] - times[i]
-    return (j - i) / span if span > 0 else float("inf")
+class Contestant:
+    """One contestant process (its own session), its CPU and peak RSS read from /proc."""
 
+    def __init__(self, key: str, argv: list[str], log_path: pathlib.Path, profile_to: pathlib.Path | None = None):
+        self.key = key
+        self.profile_to = profile_to
+        if profile_to is not None:
+            # --gil: only the thread holding the GIL is sampled, i.e. where Python CPU goes.
+            argv = ["py-spy", "record", "--gil", "--rate", "100", "--format", "raw", "--output", str(profile_to),
+                    "--", *argv]  # fmt: skip
+        self.argv = argv
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True
+        )
+        self._peak = 0.0
 
-def run_contestant(
-    key: str,
-    wl: Workload,
-    rnd: int,
-    measured: list[dict[str, Any]],
-    plane: Plane,
-    kwok: Kwok,
-    config: pathlib.Path,
-    args: argparse.Namespace,
-    profile_to: pathlib.Path | None = None,
-) -> dict[str, Any]:
-    kube = plane.admin
-    ns = measured[0]["metadata"]["namespace"]
-    n = len(measured)
-    # Names unique per run: a component that lags (kwok resumed after SIGSTOP) and acts on a
-    # deleted pod by name must not hit the next run's pod of the same name.
-    suffix = f"-{key}{rnd}{'p' if profile_to else ''}"
-    create_pods(kube, [renamed(p, suffix) for p in measured])
-    pending, rv = kube.list_names(f"/api/v1/namespaces/{ns}/pods", "fieldSelector=spec.nodeName%3D")
-    if len(pending) != n:
-        raise RuntimeError(f"{ns}: {len(pending)} pending pods, expected {n}")
-    time.sleep(args.settle)
-    obs = BindObserver(kube, ns, rv, n)
-    obs.start()
-    if not obs.ready.wait(30) or obs.error:
-        raise RuntimeError(obs.error or "watch did not start")
-    argv = contestant_argv(key, plane, config, args)
-    if profile_to is not None:
-        # --gil: only the thread holding the GIL is sampled, i.e. where Python CPU goes (threads
-        # blocked in socket reads would otherwise dominate).
-        argv = [
-            "py-spy",
-            "record",
-            "--gil",
-            "--rate",
-            "100",
-            "--format",
-            "raw",
-            "--output",
-            str(profile_to),
-            "--",
-            *argv,
-        ]
-    tag = f"bench-{wl.name.replace('/', '_')}-{key}-r{rnd}{'-profile' if profile_to else ''}"
-    log_path = plane.run / "logs" / f"{tag}.log"
-    api_pid, etcd_pid = plane.pid("kube-apiserver"), plane.pid("etcd")
-    load0 = loadavg()
-    proc: subprocess.Popen[bytes] | None = None
-    status = "ok"
-    try:
-        kwok.pause()
-        api0, etcd0 = cpu_seconds([api_pid]), cpu_seconds([etcd_pid])
-        t0 = time.monotonic()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
-            )
-        deadline = t0 + args.run_timeout
-        while not obs.done.wait(0.05):
-            if proc.poll() is not None:
-                status = f"exited {proc.returncode}"
-                break
-            if obs.error:
-                status = obs.error
-                break
-            if time.monotonic() > deadline:
-                status = "timeout"
-                break
-        t_end = time.monotonic()
-        pids = process_tree(proc.pid)
-        cpu, rss = cpu_seconds(pids), hwm_mb(pids)
-        api1, etcd1 = cpu_seconds([api_pid]), cpu_seconds([etcd_pid])
-    finally:
-        if proc is not None:
-            # The contestant has its own session: its whole process group goes.
-            sig = signal.SIGINT if profile_to else signal.SIGTERM
-            stop_process(proc, sig, grace=30 if profile_to else 10, group=True)
-        obs.stop()
-        kwok.resume()
-    times = sorted(t - t0 for t in obs.times.values())
-    bound = len(times)
-    res: dict[str, Any] = {
-        "workload": wl.name,
-        "contestant": key,
-        "round": rnd,
-        "status": status,
-        "pods": n,
-        "bound": bound,
-        "wall_s": round(t_end - t0, 3),
-        "pods_per_s": round(bound / times[-1], 1) if bound and status == "ok" else None,
-        "pods_per_s_10_90": round(percentile_rate(times, 0.1, 0.9), 1) if bound >= 10 and status == "ok" else None,
-        "first_bind_s": round(times[0], 3) if bound else None,
-        "cpu_s": round(cpu, 2),
-        "cpu_s_per_1000": round(cpu / (n / 1000), 2),
-        "apiserver_cpu_s": round(api1 - api0, 2),
-        "etcd_cpu_s": round(etcd1 - etcd0, 2),
-        "peak_rss_mb": round(rss, 1),
-        "distinct_nodes": len(obs.nodes),
-        "loadavg_before": load0,
-        "loadavg_after": loadavg(),
-        "log": str(log_path),
-    }
-    if status != "ok":
-        tail = log_path.read_text(errors="replace").splitlines()[-5:]
-        say(f"  {key} round {rnd}: {status}; {bound}/{n} bound; log {log_path}: " + " | ".join(tail))
-    delete_pods(kube, ns)
-    return res
+    def exited(self) -> int | None:
+        return self.proc.poll()
+
+    def pids(self) -> list[int]:
+        return process_tree(self.proc.pid)
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pids())
+
+    def peak_rss_mb(self) -> float:
+        self._peak = max(self._peak, hwm_mb(self.pids()))
+        return self._peak
+
+    def stop(self) -> int | None:
+        # py-spy writes its profile on SIGINT; the others stop on SIGTERM.
+        sig = signal.SIGINT if self.profile_to else signal.SIGTERM
+        rc = stop_process(self.proc, sig, grace=30 if self.profile_to else 10, group=True)
+        self._log.close()
+        return rc
+
+    def log_tail(self, n: int = 5) -> str:
+        return " | ".join(self.log_path.read_text(errors="replace").splitlines()[-n:])

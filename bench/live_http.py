@@ -94,16 +94,20 @@ class Kube:
         accept: str | None = None,
         ok: Iterable[int] = (200, 201),
         retries: int = 5,
+        content_type: str | None = None,
     ) -> Any:
         """One request on this thread's keep-alive connection; JSON in and out.
 
         Connection errors and 429/5xx are retried with a short backoff; any other status not in
-        ``ok`` raises ApiError. Returns the decoded body (None if empty).
+        ``ok`` raises ApiError. Returns the decoded body (None if empty). ``content_type``: for
+        a patch (application/merge-patch+json).
         """
         data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
         headers = dict(self.headers)
         if accept:
             headers["Accept"] = accept
+        if content_type:
+            headers["Content-Type"] = content_type
         for attempt in range(retries + 1):
             conn = self._conn()
             try:

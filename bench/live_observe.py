@@ -1,4 +1,5 @@
-"""When each measured pod is first seen bound: one watch of a namespace's bound pods per run."""
+"""Watches of the live benchmark that resume when the API server ends them early, and when each
+measured pod is first seen bound (one watch of a namespace's bound pods per run)."""
 
 from __future__ import annotations
 
@@ -12,33 +13,45 @@ from collections import Counter
 from bench.live_http import Kube
 
 
-class BindObserver(threading.Thread):
-    """Records when each pod of one namespace is first seen bound (a watch of bound pods only)."""
+class ResumingWatch(threading.Thread):
+    """A watch thread. The API server ends a watch whose reader falls behind (or at its
+    timeout): ``_watch_once`` returns why, and the watch resumes from the last event seen, as a
+    reflector would, a bounded number of times. No socket timeout: a watch may stay quiet for
+    minutes; ``stop()`` ends it."""
 
-    def __init__(self, kube: Kube, namespace: str, resource_version: str, expected: int) -> None:
-        super().__init__(daemon=True)
-        self.kube, self.namespace, self.rv, self.expected = kube, namespace, resource_version, expected
-        self.times: dict[str, float] = {}
-        self.nodes: Counter[str] = Counter()
+    resume_limit = 20
+
+    def __init__(self, kube: Kube, name: str | None = None) -> None:
+        super().__init__(daemon=True, name=name)
+        self.kube = kube
         self.ready = threading.Event()
-        self.done = threading.Event()
         self.error: str | None = None
-        # No socket timeout: the watch is quiet until the contestant binds (a scheduler may
-        # take minutes to sync); the driver's own deadline and stop() end it.
         self._conn = kube.connect(timeout=None)
         self._stopping = False
 
+    def _begin(self) -> None:
+        """Before the first watch (a list, say)."""
+
+    def _finished(self) -> bool:
+        return False
+
+    def _ended(self) -> None:
+        """After the last watch, however it ended."""
+
+    def _watch_once(self) -> str | None:
+        """One WATCH. Returns why it ended when it may be resumed, else None."""
+        raise NotImplementedError
+
     def run(self) -> None:
         try:
+            self._begin()
             resumes = 0
-            while not self._stopping and not self.done.is_set():
+            while not self._stopping and not self._finished():
                 ended = self._watch_once()
-                if ended is None:
+                if ended is None or self._stopping:
                     return
-                # The API server ends a watch whose reader falls behind (or at its timeout):
-                # resume from the last event seen, as a reflector would, a bounded number of times.
                 resumes += 1
-                if resumes > 20:
+                if resumes > self.resume_limit:
                     self.error = f"watch ended early {resumes} times ({ended})"
                     return
                 self._conn.close()
@@ -48,6 +61,28 @@ class BindObserver(threading.Thread):
                 self.error = f"watch failed: {exc!r}"
         finally:
             self.ready.set()
+            self._ended()
+
+    def stop(self) -> None:
+        self._stopping = True
+        with contextlib.suppress(OSError):
+            if self._conn.sock is not None:
+                self._conn.sock.shutdown(socket.SHUT_RDWR)
+        self._conn.close()
+
+
+class BindObserver(ResumingWatch):
+    """Records when each pod of one namespace is first seen bound (a watch of bound pods only)."""
+
+    def __init__(self, kube: Kube, namespace: str, resource_version: str, expected: int) -> None:
+        super().__init__(kube)
+        self.namespace, self.rv, self.expected = namespace, resource_version, expected
+        self.times: dict[str, float] = {}
+        self.nodes: Counter[str] = Counter()
+        self.done = threading.Event()
+
+    def _finished(self) -> bool:
+        return self.done.is_set()
 
     def _watch_once(self) -> str | None:
         """One WATCH from self.rv. Returns why it ended when it may be resumed, else None."""
@@ -82,10 +117,3 @@ class BindObserver(threading.Thread):
                 if len(self.times) >= self.expected:
                     self.done.set()
         return None
-
-    def stop(self) -> None:
-        self._stopping = True
-        with contextlib.suppress(OSError):
-            if self._conn.sock is not None:
-                self._conn.sock.shutdown(socket.SHUT_RDWR)
-        self._conn.close()

@@ -1,5 +1,14 @@
 """The live benchmark's control plane: built and started through e2e/support, one RBAC identity
-for every contestant, and kwok paused while a contestant runs."""
+for every contestant, and kwok pausable (``--kwok-paused``).
+
+For bench/live.py (``scheduler_perf=True``) the API server runs as scheduler_perf's does (util.go
+``mustSetupCluster``): without the ServiceAccount, TaintNodesByCondition and Priority admission
+plugins (pods get no token volume, new nodes no not-ready taint, and a template's ``priority``
+is taken as written), plus the flags of the workload (its feature gates); kube-controller-manager
+runs up.sh's controllers except the PersistentVolume binder: scheduler_perf has only a fake one
+that fills in an empty claim's volume name, and the real one marks a claim Lost when it sees the
+claim (created bound, as upstream creates it) before its volume.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ import contextlib
 import dataclasses
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -45,7 +55,35 @@ def component_paths() -> dict[str, str]:
     return {"kube-scheduler": out.strip()}
 
 
-def start_plane() -> Plane:
+# scheduler_perf's API server flags (mustSetupCluster's customFlags).
+APISERVER_ARGS = ("--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority",)
+NOT_RUN_CONTROLLERS = frozenset({"persistentvolume-binder-controller"})
+
+
+def kcm_controllers(up_sh: pathlib.Path = CONTROLPLANE_DIR / "up.sh") -> str:
+    """up.sh's kube-controller-manager list (its KCM_CONTROLLERS lines) without the ones above."""
+    names: list[str] = []
+    for m in re.finditer(r"KCM_CONTROLLERS(\+?)=([\w,-]+)", up_sh.read_text()):
+        names = ([] if not m.group(1) else names) + [n for n in m.group(2).split(",") if n]
+    if not names:
+        raise RuntimeError(f"{up_sh}: no KCM_CONTROLLERS list found")
+    return ",".join(n for n in names if n not in NOT_RUN_CONTROLLERS)
+
+
+# What the user set for up.sh, kept under the bench's own additions.
+_USER_APISERVER_ARGS = os.environ.get("PYSCHED_APISERVER_EXTRA_ARGS", "")
+_USER_KCM_CONTROLLERS = os.environ.get("PYSCHED_KCM_CONTROLLERS")
+
+
+def start_plane(scheduler_perf: bool = False, apiserver_args: list[str] | None = None) -> Plane:
+    """A plane (up.sh in ``$PYSCHED_RUN``). ``scheduler_perf``: set up as scheduler_perf's (see
+    the module doc), its API server also given ``apiserver_args``."""
+    extra = [*APISERVER_ARGS, *(apiserver_args or [])] if scheduler_perf else []
+    os.environ["PYSCHED_APISERVER_EXTRA_ARGS"] = " ".join([_USER_APISERVER_ARGS, *extra]).strip()
+    if scheduler_perf:
+        os.environ["PYSCHED_KCM_CONTROLLERS"] = kcm_controllers()
+    elif _USER_KCM_CONTROLLERS is None:
+        os.environ.pop("PYSCHED_KCM_CONTROLLERS", None)
     paths = component_paths()
     missing = [c for c in ("kube-scheduler",) if not os.access(paths[c], os.X_OK)]
     if not local_binaries_present():
@@ -53,8 +91,17 @@ def start_plane() -> Plane:
     if missing:
         say(f"building {' '.join(missing)} (e2e/controlplane/build.sh)")
         subprocess.run([str(CONTROLPLANE_DIR / "build.sh"), *missing], check=True)
-    say(f"control plane in {os.environ['PYSCHED_RUN']}")
-    cp = start_local_control_plane()
+    # Other planes on this machine may take a port between up.sh's check and the bind (up.sh
+    # then cleans up and fails): a few more tries.
+    for attempt in range(1, 4):
+        try:
+            cp = start_local_control_plane()
+            break
+        except subprocess.CalledProcessError:
+            if attempt == 3:
+                raise
+            say(f"control plane did not start (attempt {attempt}); trying again")
+            time.sleep(2 * attempt)
     assert cp.run_dir is not None
     admin = Kube(cp.kubeconfig)
     # One identity for all contestants: system:kube-scheduler has the upstream role; the

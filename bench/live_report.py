@@ -1,16 +1,28 @@
-"""The live benchmark's summaries: medians per contestant, the comparison table, and the py-spy
-profile of ours (--format raw: "frame;frame;... count" per line)."""
+"""The live benchmark's summaries: medians per workload and contestant, the comparison table,
+and the py-spy profile of ours (--format raw: "frame;frame;... count" per line)."""
 
 from __future__ import annotations
 
 import pathlib
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from bench.live_contestants import CONTESTANTS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# The figures of a round that get a median (failed rounds included: a run that left pods
+# unbound still has a throughput, and the table marks it).
+FIGURES = (
+    "pods_per_s",
+    "pods_per_s_to_last_bind",
+    "first_bind_s",
+    "cpu_s_per_1000",
+    "apiserver_cpu_s",
+    "peak_rss_mb",
+)
 
 
 def summarize_profile(path: pathlib.Path, top: int = 15) -> dict[str, Any]:
@@ -45,52 +57,80 @@ def _short(frame: str) -> str:
     return frame
 
 
-COLUMNS = [
-    ("pods_per_s", "pods/s", "{:.0f}"),
-    ("pods_per_s_10_90", "pods/s 10-90%", "{:.0f}"),
-    ("first_bind_s", "first bind s", "{:.2f}"),
-    ("cpu_s_per_1000", "CPU-s/1000 pods", "{:.2f}"),
-    ("apiserver_cpu_s", "apiserver CPU-s", "{:.1f}"),
-    ("peak_rss_mb", "peak RSS MB", "{:.0f}"),
-]
-
-
-def medians(results: list[dict[str, Any]]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for col, _, _ in COLUMNS:
-        # Failed runs (timeout, crash) are listed in the JSON but not in the medians.
-        vals = [r[col] for r in results if r["status"] == "ok" and r.get(col) is not None]
-        out[col] = statistics.median(vals) if vals else None
-    out["rounds_ok"] = sum(r["status"] == "ok" for r in results)
+def medians(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Median of each figure over the rounds that have it; ``complete`` only if every round was."""
+    out: dict[str, Any] = {}
+    for key in FIGURES:
+        vals = [r[key] for r in rounds if r.get(key) is not None]
+        out[key] = statistics.median(vals) if vals else None
+    out["complete"] = bool(rounds) and all(r.get("complete") for r in rounds)
+    out["rounds"] = len(rounds)
+    out["errors"] = sorted({r["error"] for r in rounds if r.get("error")})
     return out
 
 
-def table(wl: str, meta: str, med: dict[str, dict[str, float | None]]) -> str:
-    lines = [f"{wl}  ({meta})"]
-    head = f"  {'':22}" + "".join(f"{h:>17}" for _, h, _ in COLUMNS) + f"{'ok runs':>9}"
-    lines.append(head)
-    for key, m in med.items():
-        cells = "".join(f"{(fmt.format(m[c]) if m[c] is not None else '-'):>17}" for c, _, fmt in COLUMNS)
-        lines.append(f"  {CONTESTANTS[key]:22}{cells}{m['rounds_ok']:>9}")
-    if "ours" in med:
-        for other in ("kube", "bind", "bindev"):
-            if other not in med:
-                continue
-            cells = ""
-            for c, _, _ in COLUMNS:
-                a, b = med["ours"][c], med[other][c]
-                cells += f"{(f'{a / b:.2f}x' if a is not None and b else '-'):>17}"
-            lines.append(f"  {'ours/' + CONTESTANTS[other]:22}{cells}")
+def size_text(size: dict[str, int]) -> str:
+    text = f"{size['nodes']} nodes, {size['pods']} pods"
+    if size.get("measured_pods"):
+        text += f" ({size['measured_pods']} measured)"
+    return text
+
+
+def _fmt(v: Any, fmt: str) -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def _pair(a: Any, b: Any, fmt: str) -> str:
+    return f"{_fmt(a, fmt)} / {_fmt(b, fmt)}"
+
+
+def table(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
+    """Markdown: one line per workload with kube and ours side by side (other contestants'
+    pods/s after). ``rows``: {"workload", "scale", "size", "medians": {contestant: medians}}.
+    A contestant that left measured pods unbound (or failed) is marked ``!``."""
+    others = [k for k in keys if k not in ("kube", "ours")]
+    head = ["workload", "scale", "size used", "pods/s kube", "pods/s ours", "ours/kube",
+            "CPU-s/1000 pods kube / ours", "peak RSS MB kube / ours", "first bind s kube / ours",
+            *[f"pods/s {CONTESTANTS[k]}" for k in others]]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        med = row["medians"]
+        k, o = med.get("kube", {}), med.get("ours", {})
+
+        # scheduler_perf's figure where both have it; a window too short for its samples
+        # (under two seconds) has only the rate to its last bind, marked "~".
+        fig = "pods_per_s" if all(m.get("pods_per_s") for m in med.values()) else "pods_per_s_to_last_bind"
+        tilde = "" if fig == "pods_per_s" else "~"
+
+        def pods(m: dict[str, Any], fig: str = fig, tilde: str = tilde) -> str:
+            if not m:
+                return "n/a"
+            mark = "" if m.get("complete") else " !"
+            return (tilde + _fmt(m.get(fig), "{:.1f}") if m.get(fig) is not None else "-") + mark
+
+        ratio = f"{o[fig] / k[fig]:.2f}x" if o.get(fig) and k.get(fig) else "-"
+        cells = [
+            row["workload"],
+            f"{row['scale']:g}",
+            size_text(row["size"]),
+            pods(k),
+            pods(o),
+            ratio,
+            _pair(k.get("cpu_s_per_1000"), o.get("cpu_s_per_1000"), "{:.2f}"),
+            _pair(k.get("peak_rss_mb"), o.get("peak_rss_mb"), "{:.0f}"),
+            _pair(k.get("first_bind_s"), o.get("first_bind_s"), "{:.2f}"),
+            *[pods(med.get(x, {})) for x in others],
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def print_workload(table_text: str, entry: dict[str, Any]) -> None:
-    """The workload's table, then where ours spent its CPU if it was profiled."""
-    print(table_text, flush=True)
-    if "profile" in entry:
-        print("  py-spy self time of ours (% of samples):")
-        for fn, p in entry["profile"]["self"]:
-            print(f"    {p:5.1f}%  {fn}")
-        print("  py-spy inclusive time in scheduler/ (% of samples):")
-        for fn, p in entry["profile"]["inclusive_scheduler"]:
-            print(f"    {p:5.1f}%  {fn}")
+def incomplete_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per contestant that left pods unbound or failed, with the error."""
+    out = []
+    for row in rows:
+        for key, m in row["medians"].items():
+            if not m.get("complete"):
+                errs = "; ".join(m.get("errors") or []) or "measured pods left unbound"
+                out.append(f"- {row['workload']} ({CONTESTANTS[key]}): {errs}")
+    return out
