@@ -132,16 +132,23 @@ class NodeInfo:
         self._account(pod, 1)
 
     def remove_pod(self, pod: PodInfo) -> bool:
-        for i, p in enumerate(self.pods):
-            if p.uid == pod.uid:
-                old = self.pods.pop(i)
-                self.pods_with_affinity = [q for q in self.pods_with_affinity if q.uid != pod.uid]
-                self.pods_with_required_anti_affinity = [
-                    q for q in self.pods_with_required_anti_affinity if q.uid != pod.uid
-                ]
-                self._account(old, -1)
-                return True
-        return False
+        pods = self.pods
+        try:
+            # Usually the very object added: list.index compares identity first, at C speed
+            # (a node holding thousands of pods made the uid scan a tenth of a gated run).
+            i = pods.index(pod)
+        except ValueError:
+            i = next((k for k, p in enumerate(pods) if p.uid == pod.uid), -1)
+            if i < 0:
+                return False
+        old = pods.pop(i)
+        uid = old.uid
+        if old.has_affinity:
+            self.pods_with_affinity = [q for q in self.pods_with_affinity if q.uid != uid]
+        if old.anti_affinity_required:
+            self.pods_with_required_anti_affinity = [q for q in self.pods_with_required_anti_affinity if q.uid != uid]
+        self._account(old, -1)
+        return True
 
     def _account(self, pod: PodInfo, sign: int) -> None:
         self.requested.add(pod.requests, sign)
