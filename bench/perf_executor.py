@@ -53,12 +53,12 @@ from bench.perf_objects import (
     body,
     csinode,
     rand_suffix,
-    resource_slice,
     template,
     volume_pair,
 )
 from bench.perf_schema import typed
 from bench.perf_tracker import PodTracker, Window
+from scheduler.testing.dra_workloads import resource_slice
 
 MERGE_PATCH = "application/merge-patch+json"
 CREATE_RETRY_S = 20.0  # createAny retries for this long

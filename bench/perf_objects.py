@@ -163,32 +163,6 @@ def csinode(node: str, drivers: Mapping[str, Any], migrated: Sequence[str]) -> O
     }
 
 
-def resource_slice(driver: str, node: str, capacity: int) -> Obj:
-    """dra.go resourceSlice: ``capacity`` devices instance-<i> with the test driver's attributes."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": node},
-        "spec": {
-            "driver": driver,
-            "nodeName": node,
-            "pool": {"name": node, "resourceSliceCount": 1, "generation": 0},
-            "devices": [
-                {
-                    "name": f"instance-{i}",
-                    "attributes": {
-                        "model": {"string": "A100"},
-                        "family": {"string": "GPU"},
-                        "driverVersion": {"version": "1.2.3"},
-                        "dra.example.com/numa": {"int": i},
-                    },
-                    "capacity": {"memory": {"value": "1Gi"}},
-                }
-                for i in range(capacity)
-            ],
-        },
-    }
-
 
 def volume_pair(pv_tmpl: Obj, pvc_tmpl: Obj, namespace: str, i: int) -> tuple[Obj, Obj]:
     """CreatePodWithPersistentVolume with bindVolume (and getCustomVolumeFactory): claim pvc-<i>

@@ -22,6 +22,34 @@ from typing import Any
 TEST_DRIVER = "test-driver.cdi.k8s.io"
 
 
+
+def resource_slice(driver: str, node: str, capacity: int) -> dict[str, Any]:
+    """scheduler_perf's dra.go resourceSlice: ``capacity`` devices instance-<i> of ``node``, with
+    the test driver's attributes."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": node},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"instance-{i}",
+                    "attributes": {
+                        "model": {"string": "A100"},
+                        "family": {"string": "GPU"},
+                        "driverVersion": {"version": "1.2.3"},
+                        "dra.example.com/numa": {"int": i},
+                    },
+                    "capacity": {"memory": {"value": "1Gi"}},
+                }
+                for i in range(capacity)
+            ],
+        },
+    }
+
 def _node(name: str, labels: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, Any]:
     caps = {"pods": "110", "cpu": "4", "memory": "32Gi", **(extra or {})}
     return {
@@ -82,31 +110,6 @@ def extended_resource(
         }
         for i in range(classes)
     ]
-    docs += [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": n},
-            "spec": {
-                "driver": driver,
-                "nodeName": n,
-                "pool": {"name": n, "generation": 0, "resourceSliceCount": 1},
-                "devices": [
-                    {
-                        "name": f"instance-{d}",
-                        "attributes": {
-                            "model": {"string": "A100"},
-                            "family": {"string": "GPU"},
-                            "driverVersion": {"version": "1.2.3"},
-                            "dra.example.com/numa": {"int": d},
-                        },
-                        "capacity": {"memory": {"value": "1Gi"}},
-                    }
-                    for d in range(max_claims)
-                ],
-            },
-        }
-        for n in dra
-    ]
+    docs += [resource_slice(driver, n, max_claims) for n in dra]
     docs += [_pod(f"test-dra-{i}", namespace, f"example.com/{prefix}gpu-{i}", scheduler) for i in range(pods)]
     return docs

@@ -13,7 +13,8 @@ import pytest
 from bench.live_plane import kcm_controllers
 from bench.live_report import incomplete_notes, medians, table
 from bench.perf_config import ConfigError
-from bench.perf_objects import allocate_claims, base_node, base_pod, csinode, resource_slice, volume_pair
+from bench.perf_objects import allocate_claims, base_node, base_pod, csinode, volume_pair
+from scheduler.testing.dra_workloads import resource_slice
 
 
 def test_base_objects() -> None:
