@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import pathlib
 import signal
@@ -42,6 +41,7 @@ from bench.live_observe import BindObserver
 from bench.live_plane import Kwok, Plane, say, start_plane
 from bench.live_procfs import cpu_seconds, hwm_mb, process_tree
 from bench.live_shapes import Workload
+from bench.stats import percentile
 from scheduler.testing.process import stop_process
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -65,11 +65,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if bad:
         ap.error(f"unknown contestants {sorted(bad)}; choose from kube, ours")
     return args
-
-
-def percentile(xs: list[float], q: float) -> float:
-    s = sorted(xs)  # nearest rank
-    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
 
 
 class Creator:
@@ -127,6 +122,10 @@ def wait_bound(plane: Plane, ns: str, name: str, timeout: float, proc: subproces
     return False
 
 
+def _ms(v: float | None) -> float | None:
+    return None if v is None else round(v, 1)
+
+
 def run_one(
     key: str, rate: float, rnd: int, template: list[dict[str, Any]], plane: Plane, kwok: Kwok,
     config: pathlib.Path, args: argparse.Namespace,
@@ -171,9 +170,9 @@ def run_one(
         res.update({
             "bound": len(lat), "complete": len(lat) == n, "create_errors": len(creator.errors),
             "late_creates": creator.late,
-            "p50_ms": round(percentile(lat, 0.5), 1) if lat else None,
-            "p90_ms": round(percentile(lat, 0.9), 1) if lat else None,
-            "p99_ms": round(percentile(lat, 0.99), 1) if lat else None,
+            "p50_ms": _ms(percentile(lat, 0.5)),
+            "p90_ms": _ms(percentile(lat, 0.9)),
+            "p99_ms": _ms(percentile(lat, 0.99)),
             "max_ms": round(max(lat), 1) if lat else None,
             "cpu_s_per_1000": round(cpu / (n / 1000), 2), "apiserver_cpu_s": round(api, 2),
             "peak_rss_mb": round(rss, 1), "log": str(log_path),

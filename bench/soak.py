@@ -45,6 +45,7 @@ import yaml  # noqa: E402
 from kubernetes import client, watch  # noqa: E402
 from kubernetes.client.rest import ApiException  # noqa: E402
 
+from bench.stats import percentile  # noqa: E402
 from e2e.controlplane.freeport import free_port  # noqa: E402
 from e2e.support.apply import apply_yaml, ensure_namespace  # noqa: E402
 from e2e.support.auth import metrics_reader_token  # noqa: E402
@@ -86,13 +87,6 @@ def pod(i: int) -> dict[str, Any]:
                                               "labelSelector": {"matchLabels": {"app": app}}}]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"s-{i:07d}", "namespace": NAMESPACE, "labels": {"app": app}}, "spec": spec}
-
-
-def percentile(xs: list[float], q: float) -> float | None:
-    if not xs:
-        return None
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def slope_per_hour(points: list[tuple[float, float]]) -> float | None:

@@ -251,8 +251,8 @@ class Attempt:
         """The node the algorithm chose, compacted or not."""
         if self.result is not None:
             return self.result.suggested_host
-        d = self.decision
-        return d.node if d is not None else None
+        # The compact base has it: no need to build the score rows (the page lists 100 of these).
+        return self.compacted.base.node if self.compacted is not None else None
 
     def finish(self, outcome: str, message: str, stages: dict[str, str], timings: dict[str, float]) -> None:
         """The binding cycle ended: its outcome, the message when it failed, what each stage
