@@ -53,10 +53,11 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from bench import live_apimetrics as apimetrics
 from bench.live_contestants import CONTESTANTS, Contestant, contestant_argv, scheduler_config
-from bench.live_http import ApiError
+from bench.live_http import ApiError, Kube
 from bench.live_plane import Kwok, Plane, say, start_plane
-from bench.live_procfs import cpu_seconds, loadavg
+from bench.live_procfs import cpu_seconds, loadavg, machine_idle_s, self_cpu_s
 from bench.live_report import incomplete_notes, medians, summarize_profile, table
 from bench.perf_config import (
     ConfigError,
@@ -124,23 +125,41 @@ def planned(args: argparse.Namespace) -> list[tuple[Workload, float]]:
     return [(w, args.scale or DEFAULT_SCALES.get(w.case, 1.0)) for w in select_workloads(all_wl, args.workloads)]
 
 
+# The plane's processes whose CPU a window's breakdown shows beside the contestant's.
+PLANE_PARTS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
+
+
 @dataclasses.dataclass
 class RunHooks:
     """What the executor tells the driver: windows (CPU samples, kwok) and liveness."""
 
     contestant: Contestant
-    api_pid: int
+    plane_pids: dict[str, int]
     kwok: Kwok
-    marks: dict[int, tuple[float, float]] = dataclasses.field(default_factory=dict)
-    costs: dict[int, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    admin: Kube | None = None
+    marks: dict[int, dict[str, float]] = dataclasses.field(default_factory=dict)
+    costs: dict[int, dict[str, float]] = dataclasses.field(default_factory=dict)
+    api_marks: dict[int, dict[str, float]] = dataclasses.field(default_factory=dict)
+    api_counts: dict[int, dict[str, int]] = dataclasses.field(default_factory=dict)
+
+    def _sample(self) -> dict[str, float]:
+        # Where a saturated machine's time goes: each plane part, the bench (pod creation and
+        # the tracker's watch), the contestant and what was left idle.
+        out = {name: cpu_seconds([pid]) for name, pid in self.plane_pids.items()}
+        out.update(contestant=self.contestant.cpu(), bench=self_cpu_s(), idle=machine_idle_s())
+        return out
 
     def window_started(self, win: Window) -> None:
         self.kwok.pause()
-        self.marks[id(win)] = (self.contestant.cpu(), cpu_seconds([self.api_pid]))
+        self.marks[id(win)] = self._sample()
+        if self.admin is not None:
+            self.api_marks[id(win)] = apimetrics.scrape(self.admin)
 
     def window_stopped(self, win: Window) -> None:
-        cpu0, api0 = self.marks[id(win)]
-        self.costs[id(win)] = (self.contestant.cpu() - cpu0, cpu_seconds([self.api_pid]) - api0)
+        start, end = self.marks[id(win)], self._sample()
+        self.costs[id(win)] = {k: end[k] - start[k] for k in end}
+        if self.admin is not None and id(win) in self.api_marks:
+            self.api_counts[id(win)] = apimetrics.delta(self.api_marks[id(win)], apimetrics.scrape(self.admin))
         self.contestant.peak_rss_mb()
         self.kwok.resume()
 
@@ -196,7 +215,8 @@ def run_once(
         argv = contestant_argv(key, plane, config, args, gates.flag())
         contestant = Contestant(key, argv, out / "logs" / f"{tag}.log", profile_to)
         rec["log"] = str(contestant.log_path)
-        hooks = RunHooks(contestant, plane.pid("kube-apiserver"), Kwok(plane, enabled=args.kwok_paused))
+        pids = {name: plane.pid(name) for name in PLANE_PARTS}
+        hooks = RunHooks(contestant, pids, Kwok(plane, enabled=args.kwok_paused), plane.admin)
         time.sleep(args.settle)
         hooks.check()
         executor = Executor(plane.admin, tracker, wl, ops, hooks, gates.used, wait_timeout=args.wait_timeout)
@@ -220,8 +240,11 @@ def run_once(
     rec["loadavg_after"] = loadavg()
     windows = []
     for win, info in executor.closed if executor else []:
-        cpu, api = hooks.costs.get(id(win), (None, None)) if hooks else (None, None)
+        cost = hooks.costs.get(id(win)) if hooks else None
+        cpu, api = (cost["contestant"], cost["kube-apiserver"]) if cost else (None, None)
         binds = info["binds"]
+        info["cpu_breakdown_s"] = {k: round(v, 2) for k, v in cost.items()} if cost else None
+        info["apiserver_counts"] = hooks.api_counts.get(id(win)) if hooks else None
         info["cpu_s"] = round(cpu, 2) if cpu is not None else None
         info["cpu_s_per_1000"] = round(cpu / (binds / 1000), 2) if cpu is not None and binds else None
         info["apiserver_cpu_s"] = round(api, 2) if api is not None else None
@@ -260,6 +283,16 @@ def bench_workload(
                 f"rss={res.get('peak_rss_mb')}MB ops {res['ops_done']}/{res['ops_total']} in {res.get('ops_s')}s"
                 + (f" ERROR {res['error']}" if res["error"] else "")
             )
+            brk = next((w.get("cpu_breakdown_s") for w in res.get("windows", []) if w.get("binds")), None)
+            if brk:
+                say("  window CPU-s: " + " ".join(f"{k}={v}" for k, v in brk.items()))
+            blog = next((w.get("backlog") for w in res.get("windows", []) if w.get("binds")), None)
+            if blog:
+                every5 = blog["per_s"][::5]
+                say(f"  backlog: last create {blog['last_create_s']}s, max {blog['max']}, every 5 s {every5}")
+            counts = next((w.get("apiserver_counts") for w in res.get("windows", []) if w.get("binds")), None)
+            if counts:
+                say("  API server: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
     row = {
         "workload": wl.full_name,
         "scale": scale,

@@ -4,11 +4,12 @@ measured pod is first seen bound (one watch of a namespace's bound pods per run)
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import threading
 import time
 from collections import Counter
+
+import orjson
 
 from bench.live_http import Kube
 
@@ -101,7 +102,7 @@ class BindObserver(ResumingWatch):
             if not line:
                 return None if self.done.is_set() else "closed by the server"
             now = time.monotonic()
-            ev = json.loads(line)
+            ev = orjson.loads(line)
             obj = ev["object"]
             if ev.get("type") == "ERROR":
                 self.error = f"watch error: {obj}"

@@ -49,3 +49,16 @@ def hwm_mb(pids: list[int]) -> float:
 
 def loadavg() -> float:
     return float(pathlib.Path("/proc/loadavg").read_text().split()[0])
+
+
+def machine_idle_s() -> float:
+    """Seconds all CPUs spent idle (and waiting on I/O) since boot: a window's difference says
+    whether the machine was saturated."""
+    fields = pathlib.Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return (int(fields[4]) + int(fields[5])) / CLK_TCK
+
+
+def self_cpu_s() -> float:
+    """CPU seconds of this process, every thread."""
+    t = os.times()
+    return t.user + t.system

@@ -190,6 +190,7 @@ class Executor:
             # A steady-state namespace always has pods being created; there the run is whole
             # when pods got bound at all (upstream's check).
             "complete": (len(binds) > 0) if steady else bound == len(matching),
+            "backlog": win.backlog(),
         }
         self.closed.append((win, info))
         self.window = None

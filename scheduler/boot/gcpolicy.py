@@ -1,13 +1,28 @@
-"""The cyclic garbage collector around the start-up phases that build long-lived objects.
+"""The cyclic garbage collector of a long-running scheduler.
 
 Stdlib only: ``cli`` uses it before the scheduler's own modules are imported.
+
+Two phases. Start-up (``long_lived_objects``) makes objects that live as long as the process.
+Afterwards (``steady_state``) every pod and node arrives through the watch, each a tree of
+dicts and lists that lives as long as its object, and CPython's default policy rescans all of
+them in every full collection: 13 full collections cost 4.6 of 22.7 CPU-s of a live
+SchedulingBasic run (5,000 nodes, 11,000 pods), each a pause of the event loop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# Young-generation threshold: a watch event's decoded body usually dies before a collection
+# at this size looks at it (CPython's 700 scans most of them once).
+YOUNG_THRESHOLD = 10_000
+# How often frozen objects go back to the collector for one full pass, so that cycles among
+# them that became garbage are freed: a bounded leak, paid for once per period.
+FULL_RESCAN_S = 600.0
 
 
 @contextlib.contextmanager
@@ -22,3 +37,33 @@ def long_lived_objects() -> Iterator[None]:
     finally:
         gc.freeze()
         gc.enable()
+
+
+GcCallback = Callable[[str, dict[str, Any]], None]
+
+
+def steady_state(
+    young: int = YOUNG_THRESHOLD, rescan_s: float = FULL_RESCAN_S, clock: Callable[[], float] = time.monotonic
+) -> GcCallback:
+    """Objects that survived a full collection are frozen right after it, so the next full
+    collection scans only what arrived since; every ``rescan_s`` they are unfrozen instead, and
+    the next full collection covers everything once. Returns the installed callback (tests
+    remove it)."""
+    _, mid, old = gc.get_threshold()
+    gc.set_threshold(young, mid, old)
+    last = [clock()]
+    for cb in [c for c in gc.callbacks if getattr(c, "__name__", "") == "after_full_collection"]:
+        gc.callbacks.remove(cb)  # installed once per process, however often an app starts
+
+    def after_full_collection(phase: str, info: dict[str, Any]) -> None:
+        if phase != "stop" or info.get("generation") != 2:
+            return
+        now = clock()
+        if now - last[0] >= rescan_s:
+            last[0] = now
+            gc.unfreeze()
+        else:
+            gc.freeze()
+
+    gc.callbacks.append(after_full_collection)
+    return after_full_collection

@@ -42,6 +42,7 @@ from scheduler.backend import debugger
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue, wall_window_phase
 from scheduler.boot.gcpolicy import long_lived_objects
+from scheduler.boot.gcpolicy import steady_state as gc_steady_state
 from scheduler.config import ConfigError, SchedulerConfig, error_line, load_run_config
 from scheduler.config.features import DEFAULT_GATES, FeatureGates
 from scheduler.config.validation import validate_leader_election
@@ -477,6 +478,7 @@ class App:
                 return 0
             self.synced = True
             self.scheduler.listers.informers.mark_synced()
+            gc_steady_state()
             log.info("cache_synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
                      pending=sum(self.queue.counts().values()), seconds=round(time.monotonic() - sync_start, 3))
             if self.elector is not None and not delayed and not await self._until(self.elector.acquire(), watcher_task):
