@@ -142,10 +142,9 @@ class App:
             )
             metrics.component.leader_status(False)  # client-go's elector starts as a backup
         self.binder = Binder(
-            KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst),
-            executor=ThreadPoolExecutor(max_workers=BIND_THREADS, thread_name_prefix="bind"),
+            KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst), workers=BIND_THREADS,
             events_api=KubeCoreAPI(events_client), events_limiter=TokenBucket(cc.qps, cc.burst),
-            events_executor=ThreadPoolExecutor(max_workers=EVENT_THREADS, thread_name_prefix="events"),
+            events_workers=EVENT_THREADS,
             fence=self.elector,
         )
         # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.

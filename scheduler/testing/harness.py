@@ -4,6 +4,7 @@ cycle per ``step`` (upstream: schedule_one_test.go's scheduler built around a fa
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,13 +20,16 @@ from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Plugin
 from scheduler.framework.listers import Listers
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.waiting_pods import WaitingPod, WaitingPodsMap
+from scheduler.framework.waiting_pods import WaitingPodsMap
 from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import TokenBucket
 from scheduler.live.loop import Scheduler
 from scheduler.live.metrics import Metrics
 from scheduler.testing.fakes import FakeClock, FakeCoreAPI, FakeFence, FakePermitTimer
+
+# The longest a settle waits for bindings busy in lane threads.
+SETTLE_TIMEOUT = 5.0
 
 
 class Harness:
@@ -72,13 +76,15 @@ class Harness:
 
     async def settle(self) -> None:
         """Run every binding to its end, except those of pods still waiting at Permit."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT
         for _ in range(5):
-            waiting: list[WaitingPod] = []
-            self.waiting_pods().iterate(waiting.append)
-            names = {f"bind {wp.pod.key}" for wp in waiting}
-            tasks = {t for t in self.sched.binding_tasks if t.get_name() not in names or t.done()}
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
+            # A binding still busy (its API calls answer from lane threads, in real time) is
+            # awaited until it ends or starts waiting at Permit.
+            while time.monotonic() < deadline:
+                busy = {t for t in self.sched.binding_tasks if not t.done() and t not in self.sched.permit_waits}
+                if not busy:
+                    break
+                await asyncio.wait(busy, timeout=0.005)
             await self.sched.recorder.flush()
             await asyncio.sleep(0)
 

@@ -44,15 +44,18 @@ class Binder:
         limiter: TokenBucket | None = None,
         *,
         executor: Executor | None = None,
+        workers: int = 16,
         events_api: CoreAPI | None = None,
         events_limiter: TokenBucket | None = None,
         events_executor: Executor | None = None,
+        events_workers: int = 4,
         fence: Fence | None = None,
     ) -> None:
         self.api = api
         self.events_api = events_api if events_api is not None else api
-        self.binds = Lane(limiter or TokenBucket(50, 100), executor, name="bind")
-        self.events = Lane(events_limiter or TokenBucket(50, 100), events_executor, workers=4, name="events")
+        self.binds = Lane(limiter or TokenBucket(50, 100), executor, workers=workers, name="bind")
+        self.events = Lane(events_limiter or TokenBucket(50, 100), events_executor, workers=events_workers,
+                           name="events")
         self.fence = fence
 
     @property

@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ import structlog
 import urllib3
 from urllib3.exceptions import NewConnectionError
 
+from scheduler.live.kube.lanethreads import LaneThreads
 from scheduler.live.metrics.client import REST
 
 log = structlog.get_logger(__name__)
@@ -267,31 +268,34 @@ def _after_wait(waited: float, fn: Callable[..., Any], *args: Any) -> Any:
 
 class Lane:
     """One API client's writes: its own token bucket and its own threads, so the event loop
-    only awaits and one kind of write never queues behind another."""
+    only awaits and one kind of write never queues behind another.
+
+    ``executor``: a concurrent Executor (tests) or None for the lane's own ``LaneThreads``."""
 
     def __init__(
         self, limiter: TokenBucket, executor: Executor | None = None, workers: int = 16, name: str = "api"
     ) -> None:
         self.limiter = limiter
         self._executor = executor
+        self._threads: LaneThreads | None = None
         self._workers = workers
         self._name = name
         self.writes = 0
-
-    def _pool(self) -> Executor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix=self._name)
-        return self._executor
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         started = time.perf_counter()
         await self.limiter.take()
         self.writes += 1
         # The wait is the rate limiter's latency of the request the thread sends next.
-        return await asyncio.get_running_loop().run_in_executor(
-            self._pool(), _after_wait, time.perf_counter() - started, fn, *args
-        )
+        waited = time.perf_counter() - started
+        if self._executor is not None:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, _after_wait, waited, fn, *args)
+        if self._threads is None:
+            self._threads = LaneThreads(self._workers, self._name)
+        return await self._threads.submit(_after_wait, waited, fn, *args)
 
     def shutdown(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._threads is not None:
+            self._threads.shutdown()
