@@ -21,7 +21,7 @@ from scheduler.live.kube.recorder import Recorder
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
-from scheduler.model.pod import PodInfo
+from scheduler.model.pod import PodInfo, pod_uid
 from scheduler.model.podgroup import PodGroup
 
 # Upstream's labels of the pod events whose handlers it times (framework/events.go).
@@ -92,8 +92,9 @@ class EventHandlers:
         if etype == "DELETED":
             self.pod_deleted(raw, started)
             return
-        pod = PodInfo(raw)
-        uid = pod.uid
+        # Most updates of a pod (its binding, its kubelet's status) change nothing parsed.
+        uid = pod_uid(raw)
+        pod = PodInfo.updated(self.cache.get_pod(uid) or self._pending.get(uid), raw)
         if pod.node_name:
             self._pending.pop(uid, None)
             self._foreign.pop(uid, None)

@@ -3,6 +3,7 @@ bridge from a pod's fields to its resource requests (scheduler.model.podrequests
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -243,6 +244,27 @@ class PodInfo:
             ns = metadata(raw).get("namespace") if isinstance(raw, Mapping) else None
             raise object_error("Pod", raw, POD, exc, "" if ns else "default") from None
 
+    @classmethod
+    def updated(cls, prev: PodInfo | None, raw: Raw) -> PodInfo:
+        """The pod of an update event, ``prev`` being what was known of it before. A bound pod
+        sees two updates that change no parsed input (its binding, its kubelet's status): the
+        new PodInfo then takes every parsed field from ``prev`` and reads again only what
+        such updates change (node, phase, nomination, start, deletion, status-driven requests)."""
+        if prev is None or not _same_parsed_inputs(prev.raw, raw):
+            return cls(raw)
+        meta = raw.get("metadata") or {}
+        status = raw.get("status") or {}
+        new = copy.copy(prev)
+        new.raw = raw
+        new.resource_version = str(meta.get("resourceVersion") or "")
+        new.deleting = bool(meta.get("deletionTimestamp"))
+        new.node_name = str((raw.get("spec") or {}).get("nodeName") or "")
+        new.phase = str(status.get("phase") or "")
+        new.nominated_node_name = str(status.get("nominatedNodeName") or "")
+        new.start_ts = _parse_time(status.get("startTime"))
+        new._compute_requests(raw)
+        return new
+
     def _parse(self, raw: Raw) -> None:
         meta = raw.get("metadata") or {}
         spec = raw.get("spec") or {}
@@ -363,4 +385,36 @@ class PodInfo:
 
 
 _POD_SLOTS: tuple[str, ...] = PodInfo.__slots__
+def pod_uid(raw: Raw) -> str:
+    """The uid PodInfo gives this pod ("" for what is not a pod object at all)."""
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return ""
+    uid = meta.get("uid")
+    if uid:
+        return str(uid)
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+
+
+# Metadata that parsing reads besides the resource version and deletion.
+_PARSED_META = ("name", "namespace", "uid", "labels", "creationTimestamp", "ownerReferences")
+
+
+def _same_parsed_inputs(old: Any, new: Any) -> bool:
+    """Whether ``new`` differs from ``old`` only where ``PodInfo.updated`` reads again: the same
+    metadata that parsing reads and the same spec apart from nodeName (compared in C)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    if any(om.get(k) != nm.get(k) for k in _PARSED_META):
+        return False
+    os_, ns_ = old.get("spec"), new.get("spec")
+    if not isinstance(os_, dict) or not isinstance(ns_, dict):
+        return False
+    if os_.get("nodeName") == ns_.get("nodeName"):
+        return os_ == ns_
+    a, b = dict(os_), dict(ns_)
+    a.pop("nodeName", None)
+    b.pop("nodeName", None)
+    return a == b
 _pod_fields = attrgetter(*_POD_SLOTS)

@@ -197,3 +197,62 @@ def test_copy_is_shallow_and_whole() -> None:
     dup.node_name = "n1"
     assert orig.node_name == "" and dup.node_name == "n1"
     assert all(getattr(dup, s) is getattr(orig, s) for s in PodInfo.__slots__ if s != "node_name")
+
+
+def _bound(raw: dict) -> dict:
+    out = copy.deepcopy(raw)
+    out["spec"]["nodeName"] = "n1"
+    return out
+
+
+def _running(raw: dict) -> dict:
+    out = _bound(raw)
+    out["status"] = {"phase": "Running", "startTime": "2026-11-27T06:00:00Z",
+                     "conditions": [{"type": "Ready", "status": "True"}]}
+    return out
+
+
+def _edit(path: tuple[str, ...], value: object):
+    def apply(raw: dict) -> dict:
+        out = _running(raw)
+        node = out
+        for k in path[:-1]:
+            node = node.setdefault(k, {})
+        node[path[-1]] = value
+        return out
+    return apply
+
+
+def _resized(raw: dict) -> dict:
+    out = _running(raw)
+    out["status"]["containerStatuses"] = [
+        {"name": "c0", "resources": {"requests": {"cpu": "3"}}, "allocatedResources": {"cpu": "3"}}
+    ]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("change", "reused"),
+    [
+        (_bound, True),  # our own binding: only nodeName
+        (_running, True),  # the kubelet's status
+        (_edit(("metadata", "deletionTimestamp"), "2026-11-27T07:00:00Z"), True),
+        (_edit(("status", "nominatedNodeName"), "n2"), True),
+        (_resized, True),  # in-place resize: requests come from the status
+        (_edit(("metadata", "labels"), {"app": "other"}), False),  # affinity terms read the labels
+        (_edit(("spec", "tolerations"), [{"key": "k", "operator": "Exists"}]), False),
+        (_edit(("spec", "priority"), 7), False),
+    ],
+)
+def test_updated_pod_equals_a_fresh_parse(change, reused: bool) -> None:
+    # PodInfo.updated must give exactly what parsing the new object gives, reusing the old
+    # parse only when nothing it read has changed.
+    raw = make_pod("p", cpu="1", memory="1Gi", labels={"app": "web"},
+                   affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                       {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]}})
+    prev = PodInfo(raw)
+    new_raw = change(raw)
+    got, want = PodInfo.updated(prev, new_raw), PodInfo(new_raw)
+    for slot in PodInfo.__slots__:
+        assert getattr(got, slot) == getattr(want, slot), slot
+    assert (got.anti_affinity_required is prev.anti_affinity_required) is reused

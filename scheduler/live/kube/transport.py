@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import orjson
 import structlog
 import urllib3
 from urllib3.exceptions import NewConnectionError
@@ -78,9 +80,21 @@ class CoreAPI(Protocol):
     def patch_pod_group_status(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
 
 
+# The formatted second of the last micro_time: a pod's Event and its condition share it.
+_second: tuple[int, str] = (-1, "")
+
+
 def micro_time(ts: float) -> str:
     """metav1.MicroTime as JSON (RFC 3339 with microseconds)."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    global _second
+    sec = math.floor(ts)
+    us = round((ts - sec) * 1e6)
+    if us >= 1_000_000:
+        sec, us = sec + 1, us - 1_000_000
+    cached = _second
+    if cached[0] != sec:
+        cached = _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return f"{cached[1]}.{us:06d}Z"
 
 
 def rfc3339(ts: float) -> str:
@@ -153,6 +167,15 @@ def _message_of(body: bytes) -> str:
     return str(doc.get("message") or "") if isinstance(doc, dict) else ""
 
 
+def encode_body(body: Any) -> bytes:
+    """A request body as JSON: orjson (several times the standard encoder's speed, and an Event
+    goes with every pod), the standard encoder for what orjson refuses (non-string keys)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body).encode()
+
+
 JSON = "application/json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -186,7 +209,7 @@ class KubeCoreAPI:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = json.dumps(body).encode()
+            data = encode_body(body)
         # The token as the client would add it (its refresh hook runs here), read through
         # auth_settings(): update_params_for_auth's signature differs between client releases.
         auth = self.api.configuration.auth_settings().get("BearerToken")

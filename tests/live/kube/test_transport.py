@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
 import pytest
 
-from scheduler.live.kube.transport import ApiError, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.transport import ApiError, KubeCoreAPI, TokenBucket, encode_body, micro_time
 
 
 async def test_token_bucket_burst_then_qps():
@@ -116,3 +119,29 @@ def test_throttled_write_is_retried_after_the_servers_wait() -> None:
     with pytest.raises(ApiError):
         api.create_binding("ns", "p", {})
     assert api._pool.calls == 11 and len(slept) == 10
+
+
+@pytest.mark.parametrize(
+    ("ts", "want"),
+    [
+        (0.0, "1970-01-01T00:00:00.000000Z"),
+        (1795761435.266135, "2026-11-27T06:37:15.266135Z"),
+        (1795761435.9999996, "2026-11-27T06:37:16.000000Z"),  # rounds into the next second
+        (1795761435.0000004, "2026-11-27T06:37:15.000000Z"),
+    ],
+)
+def test_micro_time_is_rfc3339_with_microseconds(ts: float, want: str) -> None:
+    # metav1.MicroTime's JSON form; the same instant as the datetime rendering of it.
+    assert micro_time(ts) == want
+    assert micro_time(ts) == datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@pytest.mark.parametrize(
+    ("body", "want"),
+    [
+        ({"a": [1, "x"], "b": None}, {"a": [1, "x"], "b": None}),
+        ({1: "numeric keys go through the standard encoder"}, {"1": "numeric keys go through the standard encoder"}),
+    ],
+)
+def test_request_bodies_are_json(body: dict, want: dict) -> None:
+    assert json.loads(encode_body(body)) == want
