@@ -25,6 +25,7 @@ import urllib3
 from urllib3.exceptions import NewConnectionError
 
 from scheduler.live.kube.lanethreads import LaneThreads
+from scheduler.live.kube.rawhttp import RawTransport, TransportError
 from scheduler.live.metrics.client import REST
 
 log = structlog.get_logger(__name__)
@@ -192,6 +193,8 @@ class KubeCoreAPI:
 
     # How a retry waits for the server's Retry-After (in the lane's thread); tests replace it.
     sleep: Callable[[float], None] = staticmethod(time.sleep)
+    # Plain keep-alive sockets (rawhttp.py); None: through the client's urllib3 pool.
+    _raw: RawTransport | None = None
 
     def __init__(self, api_client: Any) -> None:
         self.api = api_client
@@ -201,6 +204,41 @@ class KubeCoreAPI:
         # Through a proxy the pool manager needs the full URL; otherwise the host's own pool.
         self._pool = None if conf.proxy else manager.connection_from_url(self._host)
         self._manager = manager
+        if not conf.proxy:
+            from scheduler.live.kube.fence import check_send_guard  # fence imports this module
+
+            self._raw = RawTransport(conf, check_send_guard)
+
+    def _send(
+        self, method: str, path: str, headers: dict[str, str], data: bytes | None, timeout: float
+    ) -> tuple[int, str, str | None, bytes]:
+        """One exchange: status, reason, Retry-After and body; ApiError when none completed."""
+        if self._raw is not None:
+            try:
+                r = self._raw.exchange(method, path, headers, data, timeout)
+            except TransportError as exc:
+                raise ApiError(0, str(exc), sent=exc.sent) from exc
+            return r.status, r.reason, r.headers.get("retry-after"), r.body
+        try:
+            kw: dict[str, Any] = {
+                "body": data,
+                "headers": headers,
+                "preload_content": False,
+                "timeout": urllib3.Timeout(total=timeout),
+                "redirect": False,
+            }
+            if self._pool is not None:
+                resp = self._pool.urlopen(method, path, assert_same_host=False, **kw)
+            else:
+                resp = self._manager.urlopen(method, self._host + path, **kw)
+            # Drain and release, or the pooled connection fails the next call.
+            raw = resp.read()
+            resp.release_conn()
+        except Fenced:
+            raise
+        except Exception as exc:
+            raise ApiError(0, f"{type(exc).__name__}: {exc}", sent=not _never_connected(exc)) from exc
+        return resp.status, str(resp.reason or ""), resp.headers.get("Retry-After"), bytes(raw)
 
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float = REQUEST_TIMEOUT
@@ -217,33 +255,16 @@ class KubeCoreAPI:
             headers[auth["key"]] = auth["value"]
         deadline = time.monotonic() + timeout
         for attempt in range(MAX_RETRIES + 1):
-            try:
-                kw: dict[str, Any] = {
-                    "body": data,
-                    "headers": headers,
-                    "preload_content": False,
-                    "timeout": urllib3.Timeout(total=max(0.1, deadline - time.monotonic())),
-                    "redirect": False,
-                }
-                if self._pool is not None:
-                    resp = self._pool.urlopen(method, path, assert_same_host=False, **kw)
-                else:
-                    resp = self._manager.urlopen(method, self._host + path, **kw)
-                # Drain and release, or the pooled connection fails the next call.
-                raw = resp.read()
-                resp.release_conn()
-            except Fenced:
-                raise
-            except Exception as exc:
-                raise ApiError(0, f"{type(exc).__name__}: {exc}", sent=not _never_connected(exc)) from exc
-            if 200 <= resp.status <= 299:
-                return bytes(raw)
+            status, reason, after, raw = self._send(method, path, headers, data,
+                                                    max(0.1, deadline - time.monotonic()))
+            if 200 <= status <= 299:
+                return raw
             # client-go's withRetry: a 429 or 5xx that says when to come back is retried then
             # (API Priority and Fairness answers 429 with Retry-After), within the call's time.
-            wait = retry_after(resp.status, resp.headers.get("Retry-After"))
+            wait = retry_after(status, after)
             if wait is None or attempt == MAX_RETRIES or time.monotonic() + wait >= deadline:
-                raise ApiError(resp.status, _message_of(raw) or str(resp.reason or ""))
-            log.info("api_retry_after", method=method, path=path, status=resp.status, retry_after=wait,
+                raise ApiError(status, _message_of(raw) or reason)
+            log.info("api_retry_after", method=method, path=path, status=status, retry_after=wait,
                      attempt=attempt + 1)
             self.sleep(wait)  # the fence is checked again before the resend
         raise AssertionError("unreachable")
