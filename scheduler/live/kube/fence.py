@@ -10,11 +10,13 @@ the lease as this replica last renewed it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from scheduler.live.kube.rawhttp import check_send_guard, send_guard
 from scheduler.live.kube.transport import REQUEST_TIMEOUT, Fenced
+
+__all__ = ["Fence", "check_send_guard", "send_fenced"]
 
 T = TypeVar("T")
 
@@ -31,16 +33,6 @@ class Fence(Protocol):
         ...
 
 
-# The check of the request this thread is sending, if it is fenced.
-_send_guard = threading.local()
-
-
-def check_send_guard() -> None:
-    check = getattr(_send_guard, "check", None)
-    if check is not None:
-        check()
-
-
 def send_fenced(fence: Fence, send: Callable[..., T], *args: Any) -> T:
     """``send(*args, timeout=...)`` from the sending thread, only while ``fence`` is open;
     raises ``Fenced`` (nothing sent) once it is closed."""
@@ -52,8 +44,8 @@ def send_fenced(fence: Fence, send: Callable[..., T], *args: Any) -> T:
     check()
     # The request must not outlive our claim to the lease.
     timeout = max(0.1, min(REQUEST_TIMEOUT, fence.lease_left()))
-    _send_guard.check = check  # and again right before its bytes are written
+    send_guard.check = check  # and again right before its bytes are written
     try:
         return send(*args, timeout=timeout)
     finally:
-        _send_guard.check = None
+        send_guard.check = None

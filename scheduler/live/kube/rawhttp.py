@@ -32,6 +32,17 @@ CONNECT_RETRIES = 3
 _RECV = 65536
 
 
+# The fence check of the request this thread is sending, if it is fenced (fence.send_fenced
+# sets it; every connection that writes to the API server runs it right before writing).
+send_guard = threading.local()
+
+
+def check_send_guard() -> None:
+    check = getattr(send_guard, "check", None)
+    if check is not None:
+        check()
+
+
 class TransportError(Exception):
     """The exchange failed below HTTP; ``sent``: whether request bytes may have left."""
 
@@ -92,9 +103,9 @@ class _Conn:
 
 class RawTransport:
     """Requests to one API server (``conf.host``) with ``conf``'s TLS settings; ``guard`` runs
-    right before each request's bytes are written (the lease fence's ``check_send_guard``)."""
+    right before each request's bytes are written (the lease fence's, by default)."""
 
-    def __init__(self, conf: Any, guard: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, conf: Any, guard: Callable[[], None] = check_send_guard) -> None:
         self.guard = guard
         url = urllib.parse.urlsplit(str(conf.host))
         self.tls = url.scheme == "https"
@@ -219,7 +230,7 @@ class RawTransport:
         return Response(status, reason, headers, body), keep
 
     def _chunked(self, conn: _Conn, rest: bytes, deadline: float) -> tuple[bytes, bytes]:
-        out = []
+        out: list[bytes] = []
         while True:
             while b"\r\n" not in rest:
                 rest += self._recv(conn, deadline)

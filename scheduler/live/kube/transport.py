@@ -205,9 +205,7 @@ class KubeCoreAPI:
         self._pool = None if conf.proxy else manager.connection_from_url(self._host)
         self._manager = manager
         if not conf.proxy:
-            from scheduler.live.kube.fence import check_send_guard  # fence imports this module
-
-            self._raw = RawTransport(conf, check_send_guard)
+            self._raw = RawTransport(conf)
 
     def _send(
         self, method: str, path: str, headers: dict[str, str], data: bytes | None, timeout: float
