@@ -133,6 +133,7 @@ class Device:
         "binds_to_node",
         "capacity",
         "capacity_policy",
+        "cel_results",
         "consumes_counters",
         "name",
         "node_name",
@@ -172,6 +173,9 @@ class Device:
         self.binding_failure_conditions = [str(x) for x in as_list(raw.get("bindingFailureConditions"))]
         self.binds_to_node = bool(raw.get("bindsToNode"))
         self.allow_multiple_allocations = bool(raw.get("allowMultipleAllocations"))
+        # Selector results by (expression, driver): a device never changes (a new slice makes
+        # new devices), and interpreted CEL per device, node and pod was most of a DRA cycle.
+        self.cel_results: dict[tuple[str, str], bool | str] = {}
 
 
 class ResourceSlice:

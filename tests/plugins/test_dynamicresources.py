@@ -234,6 +234,24 @@ def test_cel(case: str, expr: str, driver: str, attrs: Any, caps: Any, want: boo
         assert compiled.device_matches(driver, dev) is want
 
 
+@pytest.mark.parametrize(("case", "expr", "driver", "attrs", "caps", "want"), CEL_CASES, ids=[c[0] for c in CEL_CASES])
+def test_cel_answer_is_evaluated_once_per_device(
+    case: str, expr: str, driver: str, attrs: Any, caps: Any, want: bool | str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same answer (or error) the second time, without evaluating again.
+    compiled = CompiledExpression(expr)
+    dev = _device(attrs, caps)
+    answers = []
+    for _ in range(2):
+        try:
+            answers.append(compiled.device_matches(driver, dev))
+        except CelError as exc:
+            answers.append(str(exc))
+        monkeypatch.setattr(CompiledExpression, "_evaluate", lambda *a: pytest.fail("evaluated twice"))
+    assert answers[0] == answers[1]
+    assert (answers[0] is want) if isinstance(want, bool) else want.removeprefix("error: ") in answers[0]
+
+
 def test_cel_syntax_error_is_a_compile_error() -> None:
     # compile_test.go "syntax-error"
     assert CompiledExpression("?!").error

@@ -390,7 +390,21 @@ class CompiledExpression:
             self.error = " ".join(str(exc).split()) or type(exc).__name__
 
     def device_matches(self, driver: str, dev: Device) -> bool:
-        """True/False, or CelError for a runtime error or a non-bool result."""
+        """True/False, or CelError for a runtime error or a non-bool result. Evaluated once per
+        device: the answer (or the error's message) is kept on it."""
+        key = (self.expression, driver)
+        known = dev.cel_results.get(key)
+        if known is None:
+            try:
+                known = self._evaluate(driver, dev)
+            except CelError as exc:
+                known = str(exc)
+            dev.cel_results[key] = known
+        if isinstance(known, str):
+            raise CelError(known)
+        return known
+
+    def _evaluate(self, driver: str, dev: Device) -> bool:
         if self.program is None:
             raise CelError(self.error or "not compiled")
         try:
