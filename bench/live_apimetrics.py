@@ -15,21 +15,20 @@ _LINE = re.compile(r"^(\w+)\{(.*)\} (\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
+def _resource(labels: dict[str, str]) -> str:
+    res = labels.get("resource", "")
+    return f"{res}/{labels['subresource']}" if labels.get("subresource") else res
+
+
 def _key(family: str, labels: dict[str, str]) -> str | None:
     if family == "apiserver_request_total":
-        res = labels.get("resource", "")
-        if labels.get("subresource"):
-            res += "/" + labels["subresource"]
-        return f"req {labels.get('verb', '')} {res} {labels.get('code', '')}"
+        return f"req {labels.get('verb', '')} {_resource(labels)} {labels.get('code', '')}"
     if family == "apiserver_watch_events_total":
         return f"watch_events {labels.get('resource') or labels.get('kind', '')}"
     if family == "apiserver_watch_events_sizes_sum":
         return f"watch_bytes {labels.get('resource') or labels.get('kind', '')}"
     if family == "apiserver_response_sizes_sum":
-        res = labels.get("resource", "")
-        if labels.get("subresource"):
-            res += "/" + labels["subresource"]
-        return f"resp_bytes {labels.get('verb', '')} {res}"
+        return f"resp_bytes {labels.get('verb', '')} {_resource(labels)}"
     return None
 
 

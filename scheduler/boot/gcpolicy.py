@@ -40,6 +40,8 @@ def long_lived_objects() -> Iterator[None]:
 
 
 GcCallback = Callable[[str, dict[str, Any]], None]
+# The steady-state callback in force, if any.
+_installed: GcCallback | None = None
 
 
 def steady_state(
@@ -49,11 +51,12 @@ def steady_state(
     collection scans only what arrived since; every ``rescan_s`` they are unfrozen instead, and
     the next full collection covers everything once. Returns the installed callback (tests
     remove it)."""
+    global _installed
     _, mid, old = gc.get_threshold()
     gc.set_threshold(young, mid, old)
     last = [clock()]
-    for cb in [c for c in gc.callbacks if getattr(c, "__name__", "") == "after_full_collection"]:
-        gc.callbacks.remove(cb)  # installed once per process, however often an app starts
+    if _installed in gc.callbacks:
+        gc.callbacks.remove(_installed)  # one per process, however often an app starts
 
     def after_full_collection(phase: str, info: dict[str, Any]) -> None:
         if phase != "stop" or info.get("generation") != 2:
@@ -66,4 +69,5 @@ def steady_state(
             gc.freeze()
 
     gc.callbacks.append(after_full_collection)
+    _installed = after_full_collection
     return after_full_collection
