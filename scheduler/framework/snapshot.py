@@ -37,6 +37,71 @@ _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 log = structlog.get_logger(__name__)
 
 
+# Dense scalar columns kept at once per direction (alloc, req). Names beyond it are rebuilt from
+# their sparse values when asked for (O(nodes) zeros plus the few nodes that have them).
+DENSE_SCALARS = 32
+
+
+class ScalarColumns:
+    """One int64 column per extended (scalar) resource name, over the snapshot's nodes.
+
+    Stored sparse, {name: {node position: value}}: a cluster may give each node its own resource
+    name (scheduler_perf's SchedulingWithExtendedResource does), and dense columns for every name
+    would cost names x nodes memory and a per-name write on every node update. A dense column is
+    built on first use and then kept up to date in place, for the DENSE_SCALARS names used last.
+    A name is known (``get`` answers a column, zeros where absent) once any node listed it."""
+
+    __slots__ = ("_dense", "_values", "n")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._values: dict[str, dict[int, int]] = {}
+        self._dense: dict[str, np.ndarray] = {}  # insertion order = least recently built first
+
+    def know(self, name: str) -> None:
+        if name not in self._values:
+            self._values[name] = {}
+
+    def set(self, name: str, i: int, value: int) -> None:
+        vals = self._values.get(name)
+        if vals is None:
+            vals = self._values[name] = {}
+        if value:
+            vals[i] = value
+        else:
+            vals.pop(i, None)
+        col = self._dense.get(name)
+        if col is not None:
+            col[i] = value
+
+    def get(self, name: str) -> np.ndarray | None:
+        """The column of ``name``; None when no node ever listed it."""
+        col = self._dense.get(name)
+        if col is not None:
+            return col
+        vals = self._values.get(name)
+        if vals is None:
+            return None
+        col = np.zeros(self.n, dtype=np.int64)
+        if vals:
+            col[np.fromiter(vals.keys(), dtype=np.intp, count=len(vals))] = np.fromiter(
+                vals.values(), dtype=np.int64, count=len(vals)
+            )
+        if len(self._dense) >= DENSE_SCALARS:
+            del self._dense[next(iter(self._dense))]
+        self._dense[name] = col
+        return col
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        col = self.get(name)
+        if col is None:
+            raise KeyError(name)
+        return col
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values
+
+
 class NodeColumns:
     """Per-node numbers as numpy arrays, indexed like ``Snapshot.node_infos``."""
 
@@ -57,7 +122,9 @@ class NodeColumns:
         "req_eph",
         "req_mem",
         "scalar_alloc",
+        "scalar_alloc_names",
         "scalar_req",
+        "scalar_req_names",
         "unschedulable",
     )
 
@@ -79,8 +146,11 @@ class NodeColumns:
         self.has_hard_taint = np.zeros(n, dtype=bool)
         self.has_prefer_taint = np.zeros(n, dtype=bool)
         self.has_images = np.zeros(n, dtype=bool)
-        self.scalar_alloc: dict[str, np.ndarray] = {}
-        self.scalar_req: dict[str, np.ndarray] = {}
+        self.scalar_alloc = ScalarColumns(n)
+        self.scalar_req = ScalarColumns(n)
+        # The scalar names each node position holds now, to clear the ones it drops.
+        self.scalar_alloc_names: list[tuple[str, ...]] = [()] * n
+        self.scalar_req_names: list[tuple[str, ...]] = [()] * n
 
     def set_node(self, i: int, ni: NodeInfo) -> None:
         try:
@@ -103,9 +173,8 @@ class NodeColumns:
         log.error("node_columns_failed", node=ni.name, error=str(exc))
         for col in (self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods):
             col[i] = 0
-        for d in (self.scalar_alloc, self.scalar_req):
-            for arr in d.values():
-                arr[i] = 0
+        self._set_scalars(self.scalar_alloc, self.scalar_alloc_names, i, {})
+        self._set_scalars(self.scalar_req, self.scalar_req_names, i, {})
         self.unschedulable[i] = True
 
     def _set_node(self, i: int, ni: NodeInfo) -> None:
@@ -119,9 +188,8 @@ class NodeColumns:
         self.has_hard_taint[i] = any(t.effect in _HARD_EFFECTS for t in ni.taints)
         self.has_prefer_taint[i] = any(t.effect == "PreferNoSchedule" for t in ni.taints)
         self.has_images[i] = bool(ni.image_sizes)
-        for name in set(a.scalar) | set(self.scalar_alloc):
-            self._scalar(name)
-            self.scalar_alloc[name][i] = a.scalar.get(name, 0)
+        if a.scalar or self.scalar_alloc_names[i]:
+            self._set_scalars(self.scalar_alloc, self.scalar_alloc_names, i, a.scalar)
 
     def _set_usage(self, i: int, ni: NodeInfo) -> None:
         r = ni.requested
@@ -131,14 +199,22 @@ class NodeColumns:
         self.num_pods[i] = len(ni.pods)
         self.non0_cpu[i] = ni.non0_cpu
         self.non0_mem[i] = ni.non0_mem
-        for name in set(r.scalar) | set(self.scalar_req):
-            self._scalar(name)
-            self.scalar_req[name][i] = r.scalar.get(name, 0)
+        if r.scalar or self.scalar_req_names[i]:
+            self._set_scalars(self.scalar_req, self.scalar_req_names, i, r.scalar)
 
-    def _scalar(self, name: str) -> None:
-        if name not in self.scalar_alloc:
-            self.scalar_alloc[name] = np.zeros(self.n, dtype=np.int64)
-            self.scalar_req[name] = np.zeros(self.n, dtype=np.int64)
+    def _set_scalars(
+        self, cols: ScalarColumns, held: list[tuple[str, ...]], i: int, values: dict[str, int]
+    ) -> None:
+        for name in held[i]:
+            if name not in values:
+                cols.set(name, i, 0)
+        for name, v in values.items():
+            # Known on both sides, as a column pair: a requested name no node offers still
+            # answers zeros for its allocatable.
+            self.scalar_alloc.know(name)
+            self.scalar_req.know(name)
+            cols.set(name, i, v)
+        held[i] = tuple(values)
 
 
 class Snapshot:

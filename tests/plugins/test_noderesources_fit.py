@@ -78,7 +78,15 @@ def run(plugin: Fit, p: PodInfo, node: NodeInfo) -> Status | None:
     snap = new_snapshot([node])
     mask = plugin.filter_batch(state, p, snap, np.array([0]))
     assert bool(mask[0]) == (got is None)
+    # And the batch statuses on what filter says, code and reasons in order.
+    assert _same(plugin.filter_batch_statuses(state, p, snap, np.array([0]))[0], got)
     return got
+
+
+def _same(a: Status | None, b: Status | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.code, a.reasons) == (b.code, b.reasons)
 
 
 # (name from TestEnoughRequests, pod, node's existing pod request, args, want code, want reasons)
@@ -731,10 +739,13 @@ def test_filter_batch_equals_filter(seed: int) -> None:
         assert plugin.pre_filter(state, p, snap.node_infos) is None
         idx = np.array(sorted(rng.sample(range(len(snap)), rng.randint(1, len(snap)))))
         mask = plugin.filter_batch(state, p, snap, idx)
+        statuses = plugin.filter_batch_statuses(state, p, snap, idx)
         assert mask.dtype == bool and mask.shape == idx.shape
+        assert statuses is not None and len(statuses) == len(idx)
         for j, i in enumerate(idx):
             st = plugin.filter(state, p, snap.node_infos[i])
             assert bool(mask[j]) == (st is None), (seed, k, i, st)
+            assert _same(statuses[j], st), (seed, k, i, st, statuses[j])
             failures += st is not None
     assert failures > 0  # the random clusters must exercise rejections too
 

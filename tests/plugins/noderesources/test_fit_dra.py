@@ -86,8 +86,13 @@ def _filter(fit: Fit, pod: PodInfo, node: NodeInfo) -> Any:
     state = CycleState()
     assert fit.pre_filter(state, pod, [node]) is None
     got = fit.filter(state, pod, node)
-    mask = fit.filter_batch(state, pod, new_snapshot([node]), np.array([0]))
+    snap = new_snapshot([node])
+    mask = fit.filter_batch(state, pod, snap, np.array([0]))
     assert bool(mask[0]) == (got is None)  # the batch form agrees
+    batch = fit.filter_batch_statuses(state, pod, snap, np.array([0]))
+    assert batch is not None
+    assert (batch[0] is None) == (got is None)  # and so do its statuses
+    assert batch[0] is None or (batch[0].code, batch[0].reasons) == (got.code, got.reasons)
     return got
 
 
@@ -137,8 +142,12 @@ def test_node_advertising_the_resource_is_checked_as_usual() -> None:
     # The batch form over the three at once.
     state = CycleState()
     fit.pre_filter(state, pod, [zero, one, two])
-    mask = fit.filter_batch(state, pod, new_snapshot([zero, one, two]), np.arange(3))
+    snap = new_snapshot([zero, one, two])
+    mask = fit.filter_batch(state, pod, snap, np.arange(3))
     assert mask.tolist() == [True, False, True]
+    statuses = fit.filter_batch_statuses(state, pod, snap, np.arange(3))
+    assert statuses is not None and statuses[0] is None and statuses[2] is None
+    assert statuses[1] is not None and statuses[1].reasons == (f"Insufficient {DRA_RES}",)
 
 
 @pytest.mark.parametrize(("run_pre_score",), [(True,), (False,)])
