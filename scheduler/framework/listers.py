@@ -163,6 +163,12 @@ def _rv(raw: Raw) -> int:
         return 0
 
 
+# dedicated (driver, pool, device) ids, shared (device, shareID) ids, capacity consumed per device
+AllocatedDevices = tuple[
+    set[tuple[str, str, str]], set[tuple[str, str, str, str]], dict[tuple[str, str, str], dict[str, Quantity]]
+]
+
+
 class DraStore:
     """Informer-like store of the DRA objects plus the scheduler's own view of claims:
     an assume cache (claims as the scheduler last wrote them, until the watch catches up) and
@@ -178,6 +184,7 @@ class DraStore:
         "slices",
         "templates",
         "version",
+        "_allocated_memo",
     )
 
     def __init__(self) -> None:
@@ -193,6 +200,7 @@ class DraStore:
         # pod's claim does not scan every claim).
         self.extended_claims: dict[str, set[str]] = {}
         self.version = 0
+        self._allocated_memo: tuple[int, AllocatedDevices] | None = None
 
     # -- events ------------------------------------------------------------------------------
     def apply(self, kind: str, raw: Raw) -> Any:
@@ -319,23 +327,35 @@ class DraStore:
             return True
         return False
 
-    def allocated_devices(
-        self,
-    ) -> tuple[
-        set[tuple[str, str, str]], set[tuple[str, str, str, str]], dict[tuple[str, str, str], dict[str, Quantity]]
-    ]:
+    def allocated_devices(self) -> AllocatedDevices:
         """Devices in use by any claim (stored or in flight): dedicated device ids, shared
-        (device, shareID) ids and the capacity consumed on shared devices."""
+        (device, shareID) ids and the capacity consumed on shared devices. Read-only to the
+        caller: the answer is kept until the store's version moves (every PreFilter of a pod
+        with claims asks, and walking every claim each time grew with the cluster's claims)."""
+        memo = self._allocated_memo
+        if memo is not None and memo[0] == self.version:
+            return memo[1]
         dedicated: set[tuple[str, str, str]] = set()
         shared: set[tuple[str, str, str, str]] = set()
         consumed: dict[tuple[str, str, str], dict[str, Quantity]] = {}
 
+        def add(c: ResourceClaim) -> None:
+            d, sh, cons = c.devices_in_use()
+            if d:
+                dedicated.update(d)
+            if sh:
+                shared.update(sh)
+            for dev, caps in cons.items():
+                tot = consumed.setdefault(dev, {})
+                for n, q in caps.items():
+                    tot[n] = tot[n].add(q) if n in tot else q
+
         for c in self.all_claims():
-            if c.uid in self.in_flight:
-                continue
-            add_allocated(c.allocation, dedicated, shared, consumed)
+            if c.uid not in self.in_flight:
+                add(c)
         for c in self.in_flight.values():
-            add_allocated(c.allocation, dedicated, shared, consumed)
+            add(c)
+        self._allocated_memo = (self.version, (dedicated, shared, consumed))
         return dedicated, shared, consumed
 
     # -- listers -----------------------------------------------------------------------------

@@ -4,10 +4,12 @@ new objects) and the listers around them."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
-from scheduler.framework.listers import StorageStore
+from scheduler.framework.listers import DraStore, StorageStore
+from scheduler.model.dra import ResourceClaim, add_allocated
 from scheduler.model.storage import NotFoundError
 from scheduler.testing.storage import pvc
 
@@ -56,3 +58,65 @@ def test_unparseable_object_is_one_line_error_and_store_unchanged(raw: dict) -> 
         st.apply("CSINode", raw)
     assert str(ei.value).startswith("CSINode n: ") and "\n" not in str(ei.value)
     assert st.csi_nodes == {} and st.version == 0
+
+
+# -- DraStore.allocated_devices: kept until the store's version moves --------------------------
+
+
+def _claim(name: str, device: str | None, rv: str = "1") -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv},
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}},
+    }
+    if device is not None:
+        raw["status"] = {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "d", "pool": "p", "device": device}]}}}
+    return raw
+
+
+def _fresh(store: DraStore) -> set[tuple[str, str, str]]:
+    dedicated: set[tuple[str, str, str]] = set()
+    for c in store.all_claims():
+        if c.uid not in store.in_flight:
+            add_allocated(c.allocation, dedicated, set(), {})
+    for c in store.in_flight.values():
+        add_allocated(c.allocation, dedicated, set(), {})
+    return dedicated
+
+
+def _apply(store: DraStore, step: tuple[str, Any]) -> None:
+    op, arg = step
+    if op == "event":
+        store.on_event("ResourceClaim", "MODIFIED", arg)
+    elif op == "delete":
+        store.on_event("ResourceClaim", "DELETED", arg)
+    elif op == "assume":
+        store.assume(ResourceClaim(arg))
+    elif op == "restore":
+        store.restore(arg)
+    elif op == "pending":
+        store.signal_pending(ResourceClaim(arg))
+    elif op == "unpending":
+        store.remove_pending(arg)
+
+
+DRA_STEPS = [
+    ("event", _claim("a", "dev-0")),
+    ("event", _claim("b", None)),
+    ("pending", _claim("b", "dev-1")),
+    ("assume", _claim("b", "dev-1", rv="2")),
+    ("unpending", "uid-b"),
+    ("event", _claim("a", "dev-2", rv="2")),
+    ("restore", "ns/b"),
+    ("delete", _claim("a", None)),
+]
+
+
+@pytest.mark.parametrize("upto", range(1, len(DRA_STEPS) + 1))
+def test_allocated_devices_follow_every_change(upto: int) -> None:
+    store = DraStore()
+    for step in DRA_STEPS[:upto]:
+        store.allocated_devices()  # the answer kept before the step must not outlive it
+        _apply(store, step)
+    assert store.allocated_devices()[0] == _fresh(store)
+    assert store.allocated_devices() is store.allocated_devices()  # unchanged store: kept

@@ -34,6 +34,8 @@ def request_fits(
         wanted = requested_capacity(req)
     except (QuantityError, ValueError):
         return False
+    if not wanted and not current and not allocating and not dev.capacity_policy:
+        return True  # the whole of each capacity, of which nothing is taken: always fits
     if wanted and any(n not in dev.capacity for n in wanted):
         return False
     if current is None:
