@@ -19,6 +19,12 @@ The same hook makes LAZY_MODULES lazy modules (importlib.util.LazyLoader): the m
 exists at once, its code runs at the first attribute access. Only for a module that nothing
 touches until an uncommon path needs it (a GCP kubeconfig), once, from one thread at a time:
 Python 3.11's LazyLoader is not safe against two threads' first accesses at once.
+
+And it runs the modules of OPTIONAL_OFF as if some optional dependency of theirs were not
+installed: their ``try: import x`` / ``except ImportError`` takes the second branch. Only while
+that module runs (at start-up, on the main thread): the dependency stays importable for
+anyone else, and a module that turns out to need it (an ImportError naming it) runs again as
+usual.
 """
 
 from __future__ import annotations
@@ -45,6 +51,15 @@ DEFERRED_PACKAGES = (
 # only by the GCP auth-provider of a kubeconfig:
 # the GCP credential chain and, through it, most of the cryptography package.
 LAZY_MODULES = ("google.auth.transport.requests",)
+
+# Optional dependencies switched off for one module: structlog's console renderer and its
+# traceback helper use rich where it is installed (development environments: rich is no
+# requirement of ours). The scheduler renders JSON or klog lines with plain tracebacks and never
+# uses them: rich and what it imports (pygments, importlib.metadata) cost about 4 MB and 70 modules.
+OPTIONAL_OFF: dict[str, tuple[str, ...]] = {
+    "structlog.dev": ("rich",),
+    "structlog.tracebacks": ("rich",),
+}
 
 _DOCSTRING = re.compile(r'^\s*(?:#[^\n]*\n|\s)*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')', re.MULTILINE)
 _FROM_IMPORT = re.compile(r"^from\s+(\.*)([\w.]*)\s+import\s+(\w+)(?:\s+as\s+(\w+))?\s*$")
@@ -173,15 +188,57 @@ class _DeferredExportsLoader(importlib.abc.Loader):
         module.__dict__.setdefault("__all__", [n for n in exports if not n.startswith("_")])
 
 
+class _OptionalOffLoader(importlib.abc.Loader):
+    """Runs a module with ``hidden`` (those not imported yet) not importable, then as usual if
+    it raised an ImportError for one of them."""
+
+    def __init__(self, real: Any, hidden: tuple[str, ...]) -> None:
+        self.real = real
+        self.hidden = hidden
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.real, attr)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.real.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        hidden = [n for n in self.hidden if n not in sys.modules]
+        for n in hidden:
+            sys.modules[n] = None  # type: ignore[assignment]  # the import system's "not installed"
+        try:
+            self.real.exec_module(module)
+            return
+        except ImportError as exc:
+            if exc.name not in hidden:
+                raise
+        finally:
+            for n in hidden:
+                if n in sys.modules and sys.modules[n] is None:
+                    del sys.modules[n]
+        self.real.exec_module(module)  # it needs one after all: as if there were no hook
+
+
 class DeferredExportsFinder(importlib.abc.MetaPathFinder):
     """Import hook: ``packages`` (full names) get their ``__init__`` deferred as described above;
-    ``lazy_modules`` run on their first attribute access (importlib.util.LazyLoader)."""
+    ``lazy_modules`` run on their first attribute access (importlib.util.LazyLoader);
+    ``optional_off`` modules run without the optional dependencies named."""
 
-    def __init__(self, packages: tuple[str, ...], lazy_modules: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, packages: tuple[str, ...], lazy_modules: tuple[str, ...] = (),
+        optional_off: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.packages = frozenset(packages)
         self.lazy_modules = frozenset(lazy_modules)
+        self.optional_off = dict(optional_off or {})
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        hidden = self.optional_off.get(fullname)
+        if hidden is not None:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = _OptionalOffLoader(spec.loader, hidden)
+            return spec
         if fullname in self.lazy_modules:
             spec = importlib.machinery.PathFinder.find_spec(fullname, path)
             if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
@@ -197,11 +254,12 @@ class DeferredExportsFinder(importlib.abc.MetaPathFinder):
 
 
 def defer_reexports() -> bool:
-    """Install the hook for DEFERRED_PACKAGES unless one is already imported (it would then be
-    imported whole anyway). Returns whether the hook is active."""
+    """Install the hook for DEFERRED_PACKAGES, LAZY_MODULES and OPTIONAL_OFF unless one of
+    DEFERRED_PACKAGES is already imported (it would then be imported whole anyway). Returns
+    whether the hook is active."""
     if any(isinstance(f, DeferredExportsFinder) for f in sys.meta_path):
         return True
     if any(p in sys.modules for p in DEFERRED_PACKAGES):
         return False
-    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES, LAZY_MODULES))
+    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES, LAZY_MODULES, OPTIONAL_OFF))
     return True

@@ -2,14 +2,16 @@
 
 Bounded: at most ``max_pods`` pods (the pod attempted longest ago is dropped first) and
 ``per_pod`` attempts each (the oldest dropped). An attempt keeps references to what its cycle
-computed (every scored node's scores, every rejected node's verdict), nothing is copied, and
-its compact form (its best ``top`` score rows and per-plugin counts; core/decision.py says what
-is kept), made right after the cycle while the arrays are still in the CPU's cache: about ten
-microseconds, where the same work on an attempt recorded hundreds of cycles earlier cost four to
-five times that. What the references hold is bounded, in node entries (scored plus rejected
-nodes per attempt): past ``budget`` the oldest attempts let them go (O(1)) and keep their compact
-form, the ``full`` newest never; between bursts (``compact_idle``) down to half the budget.
-Small clusters never reach the budget: every kept attempt stays whole.
+computed (every scored node's scores, every rejected node's verdict), the score arrays narrowed
+to the smallest integer type that holds them (core/decision.py ``narrow``: a quarter of the
+memory, for about five microseconds), and its compact form (its best ``top`` score rows and
+per-plugin counts; core/decision.py says what is kept), made right after the cycle while the
+arrays are still in the CPU's cache: about ten microseconds, where the same work on an attempt
+recorded hundreds of cycles earlier cost four to five times that. What the references hold is
+bounded, in node entries (scored plus rejected nodes per attempt): past ``budget`` the oldest
+attempts let them go (O(1)) and keep their compact form, the ``full`` newest never; between
+bursts (``compact_idle``) down to half the budget. Small clusters never reach the budget: every
+kept attempt stays whole.
 
 Everything runs on the event loop's thread: the loop records, the HTTPS handlers read.
 """
@@ -34,6 +36,7 @@ from scheduler.core.decision import (
     Decision,
     compact,
     explain,
+    narrow,
     release,
     status_text,
     summarize,
@@ -49,8 +52,8 @@ if TYPE_CHECKING:
 DEFAULT_MAX_PODS = 1000
 DEFAULT_PER_POD = 3
 DEFAULT_FULL = 32
-# Node entries the whole attempts may hold: a scored node is about 100 bytes of arrays, a
-# rejected one about 250 (its Status): some 30-75 MB at most.
+# Node entries the whole attempts may hold: a scored node is about 25 bytes of (narrowed)
+# arrays, a rejected one about 250 (its Status): some 8-75 MB at most.
 DEFAULT_BUDGET = 300_000
 # The loop counts as idle this long after its last record.
 IDLE_AFTER = 0.05
@@ -121,11 +124,12 @@ class DecisionStore:
         self, pod: PodInfo, fw: Framework, out: CycleOutcome, nodes: list[NodeInfo], number: int, started: float,
         seconds: float,
     ) -> Attempt | None:
-        """Keep one finished scheduling cycle (references only): ``started`` is the cycle's
-        perf_counter start, ``seconds`` its length."""
+        """Keep one finished scheduling cycle (references, the score arrays narrowed): ``started``
+        is the cycle's perf_counter start, ``seconds`` its length."""
         if not self.max_pods:
             return None
         att = Attempt(pod, fw, out, nodes, number, self._wall_offset + started, seconds)
+        narrow(att)  # first: the compact form's score rows are then as narrow
         summarize(att, self.top)
         key = pod.key
         atts = self._pods.get(key)

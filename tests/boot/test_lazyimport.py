@@ -7,6 +7,7 @@ kopf 1.45's ``kopf/__init__.py``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -253,3 +254,66 @@ def test_kopf_and_the_client_resolve_every_name_they_exported() -> None:
     assert eager["gcp_loaded"] == eager["gcp_available"] and not deferred["gcp_loaded"]
     if eager["gcp_available"]:
         assert deferred["gcp_request"] == eager["gcp_request"] == "Request"  # still there on use
+
+
+# Modules that try an optional dependency, as structlog.dev does with rich.
+_OPTIONAL_USERS = {
+    "soft": "try:\n    import optdep\nexcept ImportError:\n    optdep = None\n",
+    "hard": "import optdep\n",  # needs it after all: runs again as usual
+}
+
+
+@pytest.mark.parametrize(
+    "user, imported_before, sees_it",
+    [
+        pytest.param("soft", False, False, id="optional-dependency-switched-off"),
+        pytest.param("soft", True, True, id="already-imported-stays-visible"),
+        pytest.param("hard", False, True, id="required-dependency-runs-as-usual"),
+    ],
+)
+def test_optional_dependency_is_off_only_for_the_module_named(
+    tmp_path: Path, user: str, imported_before: bool, sees_it: bool
+) -> None:
+    (tmp_path / "optdep.py").write_text("X = 1\n")
+    (tmp_path / f"{user}.py").write_text(_OPTIONAL_USERS[user])
+    finder = DeferredExportsFinder((), optional_off={user: ("optdep",)})
+    sys.path.insert(0, str(tmp_path))
+    sys.meta_path.insert(0, finder)
+    try:
+        if imported_before:
+            import optdep  # noqa: F401
+        mod = importlib.import_module(user)
+        assert (mod.optdep is not None) == sees_it
+        assert ("optdep" in sys.modules) == sees_it
+        # Off for that module only: anyone else still imports it.
+        assert importlib.import_module("optdep").X == 1
+    finally:
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(tmp_path))
+        for name in (user, "optdep"):
+            sys.modules.pop(name, None)
+
+
+_LOG_PROBE = """
+import io, json, sys
+from scheduler.boot.lazyimport import defer_reexports
+assert defer_reexports()
+import structlog
+from scheduler.live import log
+stream = io.StringIO()
+log.configure("INFO", json_output=True, stream=stream)
+try:
+    raise ValueError("boom")
+except ValueError:
+    structlog.get_logger("probe").exception("failed")
+line = json.loads(stream.getvalue().splitlines()[-1])
+print(json.dumps({"rich": "rich" in sys.modules, "traceback": line.get("exception", "")}))
+"""
+
+
+def test_structlog_logs_tracebacks_without_rich() -> None:
+    # The scheduler's own renderers: a plain traceback, with rich installed or not.
+    out = subprocess.run([sys.executable, "-c", _LOG_PROBE], capture_output=True, text=True, check=True, timeout=60)
+    got = json.loads(out.stdout)
+    assert not got["rich"]
+    assert got["traceback"].startswith("Traceback (most recent call last):") and "ValueError: boom" in got["traceback"]

@@ -9,6 +9,7 @@ import io
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -23,6 +24,8 @@ from scheduler.core.decision import (
     explain,
     from_json,
     from_outcome,
+    narrow,
+    narrowest,
     near_misses,
     to_json,
 )
@@ -144,6 +147,53 @@ def test_compact_bounds_the_listed_verdicts_not_the_counts() -> None:
     assert len(r.examples["Insufficient cpu"]) == 2
 
 
+@pytest.mark.parametrize(
+    "values, dtype",
+    [
+        ([0, 100], np.int8),
+        ([-127, 127], np.int8),
+        ([-128], np.int16),  # its negation does not fit int8 (the best rows sort by -total)
+        ([128, -5], np.int16),
+        ([32767], np.int16),
+        ([-32768], np.int32),
+        ([2**31 - 1], np.int32),
+        ([2**31], np.int64),  # as a custom plugin's raw score may be: kept as it is
+        ([-(2**63)], np.int64),
+        ([], np.int64),
+    ],
+)
+def test_narrowest_holds_every_value_exactly(values: list[int], dtype: type) -> None:
+    got = narrowest(np.array(values, dtype=np.int64))
+    assert got.dtype == dtype and got.tolist() == values
+
+
+@pytest.mark.parametrize(
+    "raw_scale, itemsize",
+    [
+        (1, 2),  # raw 0-100, TaintToleration's weighted 300: int16
+        (2**40, 8),  # raw scores past int32 (unchecked before normalizing): int64, as they were
+    ],
+)
+def test_narrow_keeps_what_explain_shows(raw_scale: int, itemsize: int) -> None:
+    # Scores that differ per node: loads, and a PreferNoSchedule taint (normalized, weight 3).
+    docs: list[dict[str, Any]] = [make_node(f"n{i}", cpu="4") for i in range(4)]
+    docs += [_tainted("t", "PreferNoSchedule"), make_pod("p", cpu="100m")]
+    docs += [make_pod(f"f{i}", cpu=f"{i}", node_name=f"n{i}") for i in range(1, 4)]
+    sim = _sim(docs)
+    out = _first(sim)
+    sc = out.result.scores
+    sc.raw = [r * raw_scale for r in sc.raw]
+    att = Attempt(out.pod, _fw(sim), out, sim.snapshot.node_infos, 1, 1000.0, 0.001)
+    full, best = explain(att), explain(att, top=2)
+    narrow(att)
+    assert {a.dtype.itemsize for a in [*sc.raw, *sc.final, sc.totals]} == {itemsize}
+    assert sc.idx.dtype == np.int8
+    assert explain(att) == full and explain(att, top=2) == best
+    assert len({r.total for r in full.scores}) > 1 and max(max(r.raw) for r in full.scores) > 50 * raw_scale
+    compact(att, top=2)
+    assert explain(att).scores == best.scores
+
+
 def test_binding_outcome_and_stages_join_the_cycle_part() -> None:
     sim = _sim([make_node("n1"), make_pod("p", cpu="1")])
     out = sim.attempt(sim.pending[0].pod)
@@ -252,6 +302,10 @@ def test_prioritizing_extender_is_a_column_after_the_plugins(tmp_path: Any) -> N
     assert text.getvalue().splitlines()[1].endswith(f"ImageLocality  {ext.url}")
     n2 = next(r for r in d.scores if r.node == "n2")
     assert (n2.raw[-1], n2.final[-1], d.weights[-1]) == (10, 200, 2)
+    # Narrowed as the live store keeps it: the extender's column and the totals read the same.
+    att = Attempt(out.pod, _fw(sim), out, sim.snapshot.node_infos, 1, 0.0, 0.0)
+    narrow(att)
+    assert out.result.scores.totals.dtype == np.int16 and explain(att).scores == d.scores
     # The JSON has simulate's shape: extenders only where one answered.
     rec = json.loads(js.getvalue().splitlines()[0])
     doc = to_json(d)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.config import load_config
-from scheduler.core.decision import BINDING, ERROR, SCHEDULED, UNSCHEDULABLE, WAITING, Attempt
+from scheduler.core.decision import BINDING, ERROR, SCHEDULED, UNSCHEDULABLE, WAITING, Attempt, from_outcome
 from scheduler.framework.status import Code, Status
 from scheduler.live.decisions import DecisionStore
 from scheduler.live.kube.transport import ApiError
@@ -179,3 +179,19 @@ def test_final_outcomes_reach_the_annotation_writer_once() -> None:
     store.finish(out.pod.uid, None, {"total": 0.01})
     store.finish(out.pod.uid, None, {"total": 0.02})  # once only
     assert final == [UNSCHEDULABLE, SCHEDULED]
+
+
+def test_recorded_scores_are_kept_narrow_and_read_the_same() -> None:
+    docs = [make_node(f"n{i}", cpu=f"{4 * (i + 1)}") for i in range(3)]
+    docs += [make_pod("busy", cpu="3", node_name="n2"), make_pod("p", cpu="1")]
+    sim = Simulator(build_cluster(docs), load_config(None), 1)
+    fw = next(iter(sim.frameworks.values()))
+    out = sim.attempt(sim.pending[0].pod)
+    want = from_outcome(out, fw, sim.snapshot.node_infos)  # before the store narrows them
+    store = DecisionStore(10)
+    att = store.record(out.pod, fw, out, sim.snapshot.node_infos, 1, 0.0, 0.001)
+    assert att is not None and att.result is not None and att.result.scores is not None
+    sc = att.result.scores
+    assert max(a.dtype.itemsize for a in [*sc.raw, *sc.final, sc.totals, sc.idx]) <= 2
+    (d,) = store.attempts("default/p")
+    assert d.scores == want.scores and len(d.scores) == 3 and len({r.total for r in d.scores}) > 1
