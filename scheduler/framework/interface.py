@@ -211,9 +211,10 @@ class Nominator(Protocol):
 
 class PreemptionActuator(Protocol):
     """Carries out a preemption decision (upstream preemption.Executor): the live app deletes
-    the victims through the API off the scheduling loop; ``simulate`` removes them at once."""
+    the victims through the API (off the scheduling loop with SchedulerAsyncPreemption, else
+    before it returns); ``simulate`` removes them at once. An error Status fails the PostFilter."""
 
-    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> None: ...
+    def preempt(self, preemptor: PodInfo, node: str, victims: Sequence[PodInfo], plugin: str) -> Status | None: ...
 
     def is_running(self, uid: str) -> bool: ...
 

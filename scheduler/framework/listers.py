@@ -21,7 +21,6 @@ from scheduler.model.dra import (
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
-    add_allocated,
 )
 from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
@@ -175,6 +174,7 @@ class DraStore:
     in-flight allocations (made in Reserve, not yet written in PreBind)."""
 
     __slots__ = (
+        "_allocated_memo",
         "assumed",
         "claims",
         "classes",
@@ -184,7 +184,6 @@ class DraStore:
         "slices",
         "templates",
         "version",
-        "_allocated_memo",
     )
 
     def __init__(self) -> None:

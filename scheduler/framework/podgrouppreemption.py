@@ -135,7 +135,9 @@ class PodGroupEvaluator:
         actuator = self.handle.preemption
         preempt_group = getattr(actuator, "preempt_group", None)
         if preempt_group is not None:
-            preempt_group(pg, pods, victims, self.plugin_name)
+            done: Status | None = preempt_group(pg, pods, victims, self.plugin_name)
+            if done is not None and not done.is_success():
+                return done
         return None
 
     def select_victims(

@@ -217,7 +217,9 @@ class Evaluator:
             return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
         actuator = self.handle.preemption
         if actuator is not None:
-            actuator.preempt(pod, best.name, best.victims.pods, self.plugin_name)
+            st = actuator.preempt(pod, best.name, best.victims.pods, self.plugin_name)
+            if st is not None and not st.is_success():
+                return None, st
         return PostFilterResult(best.name, list(best.victims.pods)), Status(Code.SUCCESS)
 
     def find_candidates(

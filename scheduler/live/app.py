@@ -198,6 +198,7 @@ class App:
             self.binder, self.scheduler.recorder, self.cache, self.queue.nominator, metrics,
             activate=self._activate, release=self._release_preemptor,
             waiting_pods=next(iter(frameworks.values())).handle.waiting_pods,
+            sync=not next(iter(frameworks.values())).handle.features.enable_async_preemption,
         )
         metrics.attach(frameworks, self.queue, self.cache.sizes, lambda: len(self.scheduler.binding_tasks))
         # The queue (which needs the frameworks' QueueSort) owns the nominator, and preemption

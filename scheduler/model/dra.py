@@ -399,7 +399,9 @@ class Constraint:
 # One claim's devices: dedicated (driver, pool, device) ids, shared (device, shareID) ids, and
 # the capacity it consumes per shared device.
 DevicesInUse = tuple[
-    frozenset[tuple[str, str, str]], frozenset[tuple[str, str, str, str]], dict[tuple[str, str, str], dict[str, Quantity]]
+    frozenset[tuple[str, str, str]],
+    frozenset[tuple[str, str, str, str]],
+    dict[tuple[str, str, str], dict[str, Quantity]],
 ]
 
 

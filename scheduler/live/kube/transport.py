@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -323,6 +324,7 @@ class Lane:
         self._workers = workers
         self._name = name
         self.writes = 0
+        self._blocking_lock = threading.Lock()
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         started = time.perf_counter()
@@ -335,6 +337,17 @@ class Lane:
         if self._threads is None:
             self._threads = LaneThreads(self._workers, self._name)
         return await self._threads.submit(_after_wait, waited, fn, *args)
+
+    def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``run`` for a caller that blocks the event loop until the call is done (synchronous
+        preemption), from any thread: the same token bucket (the loop, blocked, takes no token
+        meanwhile; the lock keeps the caller's threads apart)."""
+        with self._blocking_lock:
+            wait = self.limiter.reserve()
+            self.writes += 1
+        if wait > 0:
+            time.sleep(wait)
+        return _after_wait(wait, fn, *args)
 
     def shutdown(self) -> None:
         if self._executor is not None:

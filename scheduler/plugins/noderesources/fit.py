@@ -463,12 +463,11 @@ class Fit(
         made: dict[int, Status | None] = {}
         out: list[Status | None] = []
         for k in key.tolist():
-            st = made.get(k, False)
-            if st is False:
+            if k not in made:
                 bits = [reasons[b] for b in range(len(reasons)) if k >> b & 1]
                 code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if k >> 62 & 1 else Code.UNSCHEDULABLE
-                st = made[k] = Status(code, *bits) if bits else None
-            out.append(st)
+                made[k] = Status(code, *bits) if bits else None
+            out.append(made[k])
         return out
 
     # -- Score ---------------------------------------------------------------------------------

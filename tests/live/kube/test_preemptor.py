@@ -21,6 +21,7 @@ from scheduler.backend.cache import Cache
 from scheduler.backend.nominator import OVERRIDE, PodNominator
 from scheduler.backend.queue import ACTIVE, GATED
 from scheduler.config import PluginRef, PluginSet, Profile
+from scheduler.config.features import FeatureGates
 from scheduler.core.algorithm import Algorithm
 from scheduler.core.cycle import scheduling_cycle
 from scheduler.core.profiles import new_framework
@@ -350,6 +351,67 @@ def test_async_preemption_runs_off_the_loop() -> None:
         assert not lp.is_running(pre.uid) and h.api.deleted == [("default", "v")]
 
     asyncio.run(go())
+
+
+# ---------------------------------------------------------------------------------------------
+# SchedulerAsyncPreemption off: upstream prepareCandidate, inside the scheduling cycle
+
+
+SYNC_GATES = FeatureGates({"SchedulerAsyncPreemption": False})
+
+
+class _DeleteFails(FakeCoreAPI):
+    def delete_pod(self, namespace: str, name: str) -> None:
+        raise ApiError(500, f'pods "{name}": etcd is unhappy')
+
+
+def _sync_live(h: Harness) -> LivePreemption:
+    lp = _live(h)
+    lp.sync = True
+    return lp
+
+
+async def test_sync_preemption_deletes_before_the_cycle_ends() -> None:
+    # executor.go actuatePodPreemption without the gate: the victims are deleted (in parallel)
+    # before PostFilter returns; nothing gates the preemptor; the lower-priority nominated pod
+    # on the node loses its nomination afterwards.
+    h = Harness(gates=SYNC_GATES)
+    lp = _sync_live(h)
+    h.sched.on_node(None, make_node("n1", cpu="4"))
+    for i in range(3):
+        h.sched.on_pod("ADDED", make_pod(f"victim-{i}", cpu="1200m", node_name="n1", priority=0))
+    low = make_pod("low", cpu="100m", priority=1)
+    low["status"] = {"nominatedNodeName": "n1"}
+    h.queue.nominator.add(PodInfo(low), "n1")
+    h.sched.on_pod("ADDED", make_pod("pre", cpu="3", priority=100))
+    await h.step()
+    # No drain: the writes were done when the cycle returned.
+    assert sorted(h.api.deleted) == [("default", f"victim-{i}") for i in range(3)]
+    assert not lp.tasks and not lp.is_running("uid-default-pre")
+    assert len(h.events("Preempted")) == 3
+    cleared = [n for _, n, b in h.api.status_patches if b == {"status": {"nominatedNodeName": None}}]
+    assert cleared == ["low"]
+    assert h.metrics.registry.get_sample_value("scheduler_preemption_victims_sum") == 3.0
+    assert h.metrics.registry.get_sample_value(
+        "scheduler_preemption_goroutines_execution_total", {"result": "success"}
+    ) in (None, 0.0)  # no goroutine upstream either
+    assert h.queue.where("uid-default-pre") not in (GATED, "")
+    assert h.queue.nominator.node_of("uid-default-pre") == "n1"
+
+
+async def test_sync_preemption_error_fails_the_post_filter() -> None:
+    # prepareCandidate returns AsStatus(err): the PostFilter fails with the write's error, and
+    # no node is nominated.
+    h = Harness(api=_DeleteFails(), gates=SYNC_GATES)
+    _sync_live(h)
+    h.sched.on_node(None, make_node("n1", cpu="2"))
+    h.sched.on_pod("ADDED", make_pod("victim", cpu="1500m", node_name="n1", priority=0))
+    h.sched.on_pod("ADDED", make_pod("pre", cpu="1", priority=100))
+    await h.step()
+    assert h.api.deleted == [] and h.events("Preempted") == []
+    assert h.queue.nominator.node_of("uid-default-pre") == ""
+    [ev] = h.events("FailedScheduling")
+    assert "etcd is unhappy" in ev["note"]
 
 
 # ---------------------------------------------------------------------------------------------
