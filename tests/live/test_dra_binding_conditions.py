@@ -96,7 +96,11 @@ async def test_failure_condition_fails_the_attempt_and_the_next_one_starts_over(
     h.sched.schedule_one(q)
     await _until(lambda: pl.store.get_claim(NAMESPACE, CLAIM_NAME).allocation is None)
     await h.sched.recorder.flush()
-    assert "deallocation of ResourceClaim completed" in h.events("FailedScheduling")[-1]["note"]
+    # The attempt's message, as the pod's PodScheduled condition carries it (its FailedScheduling
+    # Event is a series of the first one while the pod keeps its resourceVersion, as in client-go).
+    messages = [c["message"] for _, name, body in h.api.status_patches if name == "a"
+                for c in body.get("status", {}).get("conditions", []) if c.get("type") == "PodScheduled"]
+    assert "deallocation of ResourceClaim completed" in messages[-1]
     # The deallocation is a claim update: the pod is tried again, gets the device afresh and is
     # bound once the driver reports it ready.
     h.clock.step(20)

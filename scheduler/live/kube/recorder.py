@@ -4,8 +4,13 @@ off the scheduling path (upstream's events library and schedule_one.go updatePod
 The loop only enqueues; a few worker tasks send through the events lane (its own API client and
 rate limit). Events wait in a bounded queue: when it is full the new event is dropped and
 counted, as client-go's event broadcaster drops when its 1000-deep channel is full (best
-effort, never back-pressure on scheduling). An isomorphic repeat within the series window
-bumps the first Event's series instead of creating another. Condition patches coalesce per
+effort, never back-pressure on scheduling). Series as client-go's events library keeps them
+(tools/events event_broadcaster.go): an Event isomorphic to one still cached (same type,
+action, reason, controller and regarding object at the same resourceVersion; the note does
+not count) is not created again: the first repeat patches the cached Event's series (count 2),
+later ones only count in memory; every 30 minutes the series are written again, and every 6
+minutes those unobserved for 6 minutes are written a last time and dropped, as are single
+Events older than that. Condition patches coalesce per
 pod (the newest wins), so they are bounded by the number of pending pods and never dropped:
 the PodScheduled condition is what users and tools read.
 """
@@ -29,8 +34,13 @@ from scheduler.model.pod import PodInfo
 log = structlog.get_logger(__name__)
 
 MAX_QUEUED_EVENTS = 1000  # client-go tools/record maxQueuedEvents
-# events/v1 isomorphic events within this window become a series (client-go events library).
-EVENT_SERIES_WINDOW = 30 * 60.0
+# client-go tools/events: series written again (refreshTime), series and single Events done
+# with (finishTime).
+EVENT_SERIES_REFRESH = 30 * 60.0
+EVENT_SERIES_FINISH = 6 * 60.0
+# Cached Events at most; past it the oldest go first (upstream keeps every Event of the last 6
+# minutes: hundreds of thousands at a few hundred binds a second).
+MAX_CACHED_EVENTS = 20000
 CONDITION_RETRY_DELAY = 1.0  # seconds before a PodScheduled write the API server failed is tried again
 # Upstream events.k8s.io note limit (truncateMessage).
 NOTE_LENGTH_LIMIT = 1024
@@ -55,9 +65,18 @@ class _Event:
 
 @dataclass(slots=True)
 class _Series:
+    """A cached Event: its name and time; count 1 until an isomorphic one came (then a series)."""
+
+    namespace: str
     name: str
     count: int
     first: float
+    last: float
+
+
+# (pod uid, its resourceVersion, type, action, reason, reporting controller): upstream getKey
+# over the Event (regarding is the pod's ObjectReference, resourceVersion included).
+_SeriesKey = tuple[str, str, str, str, str, str]
 
 
 class Recorder:
@@ -84,7 +103,7 @@ class Recorder:
         self.on_drop = on_drop
         self._events: deque[_Event] = deque()
         self._conditions: dict[str, tuple[PodInfo, str, str, str | None]] = {}
-        self._series: dict[tuple[str, str, str, str], _Series] = {}
+        self._series: dict[_SeriesKey, _Series] = {}  # insertion order = oldest first
         self._wake = asyncio.Event()
         self._busy = 0
         self.dropped = 0
@@ -123,11 +142,9 @@ class Recorder:
         self._wake.set()
 
     def forget_pod(self, uid: str) -> None:
-        """The pod is gone: drop its queued condition and its event series."""
+        """The pod is gone: drop its queued condition (its cached Events expire as any)."""
         self._conditions.pop(uid, None)
         self._latest.pop(uid, None)
-        for k in [k for k in self._series if k[0] == uid]:
-            del self._series[k]
 
     def pending(self) -> int:
         return len(self._events) + len(self._conditions)
@@ -172,8 +189,23 @@ class Recorder:
             except Exception:  # API errors are logged where written; anything else must not stop the worker
                 log.exception("event_writer_failed")
 
+    async def _series_keeper(self) -> None:
+        next_refresh = self.clock() + EVENT_SERIES_REFRESH
+        while True:
+            await asyncio.sleep(EVENT_SERIES_FINISH)
+            try:
+                await self.finish_series()
+                if self.clock() >= next_refresh:
+                    next_refresh += EVENT_SERIES_REFRESH
+                    await self.refresh_series()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("event_series_failed")
+
     async def run(self) -> None:
         tasks = [asyncio.create_task(self._worker(), name=f"event-writer-{i}") for i in range(self.workers)]
+        tasks.append(asyncio.create_task(self._series_keeper(), name="event-series"))
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -219,31 +251,78 @@ class Recorder:
     async def write_event(
         self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str
     ) -> None:
-        """Create the Event; an isomorphic repeat within the window bumps the series instead."""
+        """Create the Event, unless an isomorphic one is cached: then the first repeat patches
+        its series (count 2) and later ones are only counted (upstream recordToSink)."""
         now = self.clock()
-        key = (pod.uid, reason, action, note)
+        key = (pod.uid, pod.resource_version, etype, action, reason, controller)
         s = self._series.get(key)
+        if s is not None:
+            s.count += 1
+            s.last = now
+            if s.count > 2:
+                return  # counted; written by the next refresh or finish
+            await self._write_series(s, key, pod, controller, etype, reason, action, note)
+            return
+        body = self._event_body(pod, controller, etype, reason, action, note, now)
+        # Cached before the write, as upstream: an isomorphic Event meanwhile is a repeat.
+        self._series[key] = _Series(pod.namespace, body["metadata"]["name"], 1, now, now)
+        if len(self._series) > MAX_CACHED_EVENTS:
+            self._prune(now)
         try:
-            if s is not None and now - s.first < EVENT_SERIES_WINDOW:
-                s.count += 1
-                patch = {"series": {"count": s.count, "lastObservedTime": micro_time(now)}}
-                await self.lane.run(self.api.patch_event, pod.namespace, s.name, patch)
-                return
-            body = self._event_body(pod, controller, etype, reason, action, note, now)
             await self.lane.run(self.api.create_event, pod.namespace, body)
-            self._series[key] = _Series(body["metadata"]["name"], 1, now)
-            if len(self._series) > 10000:
-                self._prune(now)
         except ApiError as exc:
             # Events are best effort, as in client-go.
-            if s is not None and exc.status == 404:
-                self._series.pop(key, None)
             log.warning("event_write_failed", pod=pod.key, reason=reason, status=exc.status, error=exc.message)
 
+    async def _write_series(
+        self, s: _Series, key: _SeriesKey, pod: PodInfo | None = None, controller: str = "", etype: str = "",
+        reason: str = "", action: str = "", note: str = "",
+    ) -> bool:
+        """Patch the cached Event's series; an Event gone from the API (404) is created again
+        with its series when its body is known (upstream recordEvent). Returns whether it is done
+        with: written, or refused for good (not a passing error worth another try)."""
+        patch = {"series": {"count": s.count, "lastObservedTime": micro_time(s.last)}}
+        try:
+            await self.lane.run(self.api.patch_event, s.namespace, s.name, patch)
+            return True
+        except ApiError as exc:
+            if exc.status == 404 and pod is not None:
+                body = self._event_body(pod, controller, etype, reason, action, note, s.first)
+                body["series"] = patch["series"]
+                try:
+                    await self.lane.run(self.api.create_event, s.namespace, body)
+                    s.name = body["metadata"]["name"]
+                    return True
+                except ApiError as exc2:
+                    exc = exc2
+            log.warning("event_write_failed", event=f"{s.namespace}/{s.name}", reason=key[4], status=exc.status,
+                        error=exc.message)  # fmt: skip
+            return not (exc.status == 0 or exc.status == 429 or exc.status >= 500)
+
+    async def refresh_series(self) -> None:
+        """Every series written again (upstream refreshExistingEventSeries)."""
+        for key, s in list(self._series.items()):
+            if s.count > 1:
+                await self._write_series(s, key)
+
+    async def finish_series(self) -> None:
+        """Series unobserved for EVENT_SERIES_FINISH written a last time and dropped, single
+        Events that old dropped (upstream finishSeries)."""
+        limit = self.clock() - EVENT_SERIES_FINISH
+        for key, s in list(self._series.items()):
+            if s.count > 1:
+                if s.last < limit and await self._write_series(s, key):
+                    self._series.pop(key, None)
+            elif s.first < limit:
+                self._series.pop(key, None)
+
     def _prune(self, now: float) -> None:
+        limit = now - EVENT_SERIES_FINISH
         for k, s in list(self._series.items()):
-            if now - s.first >= EVENT_SERIES_WINDOW:
+            if s.count == 1 and s.first < limit:
                 del self._series[k]
+        while len(self._series) > MAX_CACHED_EVENTS:
+            del self._series[next(iter(self._series))]
 
     async def write_unschedulable(
         self, pod: PodInfo, reason: str, message: str, nominated: str | None = None, *, seq: int | None = None

@@ -30,15 +30,46 @@ async def test_event_body_and_series():
     assert ev["note"] == "0/1 nodes are available: x."
     assert ev["regarding"]["uid"] == "u-1" and ev["regarding"]["kind"] == "Pod"
     assert ev["metadata"]["name"].startswith("web.")
-    # The same event again within the window becomes a series update, not a new Event.
+    # client-go tools/events recordToSink: an isomorphic Event (the note does not count) is not
+    # created again; the first repeat patches the cached Event's series, later ones only count.
     t[0] += 5
-    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
+    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "another note")
     assert len(api.events) == 1
     assert api.event_patches[0][1] == ev["metadata"]["name"]
     assert api.event_patches[0][2]["series"]["count"] == 2
-    # A different message is a new Event.
-    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "other")
+    t[0] += 5
+    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
+    assert len(api.events) == 1 and len(api.event_patches) == 1
+    # The pod at another resourceVersion is another regarding object: a new Event.
+    raw = make_pod("web", "prod", uid="u-1")
+    raw["metadata"]["resourceVersion"] = "42"
+    await r.write_event(PodInfo(raw), "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "x")
     assert len(api.events) == 2
+    # refreshExistingEventSeries: every series written again with its count.
+    await r.refresh_series()
+    assert api.event_patches[-1][1:] == (ev["metadata"]["name"], {"series": {
+        "count": 3, "lastObservedTime": api.event_patches[-1][2]["series"]["lastObservedTime"]}})
+    # finishSeries, 6 minutes on: the series written a last time and dropped, the single Event
+    # dropped; the same Event afterwards is created anew.
+    t[0] += 6 * 60 + 1
+    patches = len(api.event_patches)
+    await r.finish_series()
+    assert len(api.event_patches) == patches + 1 and api.event_patches[-1][2]["series"]["count"] == 3
+    await r.write_event(POD, "pyscheduler", "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.")
+    assert len(api.events) == 3
+
+
+async def test_series_repeat_of_an_event_gone_creates_it_with_its_series():
+    # recordEvent: the series patch answered 404 (the Event expired): created again, series set.
+    class Gone(FakeCoreAPI):
+        def patch_event(self, namespace, name, body):
+            raise ApiError(404, "not found")
+
+    api = Gone()
+    r = Recorder(api, lane(), hostname="h", clock=lambda: 1_700_000_000.0)
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
+    assert len(api.events) == 2 and api.events[1][1]["series"]["count"] == 2
 
 
 async def test_event_failure_is_not_fatal():
@@ -86,16 +117,14 @@ def test_truncate_message():
     assert len(t) == 1024 and t.endswith(" ...")
 
 
-async def test_forget_pod_drops_its_condition_and_its_series():
+async def test_forget_pod_drops_its_condition():
     api = FakeCoreAPI()
     r = Recorder(api, lane(), clock=lambda: 1_700_000_000.0)
-    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
     r.unschedulable(POD, "Unschedulable", "m")
     r.forget_pod(POD.uid)
     assert r.pending() == 0
-    # The next identical Event starts a new series.
-    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
-    assert len(api.events) == 2 and api.event_patches == []
+    await r.flush()
+    assert api.status_patches == []
 
 
 async def test_condition_lost_to_a_passing_error_is_written_again():
