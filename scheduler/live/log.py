@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from types import FrameType
 from typing import Any
 
+import orjson
 import structlog
 
 TEXT = "text"
@@ -275,6 +276,16 @@ def _library_levels() -> None:
         logging.getLogger(noisy).setLevel(wanted)
 
 
+def _json_line(event: Any, default: Any = None) -> str:
+    """One JSON log line through orjson (the standard library's encoder was 1-2% of a busy
+    scheduler: a line per bound pod); a value neither knows how to encode is written as its
+    repr, as structlog's default does."""
+    try:
+        return orjson.dumps(event, default=default or repr).decode()
+    except TypeError:  # keys that are not strings, integers past 64 bits
+        return json.dumps(event, default=default or repr)
+
+
 def configure(
     level: str | int = "INFO",
     json_output: bool | None = None,
@@ -310,7 +321,7 @@ def configure(
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
         ]
-        renderer = structlog.processors.JSONRenderer()
+        renderer = structlog.processors.JSONRenderer(serializer=_json_line)
     else:
         # klog's header carries the severity and the time.
         shared = [structlog.contextvars.merge_contextvars]

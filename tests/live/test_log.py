@@ -43,6 +43,32 @@ def test_events_and_library_records_are_json_lines():
     assert "ValueError: boom" in lines[2]["exception"]
 
 
+class _Odd:
+    def __repr__(self) -> str:
+        return "<odd>"
+
+
+@pytest.mark.parametrize(
+    ("fields", "want"),
+    [
+        ({"pod": "prod/web", "attempts": 2, "nodes": ["n1", "n2"]}, {"pod": "prod/web", "attempts": 2,
+                                                                   "nodes": ["n1", "n2"]}),
+        ({"value": _Odd()}, {"value": "<odd>"}),  # what JSON cannot hold: its repr, as structlog's
+        ({"big": 2**70}, {"big": 2**70}),  # past 64 bits: the standard encoder takes it
+    ],
+)
+def test_json_lines_hold_any_field(fields: dict, want: dict) -> None:
+    buf = io.StringIO()
+    logconf.configure("INFO", json_output=True, stream=buf)
+    try:
+        structlog.get_logger("scheduler.test").info("e", **fields)
+        [line] = [json.loads(line) for line in buf.getvalue().splitlines()]
+    finally:
+        structlog.reset_defaults()
+        logging.getLogger().handlers[:] = []
+    assert {k: line[k] for k in want} == want
+
+
 def test_lines_from_threads_never_interleave():
     # The binding threads log while kopf's loggers write: every line stays whole.
     class SlowStream(io.StringIO):
