@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
+from scheduler.live import handlers as handlers_mod
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.harness import Harness
 
@@ -68,3 +71,21 @@ async def test_deleted_pod_leaves_the_queue_and_its_condition_patch():
     assert "uid-default-big" not in h.queue
     await h.settle()
     assert len(h.events("FailedScheduling")) == 1 and h.api.status_patches == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw", "preloads"),
+    [
+        ("DeviceClass", {"metadata": {"name": "gpu"}}, True),
+        ("ResourceSlice", {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"}}}, True),
+        ("StorageClass", {"metadata": {"name": "sc"}, "provisioner": "x"}, False),
+    ],
+)
+def test_dra_objects_start_loading_the_cel_evaluator(
+    kind: str, raw: dict, preloads: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[bool] = []
+    monkeypatch.setattr(handlers_mod, "preload_cel", lambda: calls.append(True) or True)
+    h = Harness()
+    h.sched.on_storage(kind, "ADDED", raw)
+    assert calls == ([True] if preloads else [])

@@ -1,0 +1,31 @@
+"""The CEL evaluator loaded ahead of the first expression (celcache.preload)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from scheduler.testing.process import scheduler_env
+
+# A fresh interpreter: in this one another test may have loaded the evaluator already.
+_SCRIPT = """
+import sys, threading
+from scheduler.plugins.dynamicresources import celcache
+mod = "scheduler.plugins.dynamicresources.cel"
+assert mod not in sys.modules, "loaded before preload"
+assert celcache.preload() is True
+assert celcache.preload() is False  # once
+for t in threading.enumerate():
+    if t.name == "cel-preload":
+        t.join(60)
+assert mod in sys.modules
+assert celcache.preload() is False
+print("ok")
+"""
+
+
+def test_preload_imports_the_evaluator_once_off_the_caller() -> None:
+    out = subprocess.run([sys.executable, "-c", _SCRIPT], env=scheduler_env(), capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
