@@ -390,6 +390,10 @@ class Scheduler(EventHandlers):
                 s = await fw.run_pre_bind(state, assumed, node)
                 self.decisions.stage(uid, "PreBind", s)
             if s is None:
+                if self.recorder.has_condition(uid):
+                    # The failed attempt's PodScheduled and nomination first, as upstream's
+                    # order has them: never onto the pod once it is bound.
+                    await self.recorder.settle(uid)
                 bound, s = await self._extenders_bind(fw, assumed, node)
                 if not bound:
                     s = await fw.run_bind(state, assumed, node)

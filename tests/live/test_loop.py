@@ -346,3 +346,41 @@ async def test_scores_logged_at_v10_only(v: int, nodes: int, expect: bool) -> No
     for f in final:
         assert f["score"] == sum(e["score"] for e in scored if e["node"] == f["node"])
     assert [f["node"] for f in final] == ["n0", "n1"]
+
+
+class _Ordered(FakeCoreAPI):
+    """Records the order of status patches and Bindings across both lanes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[tuple[str, str]] = []
+
+    def patch_pod_status(self, namespace: str, name: str, body: dict) -> None:
+        self.order.append(("status", name))
+        super().patch_pod_status(namespace, name, body)
+
+    def create_binding(self, namespace: str, name: str, body: dict, timeout: float | None = None) -> None:
+        self.order.append(("bind", name))
+        super().create_binding(namespace, name, body, timeout)
+
+
+async def test_failed_attempts_condition_is_written_before_the_pods_binding() -> None:
+    # schedule_one.go handleSchedulingFailure patches PodScheduled=False (and the nomination)
+    # before the next cycle can start; ours queues it for the events lane. A retry bound
+    # before that lane got to it must not have the patch land on the bound pod.
+    api = _Ordered()
+    h = Harness(api=api)
+    h.sched.on_node(None, make_node("n1", cpu="1"))
+    h.sched.on_pod("ADDED", make_pod("p", cpu="2"))
+    q = h.queue.pop_nowait()
+    assert q is not None
+    h.sched.schedule_one(q)  # unschedulable; its condition queued, not written (no settle)
+    assert h.sched.recorder.has_condition(q.pod.uid) and api.order == []
+    h.sched.on_node(make_node("n1", cpu="1"), make_node("n1", cpu="4"))  # room appears
+    h.clock.step(20)
+    h.queue.flush_backoff_completed()
+    h.queue.flush_unschedulable_leftover()
+    assert await h.step()
+    assert h.bound() == {"p": "n1"}
+    assert api.order == [("status", "p"), ("bind", "p")]
+    assert not h.sched.recorder.has_condition(q.pod.uid)

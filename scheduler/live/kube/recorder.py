@@ -103,6 +103,7 @@ class Recorder:
         self.on_drop = on_drop
         self._events: deque[_Event] = deque()
         self._conditions: dict[str, tuple[PodInfo, str, str, str | None]] = {}
+        self._writing: dict[str, asyncio.Event] = {}  # pods whose PodScheduled patch is in flight
         self._series: dict[_SeriesKey, _Series] = {}  # insertion order = oldest first
         self._wake = asyncio.Event()
         self._busy = 0
@@ -156,17 +157,37 @@ class Recorder:
         self._events.clear()
         self._conditions.clear()
 
+    def has_condition(self, uid: str) -> bool:
+        """A PodScheduled patch of this pod is queued or being written."""
+        return uid in self._conditions or uid in self._writing
+
+    async def settle(self, uid: str) -> None:
+        """Write this pod's PodScheduled patch now, and wait for one being written. Its binding
+        calls this first: upstream patches the failed attempt's condition and nomination before
+        the next cycle can start, so they never land on a pod already bound."""
+        ev = self._writing.get(uid)
+        if ev is not None:
+            await ev.wait()
+        if uid in self._conditions:
+            await self._write_condition(uid)
+
+    async def _write_condition(self, uid: str) -> None:
+        pod, reason, message, nominated = self._conditions.pop(uid)
+        done = self._writing[uid] = asyncio.Event()
+        self._busy += 1
+        try:
+            await self.write_unschedulable(pod, reason, message, nominated, seq=self._latest.get(uid))
+        finally:
+            self._busy -= 1
+            done.set()
+            if self._writing.get(uid) is done:
+                del self._writing[uid]
+
     # -- consumers ---------------------------------------------------------------------------
     async def _one(self) -> bool:
         """Write one queued item (conditions first). False when nothing was queued."""
         if self._conditions:
-            uid = next(iter(self._conditions))
-            pod, reason, message, nominated = self._conditions.pop(uid)
-            self._busy += 1
-            try:
-                await self.write_unschedulable(pod, reason, message, nominated, seq=self._latest.get(uid))
-            finally:
-                self._busy -= 1
+            await self._write_condition(next(iter(self._conditions)))
             return True
         if self._events:
             e = self._events.popleft()

@@ -173,3 +173,25 @@ async def test_condition_lost_to_a_passing_error_is_written_again():
         await r.flush()
         await asyncio.sleep(0.01)
     assert [b["status"]["conditions"][0]["reason"] for _, _, b in api.status_patches] == ["Unschedulable"]
+
+
+async def test_settle_writes_a_queued_condition_now_and_waits_for_one_in_flight():
+    import asyncio
+
+    api = FakeCoreAPI()
+    r = Recorder(api, lane(), clock=lambda: 0.0)
+    assert not r.has_condition(POD.uid)
+    r.unschedulable(POD, "Unschedulable", "m", nominated="n1")
+    assert r.has_condition(POD.uid)
+    await r.settle(POD.uid)  # queued: written at once, ahead of the workers
+    assert [n for _, n, _ in api.status_patches] == ["web"]
+    assert api.status_patches[0][2]["status"]["nominatedNodeName"] == "n1"
+    assert not r.has_condition(POD.uid) and r.pending() == 0
+    # A write already in flight (a worker took it): settle returns only once it is done.
+    r.unschedulable(POD, "Unschedulable", "m2")
+    writer = asyncio.create_task(r._one())
+    await asyncio.sleep(0)
+    assert r.has_condition(POD.uid)
+    await r.settle(POD.uid)
+    assert len(api.status_patches) == 2 and not r.has_condition(POD.uid)
+    await writer
