@@ -282,7 +282,8 @@ class Recorder:
             s.last = now
             if s.count > 2:
                 return  # counted; written by the next refresh or finish
-            await self._write_series(s, key, pod, controller, etype, reason, action, note)
+            # The cached Event's body, should the API have lost it (its name is the first one's).
+            await self._write_series(s, self._event_body(pod, controller, etype, reason, action, note, s.first))
             return
         body = self._event_body(pod, controller, etype, reason, action, note, now)
         # Cached before the write, as upstream: an isomorphic Event meanwhile is a repeat.
@@ -295,36 +296,30 @@ class Recorder:
             # Events are best effort, as in client-go.
             log.warning("event_write_failed", pod=pod.key, reason=reason, status=exc.status, error=exc.message)
 
-    async def _write_series(
-        self, s: _Series, key: _SeriesKey, pod: PodInfo | None = None, controller: str = "", etype: str = "",
-        reason: str = "", action: str = "", note: str = "",
-    ) -> bool:
+    async def _write_series(self, s: _Series, body: dict[str, Any] | None = None) -> bool:
         """Patch the cached Event's series; an Event gone from the API (404) is created again
-        with its series when its body is known (upstream recordEvent). Returns whether it is done
-        with: written, or refused for good (not a passing error worth another try)."""
+        with its series when its ``body`` is given (upstream recordEvent). Returns whether it is
+        done with: written, or refused for good (not a passing error worth another try)."""
         patch = {"series": {"count": s.count, "lastObservedTime": micro_time(s.last)}}
         try:
             await self.lane.run(self.api.patch_event, s.namespace, s.name, patch)
             return True
         except ApiError as exc:
-            if exc.status == 404 and pod is not None:
-                body = self._event_body(pod, controller, etype, reason, action, note, s.first)
+            if exc.status == 404 and body is not None:
                 body["series"] = patch["series"]
                 try:
-                    await self.lane.run(self.api.create_event, s.namespace, body)
-                    s.name = body["metadata"]["name"]
+                    await self.lane.run(self.api.create_event, s.namespace, body)  # under its old name
                     return True
                 except ApiError as exc2:
                     exc = exc2
-            log.warning("event_write_failed", event=f"{s.namespace}/{s.name}", reason=key[4], status=exc.status,
-                        error=exc.message)  # fmt: skip
+            log.warning("event_write_failed", event=f"{s.namespace}/{s.name}", status=exc.status, error=exc.message)
             return not (exc.status == 0 or exc.status == 429 or exc.status >= 500)
 
     async def refresh_series(self) -> None:
         """Every series written again (upstream refreshExistingEventSeries)."""
-        for key, s in list(self._series.items()):
+        for s in list(self._series.values()):
             if s.count > 1:
-                await self._write_series(s, key)
+                await self._write_series(s)
 
     async def finish_series(self) -> None:
         """Series unobserved for EVENT_SERIES_FINISH written a last time and dropped, single
@@ -332,7 +327,7 @@ class Recorder:
         limit = self.clock() - EVENT_SERIES_FINISH
         for key, s in list(self._series.items()):
             if s.count > 1:
-                if s.last < limit and await self._write_series(s, key):
+                if s.last < limit and await self._write_series(s):
                     self._series.pop(key, None)
             elif s.first < limit:
                 self._series.pop(key, None)
