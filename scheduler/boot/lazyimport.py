@@ -50,7 +50,16 @@ DEFERRED_PACKAGES = (
 # Imported by kubernetes.config at its import (where the client's google-auth extra is installed), used
 # only by the GCP auth-provider of a kubeconfig:
 # the GCP credential chain and, through it, most of the cryptography package.
-LAZY_MODULES = ("google.auth.transport.requests",)
+LAZY_MODULES = ("google.auth.transport.requests", "oauthlib.oauth2")
+
+# Names a module imports from a dependency only to call them on a rare path: while that module
+# runs, the dependency is a stub whose names import the real one at their first call. The
+# kubeconfig loader's OIDC auth-provider refresh (and with it oauthlib.oauth2, in LAZY_MODULES
+# above: the loader only names its errors in an except clause) would otherwise bring requests,
+# oauthlib and every codec charset_normalizer registers: about 5 MB and 260 modules at every start.
+CALL_THROUGH: dict[str, dict[str, tuple[str, ...]]] = {
+    "kubernetes.config.kube_config": {"requests_oauthlib": ("OAuth2Session",)},
+}
 
 # Optional dependencies switched off for one module: structlog's console renderer and its
 # traceback helper use rich where it is installed (development environments: rich is no
@@ -59,6 +68,7 @@ LAZY_MODULES = ("google.auth.transport.requests",)
 OPTIONAL_OFF: dict[str, tuple[str, ...]] = {
     "structlog.dev": ("rich",),
     "structlog.tracebacks": ("rich",),
+    "kopf._cogs.helpers.thirdparty": ("kubernetes.client",),
 }
 
 _DOCSTRING = re.compile(r'^\s*(?:#[^\n]*\n|\s)*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')', re.MULTILINE)
@@ -219,20 +229,68 @@ class _OptionalOffLoader(importlib.abc.Loader):
         self.real.exec_module(module)  # it needs one after all: as if there were no hook
 
 
+def _call_through(module: str, name: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+class _CallThroughLoader(importlib.abc.Loader):
+    """Runs a module with each of ``stubs`` (a dependency not imported yet -> the names it
+    takes from it) replaced by a stub module whose names import the real one when called."""
+
+    def __init__(self, real: Any, stubs: dict[str, tuple[str, ...]]) -> None:
+        self.real = real
+        self.stubs = stubs
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.real, attr)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.real.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        placed: dict[str, ModuleType] = {}
+        for dep, names in self.stubs.items():
+            if dep in sys.modules:
+                continue  # already loaded: nothing to save
+            stub = ModuleType(dep, f"call-through stub of {dep} for {module.__name__}")
+            for name in names:
+                setattr(stub, name, _call_through(dep, name))
+            sys.modules[dep] = placed[dep] = stub
+        try:
+            self.real.exec_module(module)
+        finally:
+            for dep, stub in placed.items():
+                if sys.modules.get(dep) is stub:
+                    del sys.modules[dep]
+
+
 class DeferredExportsFinder(importlib.abc.MetaPathFinder):
     """Import hook: ``packages`` (full names) get their ``__init__`` deferred as described above;
     ``lazy_modules`` run on their first attribute access (importlib.util.LazyLoader);
-    ``optional_off`` modules run without the optional dependencies named."""
+    ``optional_off`` modules run without the optional dependencies named; ``call_through`` modules
+    run with stubs of the dependencies named (CALL_THROUGH)."""
 
     def __init__(
         self, packages: tuple[str, ...], lazy_modules: tuple[str, ...] = (),
         optional_off: dict[str, tuple[str, ...]] | None = None,
+        call_through: dict[str, dict[str, tuple[str, ...]]] | None = None,
     ) -> None:
         self.packages = frozenset(packages)
         self.lazy_modules = frozenset(lazy_modules)
         self.optional_off = dict(optional_off or {})
+        self.call_through = dict(call_through or {})
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        stubs = self.call_through.get(fullname)
+        if stubs is not None:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = _CallThroughLoader(spec.loader, stubs)
+            return spec
         hidden = self.optional_off.get(fullname)
         if hidden is not None:
             spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -261,5 +319,5 @@ def defer_reexports() -> bool:
         return True
     if any(p in sys.modules for p in DEFERRED_PACKAGES):
         return False
-    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES, LAZY_MODULES, OPTIONAL_OFF))
+    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES, LAZY_MODULES, OPTIONAL_OFF, CALL_THROUGH))
     return True

@@ -82,9 +82,9 @@ class FitError(Exception):
         else:
             counts: dict[str, int] = {}
             nts = d.node_to_status
-            for s in nts.statuses.values():
+            for s, n in nts.distinct():
                 for r in s.reasons:
-                    counts[r] = counts.get(r, 0) + 1
+                    counts[r] = counts.get(r, 0) + n
             absent = self.num_all_nodes - len(nts.statuses)
             if absent > 0 and nts.absent is not None:
                 for r in nts.absent.reasons:

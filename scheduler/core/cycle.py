@@ -120,6 +120,9 @@ def run_scheduling_algorithm(fw: Framework, alg: Algorithm, snap: Snapshot, out:
     try:
         result = alg.schedule_pod(fw, state, pod, snap, out.signature, out.cycle)
     except FitError as fe:
+        # The status keeps the error (queue hints, decision records); its traceback would keep
+        # the algorithm's frames, the cycle state among their locals, for as long.
+        fe.__traceback__ = None
         if fw.has_post_filter_plugins():
             r, s = fw.run_post_filter(state, pod, fe.diagnosis.node_to_status)
             fe.diagnosis.post_filter_msg = s.message

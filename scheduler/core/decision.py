@@ -35,11 +35,12 @@ HTTPS); the ``scores`` and ``filtered`` maps have ``simulate --output json``'s s
 
 from __future__ import annotations
 
+import pickle
 import weakref
 from collections import Counter
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,7 +48,7 @@ import numpy as np
 from scheduler.core.algorithm import FitError, ScheduleResult
 from scheduler.core.cycle import CycleOutcome
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import PostFilterResult
+from scheduler.framework.interface import NodeToStatus, PostFilterResult
 from scheduler.framework.status import Code, Status, code_string
 
 if TYPE_CHECKING:
@@ -74,7 +75,6 @@ DEFAULT_FILTERED_LIMIT = 50
 DEFAULT_EXAMPLES = 3
 # An explained (not compacted) attempt lists every node, up to these many.
 FULL_LIMIT = 5000
-_PLUGIN_REASONS = attrgetter("plugin", "reasons")
 # A prioritizing extender's raw score on a node it gave no answer for.
 NOT_ASKED = -1
 # Up to this many scored nodes one stable sort is the cheapest way to the best rows.
@@ -178,6 +178,9 @@ class Decision:
 # The hot path's part
 
 
+_NO_PLUGINS: frozenset[str] = frozenset()
+
+
 class Attempt:
     """One scheduling attempt as the loop leaves it: references, no copies (see the module
     docstring). ``decision`` holds the compacted cycle part once the references are let go."""
@@ -221,8 +224,9 @@ class Attempt:
         self.result: ScheduleResult | None = out.result
         self.status: Status | None = out.status
         self.post_filter: PostFilterResult | None = out.post_filter
-        self.skipped: set[str] = out.state.skip_filter_plugins
-        self.skipped_score: set[str] = out.state.skip_score_plugins
+        # Mostly empty: one shared empty set then, not the cycle's two (200 bytes each).
+        self.skipped: AbstractSet[str] = out.state.skip_filter_plugins or _NO_PLUGINS
+        self.skipped_score: AbstractSet[str] = out.state.skip_score_plugins or _NO_PLUGINS
         # What the references hold, in node entries (scored nodes, rejected nodes): the store's
         # measure of memory. Read off lengths: O(1).
         res = out.result
@@ -246,7 +250,10 @@ class Attempt:
         c = self.compacted
         if c is None:
             return None
-        return replace(c.base, scores=_rows(c.names, c.matrix, len(c.base.plugins)))
+        base: Decision = pickle.loads(c.blob) if c.base is None else replace(c.base)
+        base.points = c.points
+        base.scores = _rows(c.names, c.matrix, len(base.plugins))
+        return base
 
     @property
     def node(self) -> str | None:
@@ -254,7 +261,7 @@ class Attempt:
         if self.result is not None:
             return self.result.suggested_host
         # The compact base has it: no need to build the score rows (the page lists 100 of these).
-        return self.compacted.base.node if self.compacted is not None else None
+        return self.compacted.node if self.compacted is not None else None
 
     def finish(self, outcome: str, message: str, stages: dict[str, str], timings: dict[str, float]) -> None:
         """The binding cycle ended: its outcome, the message when it failed, what each stage
@@ -293,8 +300,14 @@ def summarize(
     if att.compacted is not None or att.fw is None:
         return
     kept = Compacted()
-    kept.base = _cycle_decision(att, top, filtered_limit, examples, kept)
-    kept.base.compact = True
+    base = _cycle_decision(att, top, filtered_limit, examples, kept)
+    # Complete: every scored node has its row and every rejected node its verdict (a small
+    # cluster), so the references would add nothing.
+    kept.complete = len(kept.names) >= base.scored and len(base.filtered) >= base.filtered_total
+    base.compact = not kept.complete
+    kept.node = base.node
+    kept.points, base.points = base.points, {}  # the framework's, shared by every attempt
+    kept.base = base
     att.compacted = kept
 
 
@@ -307,6 +320,8 @@ def compact(
     """Keep the small cycle part of ``att`` and let its references go (idempotent)."""
     summarize(att, top, filtered_limit, examples)
     release(att)
+    if att.compacted is not None:
+        att.compacted.freeze()
 
 
 def release(att: Attempt) -> None:
@@ -314,7 +329,7 @@ def release(att: Attempt) -> None:
     att.result = att.status = att.post_filter = None
     att.nodes = None
     att.fw = None
-    att.skipped = att.skipped_score = set()
+    att.skipped = att.skipped_score = _NO_PLUGINS
     att.weight = 0
 
 
@@ -364,16 +379,31 @@ def narrow(att: Attempt) -> None:
 
 
 class Compacted:
-    """A compacted attempt's cycle part: the Decision without its score rows, and the rows as
-    their node names and one integer matrix (see the module docstring)."""
+    """A compacted attempt's cycle part: the Decision without its score rows and extension
+    points; the rows as their node names and one integer matrix (see the module docstring);
+    the chosen node (the page lists 100 of them); whether it is complete (nothing dropped).
+    Once the attempt's references are gone the Decision is kept pickled: one bytes object,
+    where its few dozen small containers took about three times the memory and kept the
+    allocator's pages from the cycle's garbage long after that was freed."""
 
-    __slots__ = ("base", "matrix", "names")
+    __slots__ = ("base", "blob", "complete", "matrix", "names", "node", "points")
 
-    base: Decision  # set by compact(), right after _cycle_decision filled the rows
+    # Set by summarize(), right after _cycle_decision filled the rows.
+    complete: bool
+    node: str | None
+    points: dict[str, list[str]]
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.matrix: np.ndarray | None = None
+        self.base: Decision | None = None
+        self.blob = b""
+
+    def freeze(self) -> None:
+        """Keep the Decision pickled (idempotent)."""
+        if self.base is not None:
+            self.blob = pickle.dumps(self.base, pickle.HIGHEST_PROTOCOL)
+            self.base = None
 
 
 def _cycle_decision(
@@ -397,7 +427,7 @@ def _cycle_decision(
         d.node = res.suggested_host
         d.evaluated, d.feasible = res.evaluated_nodes, res.feasible_nodes
     if diag is not None:
-        _filter_part(d, diag.node_to_status.statuses, diag.node_to_status.absent if fe is not None else None,
+        _filter_part(d, diag.node_to_status, diag.node_to_status.absent if fe is not None else None,
                      nodes, filtered_limit, examples)
     if res is None:
         d.evaluated = d.filtered_total
@@ -491,16 +521,17 @@ def _rows(names: list[str], matrix: np.ndarray | None, columns: int) -> list[Sco
 
 
 def _filter_part(
-    d: Decision, statuses: dict[str, Status], absent: Status | None, nodes: list[NodeInfo],
-    limit: int, examples: int,
+    d: Decision, nts: NodeToStatus, absent: Status | None, nodes: list[NodeInfo], limit: int, examples: int,
 ) -> None:
     """Rejections grouped by plugin and reason, a few nodes per reason, and each rejected node's
     verdict up to ``limit``. Nodes never filtered carry ``absent`` (PreFilter's rejection, or the
     PreFilterResult's), as in the FailedScheduling message."""
+    statuses = nts.statuses
     if not statuses and (absent is None or not absent.reasons):
         return
-    # Nodes that share a rejection share its reasons tuple: count those first.
-    groups: Counter[tuple[str, tuple[str, ...]]] = Counter(map(_PLUGIN_REASONS, statuses.values()))
+    groups: Counter[tuple[str, tuple[str, ...]]] = Counter()
+    for s, n in nts.distinct():
+        groups[(s.plugin, s.reasons)] += n
     missing = len(nodes) - len(statuses) if absent is not None and absent.reasons else 0
     if absent is not None and missing > 0:
         groups[(absent.plugin, absent.reasons)] += missing
@@ -515,9 +546,14 @@ def _filter_part(
     d.filtered_total = sum(groups.values())
     wanted = sum(len(r.reasons) for r in by_plugin.values()) * examples
     got = 0
+    # Nodes with the same verdict share one Verdict: a kept record holds up to ``limit`` of them.
+    shared: dict[tuple[str, tuple[str, ...]], Verdict] = {}
     for name, plugin, reasons in _verdicts(statuses, absent if missing > 0 else None, nodes):
         if len(d.filtered) < limit:
-            d.filtered[name] = Verdict(plugin, list(reasons))
+            v = shared.get((plugin, reasons))
+            if v is None:
+                v = shared[(plugin, reasons)] = Verdict(plugin, list(reasons))
+            d.filtered[name] = v
         for reason in reasons or ("",):
             lst = by_plugin[plugin].examples.setdefault(reason, [])
             if len(lst) < examples:

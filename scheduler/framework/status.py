@@ -45,13 +45,14 @@ class Status:
     read with AsError): it travels with the status from the plugin to the loop, which tells
     a lost lease or a pod bound elsewhere from a failure by it."""
 
-    __slots__ = ("code", "err", "plugin", "reasons")
+    __slots__ = ("_tagged", "code", "err", "plugin", "reasons")
 
     def __init__(self, code: Code, *reasons: str, plugin: str = "", err: BaseException | None = None) -> None:
         self.code = code
         self.reasons: tuple[str, ...] = reasons
         self.plugin = plugin
         self.err = err
+        self._tagged: Status | None = None
 
     @property
     def message(self) -> str:
@@ -68,7 +69,12 @@ class Status:
         # Copy rather than mutate: plugins may return shared module-level Status constants.
         if self.plugin == plugin:
             return self
-        return Status(self.code, *self.reasons, plugin=plugin, err=self.err)
+        # The last copy is kept: a constant rejecting many nodes gives them all one Status,
+        # not one each (a cycle's diagnosis, and the decision records, hold them).
+        t = self._tagged
+        if t is None or t.plugin != plugin:
+            t = self._tagged = Status(self.code, *self.reasons, plugin=plugin, err=self.err)
+        return t
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Status):

@@ -53,8 +53,10 @@ DEFAULT_MAX_PODS = 1000
 DEFAULT_PER_POD = 3
 DEFAULT_FULL = 32
 # Node entries the whole attempts may hold: a scored node is about 25 bytes of (narrowed)
-# arrays, a rejected one about 250 (its Status): some 8-75 MB at most.
-DEFAULT_BUDGET = 300_000
+# arrays, a rejected one 50 (its place in the statuses map; nodes rejected alike share one
+# Status) to 250 (a Status of its own): some 2.5-25 MB at most. kube-scheduler's whole process
+# is 50-150 MB on the scheduler_perf workloads: the records stay a fraction of that.
+DEFAULT_BUDGET = 100_000
 # The loop counts as idle this long after its last record.
 IDLE_AFTER = 0.05
 
@@ -106,7 +108,7 @@ class DecisionStore:
         self.on_final = on_final
         self._perf = perf
         self._wall_offset = wall() - perf()
-        self._pods: OrderedDict[str, deque[Attempt]] = OrderedDict()
+        self._pods: OrderedDict[str, list[Attempt]] = OrderedDict()
         self._whole: deque[Attempt] = deque()  # attempts with their references, oldest first
         self._weight = 0  # node entries they hold
         self._last = -1e18  # perf time of the last record
@@ -134,21 +136,30 @@ class DecisionStore:
         key = pod.key
         atts = self._pods.get(key)
         if atts is None:
-            atts = self._pods[key] = deque(maxlen=self.per_pod)
+            # A list, not a deque(maxlen): a deque takes 600 bytes for its first block.
+            atts = self._pods[key] = []
             if len(self._pods) > self.max_pods:
                 for gone in self._pods.popitem(last=False)[1]:
                     self._forget(gone)
         else:
             self._pods.move_to_end(key)
-            if len(atts) == self.per_pod:
-                self._forget(atts[0])
+            if len(atts) >= self.per_pod:
+                self._forget(atts.pop(0))
+            # Earlier attempts read only the pod's name, uid and requests: the newest version
+            # serves them, and the versions they were made with (each with its JSON) can go.
+            for a in atts:
+                a.pod = pod
         atts.append(att)
+        if att.compacted is not None and att.compacted.complete:
+            # A small cluster's attempt: its compact form lacks nothing, the references go now.
+            compact(att, self.top)
         whole = self._whole
         if len(whole) > 2 * self.max_pods * self.per_pod:
             # Attempts forgotten in the middle: drop them from the list now and then.
             whole = self._whole = deque(a for a in whole if a.weight)
-        whole.append(att)
-        self._weight += att.weight
+        if att.weight:
+            whole.append(att)
+            self._weight += att.weight
         self._last = started + seconds
         if self._weight > self.budget:
             self.compacted_in_cycle += self._compact_oldest(self.budget)
@@ -233,7 +244,7 @@ class DecisionStore:
             out.append(Summary(a.pod.key, a.number, a.at, a.outcome, a.node, a.message))
         return out
 
-    def _newest(self) -> Iterator[deque[Attempt]]:
+    def _newest(self) -> Iterator[list[Attempt]]:
         return reversed(self._pods.values())
 
     def __len__(self) -> int:

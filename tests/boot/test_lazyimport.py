@@ -205,8 +205,13 @@ if sys.argv[1] == "deferred":
     from scheduler.boot.lazyimport import defer_reexports
     assert defer_reexports()
 import kopf  # kopf reads two model classes from kubernetes.client at import
+pydantic_after_kopf = "pydantic" in sys.modules
 from kubernetes import client, config
 loaded_after_kopf = sorted(m for m in sys.modules if m.startswith("kubernetes."))
+oauth_loaded = sorted(m for m in ("requests", "requests_oauthlib", "oauthlib.oauth2.rfc6749") if m in sys.modules)
+# The OIDC refresh's names still work when called (the session) or read (the error class).
+session = type(config.kube_config.OAuth2Session(client_id="probe")).__module__
+oidc_error = config.kube_config.oauthlib.oauth2.rfc6749.errors.InvalidClientIdError.__name__
 gcp_loaded = "google.oauth2.service_account" in sys.modules
 # google-auth is the client's optional extra since 37: the chain exists only where it is installed.
 gcp_available = config.kube_config.google_auth_available
@@ -221,6 +226,8 @@ kopf_names = {n: getattr(kopf, n).__class__.__name__ for n in kopf.__all__}
 print(json.dumps({"loaded": loaded_after_kopf, "kopf_loaded": kopf_loaded, "kopf_names": kopf_names,
                   "gcp_loaded": gcp_loaded, "gcp_request": gcp_request, "gcp_available": gcp_available,
                   "names": names, "config": config.load_kube_config.__module__,
+                  "pydantic_after_kopf": pydantic_after_kopf, "oauth_loaded": oauth_loaded,
+                  "session": session, "oidc_error": oidc_error,
                   "same_pod": client.V1Pod is client.models.V1Pod, "version": client.__version__}))
 """
 
@@ -246,6 +253,14 @@ def test_kopf_and_the_client_resolve_every_name_they_exported() -> None:
     # out): kopf's two model classes load a handful of model modules, not the ~900.
     for loaded in (eager["loaded"], deferred["loaded"]):
         assert sum(m.startswith(("kubernetes.client.models.", "kubernetes.client.api.")) for m in loaded) < 10
+    # kopf looks for the client's model classes (and through them pydantic) only to accept
+    # them in its adopt/label helpers, which the watcher never calls.
+    assert eager["pydantic_after_kopf"] and not deferred["pydantic_after_kopf"]
+    # The kubeconfig loader's OIDC refresh brings requests and oauthlib only when it runs.
+    assert eager["oauth_loaded"] == ["oauthlib.oauth2.rfc6749", "requests", "requests_oauthlib"]
+    assert deferred["oauth_loaded"] == []
+    assert deferred["session"] == eager["session"] == "requests_oauthlib.oauth2_session"
+    assert deferred["oidc_error"] == eager["oidc_error"] == "InvalidClientIdError"
     # The watcher's part of kopf, not its operator machinery.
     assert eager["kopf_loaded"] > 70
     assert deferred["kopf_loaded"] < 30
@@ -291,6 +306,28 @@ def test_optional_dependency_is_off_only_for_the_module_named(
         sys.meta_path.remove(finder)
         sys.path.remove(str(tmp_path))
         for name in (user, "optdep"):
+            sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("imported_before", [False, True], ids=["stubbed", "already-imported-real"])
+def test_call_through_names_import_the_dependency_when_called(tmp_path: Path, imported_before: bool) -> None:
+    (tmp_path / "heavydep.py").write_text("LOADS = [1]\ndef Session(x):\n    return ('real', x)\n")
+    (tmp_path / "user.py").write_text("from heavydep import Session\n")
+    finder = DeferredExportsFinder((), call_through={"user": {"heavydep": ("Session",)}})
+    sys.path.insert(0, str(tmp_path))
+    sys.meta_path.insert(0, finder)
+    try:
+        if imported_before:
+            import heavydep  # noqa: F401
+        mod = importlib.import_module("user")
+        # Stubbed: the dependency is not loaded, nor left behind as the stub.
+        assert ("heavydep" in sys.modules) == imported_before
+        assert mod.Session(2) == ("real", 2)
+        assert "heavydep" in sys.modules and sys.modules["heavydep"].LOADS == [1]
+    finally:
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(tmp_path))
+        for name in ("user", "heavydep"):
             sys.modules.pop(name, None)
 
 

@@ -121,3 +121,27 @@ def test_select_host_ties_are_uniform_and_reproducible() -> None:
     assert min(counts) > 150  # each tied node wins about a third of the time
     a = [Algorithm(np.random.default_rng(7)).select_host(totals) for _ in range(5)]
     assert len(set(a)) == 1
+
+
+S1 = Status(U, "Insufficient cpu", plugin="NodeResourcesFit")
+S2 = Status(UU, "node(s) had untolerated taint(s)", plugin="TaintToleration")
+
+
+@pytest.mark.parametrize(
+    ("statuses", "want"),
+    [
+        pytest.param({}, [], id="none"),
+        pytest.param({"a": S1, "b": S1, "c": S1}, [(S1, 3)], id="one-run"),
+        pytest.param({"a": S1, "b": S2, "c": S1, "d": S2, "e": S2}, [(S1, 2), (S2, 3)], id="alternating"),
+        # Equal but distinct objects stay apart: the callers group them by plugin and reasons.
+        pytest.param({"a": S1, "b": Status(U, "Insufficient cpu", plugin="NodeResourcesFit")},
+                     [(S1, 1), (Status(U, "Insufficient cpu"), 1)], id="equal-not-same"),
+    ],
+)
+def test_node_to_status_counts_each_distinct_status(statuses: dict[str, Status], want: list) -> None:
+    nts = Diagnosis().node_to_status
+    nts.statuses.update(statuses)
+    got = nts.distinct()
+    assert [(s, n) for s, n in got] == want
+    assert sum(n for _, n in got) == len(statuses)
+    assert [s for s, _ in got][:1] == [s for s in statuses.values()][:1]  # first seen first

@@ -114,3 +114,13 @@ def test_pods_to_activate_after_a_successful_cycle_only() -> None:
     out = run(pod_info("ok"))
     assert out.status is None and [{other.key: other}] == ACTIVATED
     assert out.state.read(PODS_TO_ACTIVATE_KEY, PodsToActivate).pods == {}
+
+
+def test_a_failed_cycles_fit_error_keeps_no_traceback() -> None:
+    # The status keeps its FitError for the queue and the records; a traceback would keep the
+    # algorithm's frames (and the cycle state among their locals) alive as long.
+    run, _, _ = cycle_with()
+    out = run(PodInfo(make_pod("huge", cpu="64")))
+    assert out.fit_error is not None and out.status is not None
+    assert out.fit_error.__traceback__ is None
+    assert out.message.startswith("0/1 nodes are available: 1 Insufficient cpu.")

@@ -9,10 +9,21 @@ from typing import Any
 import pytest
 
 from scheduler.config import load_config
-from scheduler.core.decision import BINDING, ERROR, SCHEDULED, UNSCHEDULABLE, WAITING, Attempt, from_outcome
+from scheduler.core.decision import (
+    BINDING,
+    ERROR,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    WAITING,
+    Attempt,
+    Verdict,
+    compact,
+    from_outcome,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.live.decisions import DecisionStore
 from scheduler.live.kube.transport import ApiError
+from scheduler.model.pod import PodInfo
 from scheduler.simulate.simulator import Simulator, build_cluster
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.fakes import FakeCoreAPI
@@ -126,12 +137,13 @@ def test_attempts_per_pod_newest_first(per_pod: int) -> None:
 
 
 def test_whole_attempts_are_bounded_by_the_budget_and_compacted_when_idle() -> None:
-    # Each attempt: 3 rejected nodes, weight 4. Budget 10: the third record makes the first let
-    # its references go (the budget is full); the newest one (``full``) never does. Every
-    # attempt has its compact form from the start (made while the cycle's arrays are hot).
-    sim, outs = _attempts(3)
+    # Each attempt: 60 rejected nodes (more than a compact form lists), weight 61. Budget 130:
+    # the third record makes the first let its references go (the budget is full); the newest
+    # one (``full``) never does. Every attempt has its compact form from the start (made while
+    # the cycle's arrays are hot).
+    sim, outs = _attempts(3, nodes=60)
     now = [0.0]
-    store = DecisionStore(10, full=1, budget=10, top=1, perf=lambda: now[0])
+    store = DecisionStore(10, full=1, budget=130, top=1, perf=lambda: now[0])
     kept = [_record(store, sim, out, fw) for out, fw in outs]
     assert [a is not None and a.decision is not None for a in kept] == [True, True, True]
     assert [a is not None and a.fw is None for a in kept] == [True, False, False]
@@ -152,7 +164,7 @@ def test_whole_attempts_are_bounded_by_the_budget_and_compacted_when_idle() -> N
 
 
 def test_forgotten_attempts_let_their_references_go() -> None:
-    sim, outs = _attempts(3)
+    sim, outs = _attempts(3, nodes=60)
     store = DecisionStore(2, per_pod=1)
     first = _record(store, sim, *outs[0])
     again = _record(store, sim, *outs[0], number=2)  # takes the first one's place
@@ -188,10 +200,61 @@ def test_recorded_scores_are_kept_narrow_and_read_the_same() -> None:
     fw = next(iter(sim.frameworks.values()))
     out = sim.attempt(sim.pending[0].pod)
     want = from_outcome(out, fw, sim.snapshot.node_infos)  # before the store narrows them
-    store = DecisionStore(10)
+    store = DecisionStore(10, top=1)  # more scored nodes than its compact form keeps: held whole
     att = store.record(out.pod, fw, out, sim.snapshot.node_infos, 1, 0.0, 0.001)
     assert att is not None and att.result is not None and att.result.scores is not None
     sc = att.result.scores
     assert max(a.dtype.itemsize for a in [*sc.raw, *sc.final, sc.totals, sc.idx]) <= 2
     (d,) = store.attempts("default/p")
     assert d.scores == want.scores and len(d.scores) == 3 and len({r.total for r in d.scores}) > 1
+
+
+@pytest.mark.parametrize(
+    "docs, key",
+    [
+        pytest.param([make_node(f"n{i}", cpu="1") for i in range(3)] + [make_pod("p", cpu="2")], "default/p",
+                     id="every-node-rejected"),
+        pytest.param([make_node(f"n{i}", cpu=f"{2 * (i + 1)}") for i in range(3)] + [make_pod("p", cpu="1")],
+                     "default/p", id="every-node-scored"),
+    ],
+)
+def test_a_small_clusters_attempt_lets_its_references_go_at_once(docs: list[dict[str, Any]], key: str) -> None:
+    # No more scored nodes than the compact form's rows, no more rejected than its verdicts:
+    # the compact form is the whole answer, so nothing else is held (and nothing is marked
+    # compact). The full answer is built before the store touches the attempt.
+    sim = Simulator(build_cluster(docs), load_config(None), 1)
+    fw = next(iter(sim.frameworks.values()))
+    out = sim.attempt(sim.pending[0].pod)
+    want = from_outcome(out, fw, sim.snapshot.node_infos)
+    store = DecisionStore(10)
+    att = _record(store, sim, out, fw)
+    assert att is not None and att.fw is None and att.result is None and att.weight == 0
+    (d,) = store.attempts(key)
+    assert not d.compact
+    assert (d.node, d.scored, d.scores, d.filtered, d.filtered_total, d.rejections, d.message) == (
+        want.node, want.scored, want.scores, want.filtered, want.filtered_total, want.rejections, want.message)
+    assert d.points == want.points and d.points["filter"]
+
+
+def test_earlier_attempts_read_the_pods_newest_version() -> None:
+    # An update between attempts: the older attempts drop the version they were made with.
+    sim, outs = _attempts(1, nodes=60)
+    out, fw = outs[0]
+    store = DecisionStore(10)
+    first = _record(store, sim, out, fw)
+    newer = PodInfo(make_pod("p0", cpu="2", labels={"v": "2"}))
+    second = store.record(newer, fw, out, sim.snapshot.node_infos, 2, 0.0, 0.001)
+    assert first is not None and second is not None
+    assert first.pod is newer and second.pod is newer and out.pod is not newer
+
+
+def test_nodes_rejected_alike_share_one_verdict() -> None:
+    sim, outs = _attempts(1, nodes=60)
+    store = DecisionStore(10, top=1)
+    att = _record(store, sim, *outs[0])
+    assert att is not None
+    compact(att, 1)
+    d = att.decision
+    assert d is not None and d.compact and len(d.filtered) == 50 and d.filtered_total == 60
+    assert len({id(v) for v in d.filtered.values()}) == 1
+    assert next(iter(d.filtered.values())) == Verdict("NodeResourcesFit", ["Insufficient cpu"])
