@@ -48,7 +48,7 @@ import numpy as np
 from scheduler.core.algorithm import FitError, ScheduleResult
 from scheduler.core.cycle import CycleOutcome
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import NodeToStatus, PostFilterResult
+from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.status import Code, Status, code_string
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
     from scheduler.model.node import NodeInfo
     from scheduler.model.pod import PodInfo
+    from scheduler.model.resource import Resource
 
 # Attempt outcomes.
 SCHEDULED = "scheduled"
@@ -181,6 +182,22 @@ class Decision:
 _NO_PLUGINS: frozenset[str] = frozenset()
 
 
+class PodRef:
+    """What an attempt keeps of its pod once its outcome is final: the names and the requests
+    (the page shows them). The PodInfo it was made with holds the pod's whole JSON, and once the
+    pod is bound or updated the current version is the cache's: every kept attempt held an
+    outdated copy."""
+
+    __slots__ = ("key", "name", "namespace", "requests", "uid")
+
+    def __init__(self, pod: PodInfo | PodRef) -> None:
+        self.key: str = pod.key
+        self.name: str = pod.name
+        self.namespace: str = pod.namespace
+        self.uid: str = pod.uid
+        self.requests: Resource = pod.requests
+
+
 class Attempt:
     """One scheduling attempt as the loop leaves it: references, no copies (see the module
     docstring). ``decision`` holds the compacted cycle part once the references are let go."""
@@ -192,16 +209,17 @@ class Attempt:
         "fw",
         "message",
         "nodes",
+        "nominated",
         "number",
         "outcome",
         "pod",
-        "post_filter",
         "result",
         "skipped",
         "skipped_score",
         "stages",
         "status",
         "timings",
+        "victims",
         "weight",
     )
 
@@ -215,7 +233,7 @@ class Attempt:
         at: float,
         cycle_seconds: float,
     ) -> None:
-        self.pod = pod
+        self.pod: PodInfo | PodRef = pod
         self.fw: Framework | None = fw
         self.nodes: list[NodeInfo] | None = nodes
         self.number = number
@@ -223,7 +241,11 @@ class Attempt:
         self.cycle_seconds = cycle_seconds
         self.result: ScheduleResult | None = out.result
         self.status: Status | None = out.status
-        self.post_filter: PostFilterResult | None = out.post_filter
+        # PostFilter's nomination and its victims' names: the victims' PodInfos (pods being
+        # deleted) are not kept for them.
+        pf = out.post_filter
+        self.nominated = pf.nominated_node_name if pf is not None else ""
+        self.victims: list[str] = [v.key for v in pf.victims] if pf is not None and pf.nominated_node_name else []
         # Mostly empty: one shared empty set then, not the cycle's two (200 bytes each).
         self.skipped: AbstractSet[str] = out.state.skip_filter_plugins or _NO_PLUGINS
         self.skipped_score: AbstractSet[str] = out.state.skip_score_plugins or _NO_PLUGINS
@@ -326,7 +348,7 @@ def compact(
 
 def release(att: Attempt) -> None:
     """Let the references go without keeping anything (an attempt nobody can ask for any more)."""
-    att.result = att.status = att.post_filter = None
+    att.result = att.status = None
     att.nodes = None
     att.fw = None
     att.skipped = att.skipped_score = _NO_PLUGINS
@@ -464,10 +486,9 @@ def _cycle_decision(
             d.stages = {"Reserve": status_text(inner)}
     elif res is not None and st is None:
         d.stages = {"Reserve": "Success"}
-    pf = att.post_filter
-    if pf is not None and pf.nominated_node_name:
-        d.nominated = pf.nominated_node_name
-        d.victims = [v.key for v in pf.victims]
+    if att.nominated:
+        d.nominated = att.nominated
+        d.victims = list(att.victims)
     return d
 
 

@@ -34,6 +34,7 @@ from scheduler.core.decision import (
     WAITING,
     Attempt,
     Decision,
+    PodRef,
     compact,
     explain,
     narrow,
@@ -145,10 +146,6 @@ class DecisionStore:
             self._pods.move_to_end(key)
             if len(atts) >= self.per_pod:
                 self._forget(atts.pop(0))
-            # Earlier attempts read only the pod's name, uid and requests: the newest version
-            # serves them, and the versions they were made with (each with its JSON) can go.
-            for a in atts:
-                a.pod = pod
         atts.append(att)
         if att.compacted is not None and att.compacted.complete:
             # A small cluster's attempt: its compact form lacks nothing, the references go now.
@@ -167,9 +164,14 @@ class DecisionStore:
         if att.outcome in (BINDING, WAITING):
             att.stages = {"Permit": "Wait" if att.outcome == WAITING else "Success"}
             self._binding[pod.uid] = att
-        elif self.on_final is not None:
-            self.on_final(att)
+        else:
+            self._final(att)
         return att
+
+    def _final(self, att: Attempt) -> None:
+        if self.on_final is not None:
+            self.on_final(att)
+        att.pod = PodRef(att.pod)
 
     def stage(self, uid: str, name: str, status: Status | None) -> None:
         """What one binding stage (Permit after a wait, PreBind, Bind) answered."""
@@ -188,8 +190,7 @@ class DecisionStore:
             att.finish(SCHEDULED, "", att.stages or {}, timings)
         else:
             att.finish(UNSCHEDULABLE if status.is_rejected() else ERROR, status.message, att.stages or {}, timings)
-        if self.on_final is not None:
-            self.on_final(att)
+        self._final(att)
 
     # -- bounding what the references hold ----------------------------------------------------
     def _forget(self, att: Attempt) -> None:

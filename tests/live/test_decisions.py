@@ -16,6 +16,7 @@ from scheduler.core.decision import (
     UNSCHEDULABLE,
     WAITING,
     Attempt,
+    PodRef,
     Verdict,
     compact,
     from_outcome,
@@ -23,7 +24,6 @@ from scheduler.core.decision import (
 from scheduler.framework.status import Code, Status
 from scheduler.live.decisions import DecisionStore
 from scheduler.live.kube.transport import ApiError
-from scheduler.model.pod import PodInfo
 from scheduler.simulate.simulator import Simulator, build_cluster
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.fakes import FakeCoreAPI
@@ -236,16 +236,27 @@ def test_a_small_clusters_attempt_lets_its_references_go_at_once(docs: list[dict
     assert d.points == want.points and d.points["filter"]
 
 
-def test_earlier_attempts_read_the_pods_newest_version() -> None:
-    # An update between attempts: the older attempts drop the version they were made with.
+def test_a_final_attempt_keeps_only_its_pods_names_and_requests() -> None:
+    # The outcome writer sees the PodInfo; the kept attempt then holds a PodRef, not the pod's
+    # JSON. An attempt in its binding cycle keeps the PodInfo until the cycle ends.
     sim, outs = _attempts(1, nodes=60)
     out, fw = outs[0]
-    store = DecisionStore(10)
-    first = _record(store, sim, out, fw)
-    newer = PodInfo(make_pod("p0", cpu="2", labels={"v": "2"}))
-    second = store.record(newer, fw, out, sim.snapshot.node_infos, 2, 0.0, 0.001)
-    assert first is not None and second is not None
-    assert first.pod is newer and second.pod is newer and out.pod is not newer
+    seen: list[Any] = []
+    store = DecisionStore(10, on_final=lambda a: seen.append(a.pod))
+    att = _record(store, sim, out, fw)
+    assert att is not None and seen == [out.pod]
+    assert isinstance(att.pod, PodRef) and not hasattr(att.pod, "raw")
+    assert (att.pod.key, att.pod.uid, att.pod.requests) == (out.pod.key, out.pod.uid, out.pod.requests)
+    (s,) = store.recent()
+    assert s.pod == "default/p0"
+    docs = [make_node("n1"), make_pod("a")]
+    sim2 = Simulator(build_cluster(docs), load_config(None), 1)
+    fw2 = next(iter(sim2.frameworks.values()))
+    placed = sim2.attempt(sim2.pending[0].pod)
+    binding = store.record(placed.pod, fw2, placed, sim2.snapshot.node_infos, 1, 0.0, 0.0)
+    assert binding is not None and binding.pod is placed.pod
+    store.finish(placed.pod.uid, None, {"total": 0.01})
+    assert isinstance(binding.pod, PodRef) and seen[-1] is placed.pod
 
 
 def test_nodes_rejected_alike_share_one_verdict() -> None:

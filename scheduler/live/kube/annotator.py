@@ -20,6 +20,7 @@ import structlog
 from scheduler.core.decision import Attempt, explain
 from scheduler.core.simannotations import TOTAL_ANNOTATION_SIZE_LIMIT, result_annotations, with_history
 from scheduler.live.kube.transport import ApiError, Lane
+from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger(__name__)
 
@@ -33,14 +34,15 @@ class PodPatcher(Protocol):
     def patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> None: ...
 
 
-def annotation_patch(att: Attempt) -> dict[str, Any]:
-    """The merge patch for ``att``: its annotations and result-history, within the size limit."""
+def annotation_patch(att: Attempt, pod: PodInfo) -> dict[str, Any]:
+    """The merge patch for ``att`` of ``pod`` (the version it was made with): its annotations
+    and result-history, within the size limit."""
     current = result_annotations(explain(att))
     if sum(len(k) + len(v) for k, v in current.items()) > TOTAL_ANNOTATION_SIZE_LIMIT // 2:
         current = result_annotations(explain(att, top=COMPACT_TOP, filtered_limit=COMPACT_FILTERED))
-    meta = att.pod.raw.get("metadata") or {}
+    meta = pod.raw.get("metadata") or {}
     merged = with_history(current, meta.get("annotations") or {})
-    return {"metadata": {"uid": att.pod.uid, "annotations": merged}}
+    return {"metadata": {"uid": pod.uid, "annotations": merged}}
 
 
 class ResultAnnotator:
@@ -48,19 +50,22 @@ class ResultAnnotator:
         self.api = api
         self.lane = lane
         self.max_queued = max_queued
-        self._queue: OrderedDict[str, Attempt] = OrderedDict()
+        self._queue: OrderedDict[str, tuple[Attempt, PodInfo]] = OrderedDict()
         self._wake = asyncio.Event()
         self.written = 0
         self.dropped = 0
 
     def submit(self, att: Attempt) -> None:
-        """Queue ``att``'s annotations (the store calls this when an outcome is final)."""
-        uid = att.pod.uid
-        self._queue.pop(uid, None)
+        """Queue ``att``'s annotations (the store calls this when an outcome is final, while the
+        attempt still has its pod's PodInfo)."""
+        pod = att.pod
+        if not isinstance(pod, PodInfo):
+            return  # never: the store calls this before it keeps only the pod's names
+        self._queue.pop(pod.uid, None)
         if len(self._queue) >= self.max_queued:
             self._queue.popitem(last=False)
             self.dropped += 1
-        self._queue[uid] = att
+        self._queue[pod.uid] = (att, pod)
         self._wake.set()
 
     def pending(self) -> int:
@@ -70,10 +75,9 @@ class ResultAnnotator:
         """Write the oldest queued attempt's annotations; False when nothing was queued."""
         if not self._queue:
             return False
-        _, att = self._queue.popitem(last=False)
-        pod = att.pod
+        _, (att, pod) = self._queue.popitem(last=False)
         try:
-            body = annotation_patch(att)
+            body = annotation_patch(att, pod)
             await self.lane.run(self.api.patch_pod, pod.namespace, pod.name, body)
             self.written += 1
         except ApiError as exc:
