@@ -157,6 +157,7 @@ class SchedulingQueue:
                 for plugin, _ in fns:
                     self._plugin_events.setdefault(plugin, []).append(ev)
         self._interest: dict[ClusterEvent, bool] = {}
+        self._interested: dict[tuple[str, ClusterEvent], bool] = {}
         self._matching: dict[tuple[str, ClusterEvent], list[tuple[str, QueueingHintFn | None]]] = {}
         # Optional observer for metrics: (queue, event_label) per pod entering a queue.
         self.on_incoming: Callable[[str, str], None] | None = None
@@ -406,7 +407,17 @@ class SchedulingQueue:
 
     def _gating_interested(self, q: QueuedPodInfo, event: ClusterEvent) -> bool:
         """Upstream MatchAnyClusterEvent(event, GatingPluginEvents)."""
-        return any(matches(reg, event) for reg in self._plugin_events.get(q.gating_plugin, ()))
+        return self._plugin_interested(q.gating_plugin, event)
+
+    def _plugin_interested(self, plugin: str, event: ClusterEvent) -> bool:
+        """Whether an event ``plugin`` registered covers ``event``. Asked per unschedulable pod
+        of every event (each gated pod's gate): the registrations never change, so each
+        answer is worked out once."""
+        key = (plugin, event)
+        hit = self._interested.get(key)
+        if hit is None:
+            hit = self._interested[key] = any(matches(reg, event) for reg in self._plugin_events.get(plugin, ()))
+        return hit
 
     def registered_actions(self, resource: str) -> ActionType:
         """The actions on ``resource`` some profile's plugin registered (upstream unionedGVKs):
@@ -426,10 +437,7 @@ class SchedulingQueue:
         MoveAllToActiveOrBackoffQueue). Returns how many left unschedulable."""
         if not self._of_interest(event):
             return 0
-        regs = self._plugin_events
-        candidates = self.unschedulable_pods.candidates(
-            lambda plugin: any(matches(reg, event) for reg in regs.get(plugin, ()))
-        )
+        candidates = self.unschedulable_pods.candidates(lambda plugin: self._plugin_interested(plugin, event))
         pods = candidates if pre_check is None else [q for q in candidates if pre_check(q.pod)]
         return self._move(pods, event, old, new)
 

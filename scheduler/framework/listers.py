@@ -182,6 +182,7 @@ class DraStore:
         "extended_claims",
         "in_flight",
         "slices",
+        "slices_version",
         "templates",
         "version",
     )
@@ -199,6 +200,9 @@ class DraStore:
         # pod's claim does not scan every claim).
         self.extended_claims: dict[str, set[str]] = {}
         self.version = 0
+        # Moves with every ResourceSlice change only: what is worked out from the slices alone
+        # (the allocator's pools per node) is kept until it moves.
+        self.slices_version = 0
         self._allocated_memo: tuple[int, AllocatedDevices] | None = None
 
     # -- events ------------------------------------------------------------------------------
@@ -227,6 +231,7 @@ class DraStore:
             elif kind == "ResourceSlice":
                 obj = ResourceSlice(raw)
                 self.slices[obj.name] = obj
+                self.slices_version += 1
             else:
                 return None
         except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
@@ -258,6 +263,8 @@ class DraStore:
         key = self._key(kind, raw)
         if etype == "DELETED":
             self.version += 1
+            if kind == "ResourceSlice":
+                self.slices_version += 1
             if kind == "ResourceClaim":
                 self.assumed.pop(key, None)
             gone = self._table(kind).pop(key, None)

@@ -84,6 +84,7 @@ from scheduler.plugins.dynamicresources.allocator import (
     Allocator,
     AllocatorFeatures,
     FailedOnNode,
+    PoolsCache,
 )
 from scheduler.plugins.dynamicresources.bindingconditions import (
     BindingFailed,
@@ -238,6 +239,9 @@ class DynamicResources(
         self.handle = handle
         self._api = api
         self.cel_cache = CelCache()
+        # Each node's pools, for as long as the slices stay the same (DraStore.slices_version).
+        self._pools: PoolsCache = {}
+        self._pools_version = -1
         f = handle.features if handle is not None else DEFAULT_FEATURES
         self.features = f
         # AllocatorFeatures(fts).
@@ -401,9 +405,16 @@ class DynamicResources(
                 self.store.list_slices(),
                 self.cel_cache,
                 features=self.allocator_features,
+                pools_cache=self._pools_cache(),
             )
         s.claims = claims
         return None
+
+    def _pools_cache(self) -> PoolsCache:
+        if self._pools_version != self.store.slices_version:
+            self._pools = {}
+            self._pools_version = self.store.slices_version
+        return self._pools
 
     def _validate_class(self, class_name: str, request_name: str) -> Status | None:
         if not class_name:

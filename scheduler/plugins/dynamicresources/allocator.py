@@ -42,6 +42,12 @@ from scheduler.plugins.dynamicresources.consumable_capacity import (
 )
 from scheduler.plugins.dynamicresources.pools import DeviceID, Pool, gather_pools, node_matches
 
+# A node's pools by (node name, its labels): read-only once built (the allocator copies what it
+# changes), so one list serves every pod's Filter on that node until a slice changes.
+PoolsCache = dict[tuple[str, tuple[tuple[str, str], ...]], list[Pool]]
+# Past this many entries (nodes whose labels keep changing) the cache starts over.
+POOLS_CACHE_MAX = 50_000
+
 
 class AllocationError(Exception):
     pass
@@ -119,8 +125,12 @@ class Allocator:
         cel_cache: CelCache,
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         features: AllocatorFeatures = DEFAULT_ALLOCATOR_FEATURES,
+        pools_cache: PoolsCache | None = None,
     ) -> None:
+        """``pools_cache``: each node's pools, kept by the caller for as long as ``slices``
+        and ``features`` stay the same (they are all the pools depend on besides the node)."""
         self.features = features
+        self.pools_cache = pools_cache
         self.allocated = allocated
         self.aggregated: dict[DeviceID, dict[str, Fraction]] = {
             d: {n: q.exact for n, q in caps.items()} for d, caps in aggregated_capacity.items()
@@ -169,11 +179,19 @@ class _Run:
 
     # -- set-up ----------------------------------------------------------------------------
     def run(self) -> list[dict[str, Any]] | None:
-        slices_for_node = self.a.on_node.get(self.node_name, []) + self.a.shared
         f = self.a.features
-        self.pools = gather_pools(
-            slices_for_node, self.node_name, self.labels, self.a.all_slices, f.partitionable_devices
-        )
+        cache = self.a.pools_cache
+        key = (self.node_name, tuple(self.labels.items()))
+        pools = cache.get(key) if cache is not None else None
+        if pools is None:
+            slices_for_node = self.a.on_node.get(self.node_name, []) + self.a.shared
+            pools = gather_pools(slices_for_node, self.node_name, self.labels, self.a.all_slices,
+                                 f.partitionable_devices)
+            if cache is not None:
+                if len(cache) >= POOLS_CACHE_MAX:
+                    cache.clear()
+                cache[key] = pools
+        self.pools = pools
         for ci, claim in enumerate(self.claims):
             min_per_claim = 0
             for ri, req in enumerate(claim.requests):
