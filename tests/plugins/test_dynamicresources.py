@@ -252,6 +252,29 @@ def test_cel_answer_is_evaluated_once_per_device(
     assert (answers[0] is want) if isinstance(want, bool) else want.removeprefix("error: ") in answers[0]
 
 
+@pytest.mark.parametrize(
+    ("expr", "literal"),
+    [
+        ('device.driver == "test-driver.cdi.k8s.io"', "test-driver.cdi.k8s.io"),  # scheduler_perf's class
+        ("'dra.example.com'==device.driver", "dra.example.com"),
+        ('  device.driver == ""  ', ""),
+        ('device.driver == "a" || false', None),  # anything more: the interpreter
+        ('device.driver == "a\\"b"', None),  # an escape
+        ("device.driver != 'x'", None),
+    ],
+)
+@pytest.mark.parametrize("driver", ["test-driver.cdi.k8s.io", "dra.example.com", "", "a"])
+def test_cel_driver_equality_is_answered_as_the_interpreter_answers(
+    expr: str, literal: str | None, driver: str
+) -> None:
+    from scheduler.plugins.dynamicresources.cel import _ENV, FUNCTIONS, device_activation
+
+    compiled = CompiledExpression(expr)
+    assert compiled.error is None and compiled.driver_is == literal
+    interpreted = _ENV.program(_ENV.compile(expr), functions=FUNCTIONS).evaluate(device_activation(driver, _device()))
+    assert compiled.device_matches(driver, _device()) is bool(interpreted)
+
+
 def test_cel_syntax_error_is_a_compile_error() -> None:
     # compile_test.go "syntax-error"
     assert CompiledExpression("?!").error
