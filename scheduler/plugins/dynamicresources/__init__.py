@@ -650,6 +650,9 @@ class DynamicResources(
             if s.is_ext(i) and na.ext_claim is not None:
                 claim = na.ext_claim  # the node's variant replaces the in-memory claim
             self.store.signal_pending(claim.with_allocation(na.results[k]))
+        # From here on only the chosen node's allocation is read (PreBind, Unreserve): the state
+        # lives until the binding cycle ends, and every other node's allocation with it.
+        s.node_allocations = {node_name: na}
         return None
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:

@@ -1,5 +1,6 @@
-"""The allocator's pools per node are built once and kept while the ResourceSlices stay the same
-(upstream builds them in every Filter call: GatherPools; the answers must not change)."""
+"""What DynamicResources keeps across and within cycles: each node's pools, built once while the
+ResourceSlices stay the same (upstream builds them in every Filter call, GatherPools: the answers
+must not change), and after Reserve only the chosen node's allocation."""
 
 from __future__ import annotations
 
@@ -55,3 +56,20 @@ def test_pools_are_kept_until_a_slice_changes(change: tuple[str, Any], fits_afte
     got = _filter(pl, node)
     assert (got is None) == fits_after
     assert all(pl._pools.get(k) is not v for k, v in kept.items())
+
+
+def test_reserve_keeps_only_the_chosen_nodes_allocation() -> None:
+    # Filter allocates on every node; after Reserve only the chosen node's answer is read, and
+    # the cycle state (kept until the binding cycle ends) lets the others go.
+    pl, _, _ = plugin(("DeviceClass", device_class()), ("ResourceClaim", claim()),
+                      ("ResourceSlice", node_slice("instance-1")),
+                      ("ResourceSlice", node_slice("instance-1", node="other")))
+    nodes = [worker(), worker(name="other")]
+    pod = pod_with(claims=(CLAIM_NAME,))
+    state, pre, filt = cycle(pl, pod, nodes)
+    assert pre is None and filt == {NODE: None, "other": None}
+    s = pl._state(state)
+    assert s is not None and set(s.node_allocations) == {NODE, "other"}
+    assert pl.reserve(state, pod, "other") is None
+    assert set(s.node_allocations) == {"other"}
+    assert s.allocations[0] is not None
