@@ -437,6 +437,10 @@ class SchedulingQueue:
         MoveAllToActiveOrBackoffQueue). Returns how many left unschedulable."""
         if not self._of_interest(event):
             return 0
+        if not self.unschedulable_pods:
+            # Nobody to move (every pod event of a busy cluster): only the in-flight pods' log.
+            self.active_q.log_event(event, old, new)
+            return 0
         candidates = self.unschedulable_pods.candidates(lambda plugin: self._plugin_interested(plugin, event))
         pods = candidates if pre_check is None else [q for q in candidates if pre_check(q.pod)]
         return self._move(pods, event, old, new)

@@ -35,10 +35,15 @@ def node_image_entries(raw: Raw | None) -> list[tuple[str, int]]:
     return out
 
 
+# Pods on a node from which its removals look pods up by uid instead of scanning.
+POSITIONS_FROM = 64
+
+
 class NodeInfo:
     """A node plus the aggregate of the pods on it (upstream framework.NodeInfo)."""
 
     __slots__ = (
+        "_pos",
         "allocatable",
         "declared_features",
         "generation",
@@ -62,6 +67,10 @@ class NodeInfo:
     def __init__(self, raw: Raw | None = None, name: str = "") -> None:
         self.raw: Raw | None = raw
         self.pods: list[PodInfo] = []
+        # uid -> position in ``pods``, made at the first removal from a node holding many pods
+        # (one node can hold thousands: each removal scanned them all, one rich comparison per
+        # pod at Python speed) and kept up to date from then on.
+        self._pos: dict[str, int] | None = None
         self.pods_with_affinity: list[PodInfo] = []
         self.pods_with_required_anti_affinity: list[PodInfo] = []
         self.requested = Resource()
@@ -125,6 +134,8 @@ class NodeInfo:
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods.append(pod)
+        if self._pos is not None:
+            self._pos[pod.uid] = len(self.pods) - 1
         if pod.has_affinity:
             self.pods_with_affinity.append(pod)
         if pod.anti_affinity_required:
@@ -132,16 +143,24 @@ class NodeInfo:
         self._account(pod, 1)
 
     def remove_pod(self, pod: PodInfo) -> bool:
+        """Remove the pod with ``pod``'s uid. As upstream's removeFromSlice, the last pod takes
+        its place (the order of ``pods`` is upstream's)."""
         pods = self.pods
-        try:
-            # Usually the very object added: list.index compares identity first, at C speed
-            # (a node holding thousands of pods made the uid scan a tenth of a gated run).
-            i = pods.index(pod)
-        except ValueError:
-            i = next((k for k, p in enumerate(pods) if p.uid == pod.uid), -1)
-            if i < 0:
-                return False
-        old = pods.pop(i)
+        pos = self._pos
+        if pos is None and len(pods) >= POSITIONS_FROM:
+            pos = self._pos = {p.uid: k for k, p in enumerate(pods)}
+        if pos is not None:
+            i = pos.pop(pod.uid, -1)
+        else:
+            i = next((k for k, p in enumerate(pods) if p is pod or p.uid == pod.uid), -1)
+        if i < 0:
+            return False
+        old = pods[i]
+        last = pods.pop()
+        if i < len(pods):
+            pods[i] = last
+            if pos is not None:
+                pos[last.uid] = i
         uid = old.uid
         if old.has_affinity:
             self.pods_with_affinity = [q for q in self.pods_with_affinity if q.uid != uid]
@@ -179,6 +198,7 @@ class NodeInfo:
         c.declared_features = self.declared_features
         c.image_states = self.image_states
         c.pods = list(self.pods)
+        c._pos = None
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
         c.requested = self.requested.clone()

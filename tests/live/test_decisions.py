@@ -234,6 +234,10 @@ def test_a_small_clusters_attempt_lets_its_references_go_at_once(docs: list[dict
     assert (d.node, d.scored, d.scores, d.filtered, d.filtered_total, d.rejections, d.message) == (
         want.node, want.scored, want.scores, want.filtered, want.filtered_total, want.rejections, want.message)
     assert d.points == want.points and d.points["filter"]
+    # Pickled when the loop idles, and read back the same.
+    assert att.compacted is not None and att.compacted.base is not None
+    assert store.compact_idle() == 1 and att.compacted.base is None and att.compacted.blob
+    assert store.attempts(key) == [d]
 
 
 def test_a_final_attempt_keeps_only_its_pods_names_and_requests() -> None:
