@@ -68,7 +68,6 @@ CALL_THROUGH: dict[str, dict[str, tuple[str, ...]]] = {
 OPTIONAL_OFF: dict[str, tuple[str, ...]] = {
     "structlog.dev": ("rich",),
     "structlog.tracebacks": ("rich",),
-    "kopf._cogs.helpers.thirdparty": ("kubernetes.client",),
 }
 
 _DOCSTRING = re.compile(r'^\s*(?:#[^\n]*\n|\s)*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')', re.MULTILINE)
@@ -198,19 +197,26 @@ class _DeferredExportsLoader(importlib.abc.Loader):
         module.__dict__.setdefault("__all__", [n for n in exports if not n.startswith("_")])
 
 
-class _OptionalOffLoader(importlib.abc.Loader):
-    """Runs a module with ``hidden`` (those not imported yet) not importable, then as usual if
-    it raised an ImportError for one of them."""
+class _WrappingLoader(importlib.abc.Loader):
+    """A module's own loader with another exec_module (the subclasses')."""
 
-    def __init__(self, real: Any, hidden: tuple[str, ...]) -> None:
+    def __init__(self, real: Any) -> None:
         self.real = real
-        self.hidden = hidden
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.real, attr)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return self.real.create_module(spec)
+
+
+class _OptionalOffLoader(_WrappingLoader):
+    """Runs a module with ``hidden`` (those not imported yet) not importable, then as usual if
+    it raised an ImportError for one of them."""
+
+    def __init__(self, real: Any, hidden: tuple[str, ...]) -> None:
+        super().__init__(real)
+        self.hidden = hidden
 
     def exec_module(self, module: ModuleType) -> None:
         hidden = [n for n in self.hidden if n not in sys.modules]
@@ -237,19 +243,13 @@ def _call_through(module: str, name: str) -> Any:
     return call
 
 
-class _CallThroughLoader(importlib.abc.Loader):
+class _CallThroughLoader(_WrappingLoader):
     """Runs a module with each of ``stubs`` (a dependency not imported yet -> the names it
     takes from it) replaced by a stub module whose names import the real one when called."""
 
     def __init__(self, real: Any, stubs: dict[str, tuple[str, ...]]) -> None:
-        self.real = real
+        super().__init__(real)
         self.stubs = stubs
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.real, attr)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.real.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         placed: dict[str, ModuleType] = {}

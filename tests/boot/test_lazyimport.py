@@ -205,7 +205,6 @@ if sys.argv[1] == "deferred":
     from scheduler.boot.lazyimport import defer_reexports
     assert defer_reexports()
 import kopf  # kopf reads two model classes from kubernetes.client at import
-pydantic_after_kopf = "pydantic" in sys.modules
 from kubernetes import client, config
 loaded_after_kopf = sorted(m for m in sys.modules if m.startswith("kubernetes."))
 oauth_loaded = sorted(m for m in ("requests", "requests_oauthlib", "oauthlib.oauth2.rfc6749") if m in sys.modules)
@@ -226,7 +225,7 @@ kopf_names = {n: getattr(kopf, n).__class__.__name__ for n in kopf.__all__}
 print(json.dumps({"loaded": loaded_after_kopf, "kopf_loaded": kopf_loaded, "kopf_names": kopf_names,
                   "gcp_loaded": gcp_loaded, "gcp_request": gcp_request, "gcp_available": gcp_available,
                   "names": names, "config": config.load_kube_config.__module__,
-                  "pydantic_after_kopf": pydantic_after_kopf, "oauth_loaded": oauth_loaded,
+                  "oauth_loaded": oauth_loaded,
                   "session": session, "oidc_error": oidc_error,
                   "same_pod": client.V1Pod is client.models.V1Pod, "version": client.__version__}))
 """
@@ -253,9 +252,6 @@ def test_kopf_and_the_client_resolve_every_name_they_exported() -> None:
     # out): kopf's two model classes load a handful of model modules, not the ~900.
     for loaded in (eager["loaded"], deferred["loaded"]):
         assert sum(m.startswith(("kubernetes.client.models.", "kubernetes.client.api.")) for m in loaded) < 10
-    # kopf looks for the client's model classes (and through them pydantic) only to accept
-    # them in its adopt/label helpers, which the watcher never calls.
-    assert eager["pydantic_after_kopf"] and not deferred["pydantic_after_kopf"]
     # The kubeconfig loader's OIDC refresh brings requests and oauthlib only when it runs.
     assert eager["oauth_loaded"] == ["oauthlib.oauth2.rfc6749", "requests", "requests_oauthlib"]
     assert deferred["oauth_loaded"] == []
