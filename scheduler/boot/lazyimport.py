@@ -36,6 +36,7 @@ import importlib.machinery
 import importlib.util
 import re
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -268,6 +269,16 @@ class _CallThroughLoader(_WrappingLoader):
                     del sys.modules[dep]
 
 
+def _wrapped(
+    fullname: str, path: Any, wrap: Callable[[Any], importlib.abc.Loader]
+) -> importlib.machinery.ModuleSpec | None:
+    """The module's spec as the path finders give it, its loader wrapped by ``wrap``."""
+    spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+    if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+        spec.loader = wrap(spec.loader)
+    return spec
+
+
 class DeferredExportsFinder(importlib.abc.MetaPathFinder):
     """Import hook: ``packages`` (full names) get their ``__init__`` deferred as described above;
     ``lazy_modules`` run on their first attribute access (importlib.util.LazyLoader);
@@ -287,21 +298,12 @@ class DeferredExportsFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         stubs = self.call_through.get(fullname)
         if stubs is not None:
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _CallThroughLoader(spec.loader, stubs)
-            return spec
+            return _wrapped(fullname, path, lambda real: _CallThroughLoader(real, stubs))
         hidden = self.optional_off.get(fullname)
         if hidden is not None:
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _OptionalOffLoader(spec.loader, hidden)
-            return spec
+            return _wrapped(fullname, path, lambda real: _OptionalOffLoader(real, hidden))
         if fullname in self.lazy_modules:
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = importlib.util.LazyLoader(spec.loader)
-            return spec
+            return _wrapped(fullname, path, importlib.util.LazyLoader)
         if fullname not in self.packages:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
