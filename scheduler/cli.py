@@ -293,10 +293,22 @@ def entrypoint() -> NoReturn:
     stops with bindings in flight on a slow API server); interpreter finalization with them
     alive has ended in SIGABRT instead of the exit code. kube-scheduler exits at once too."""
     code = main()
+    _remove_written_credentials()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
+
+
+def _remove_written_credentials() -> None:
+    """The kubeconfig loader writes a kubeconfig's embedded certificates and key to temporary
+    files (the TLS layers read them by path) and removes them at interpreter exit, which
+    os._exit skips: every start left its client key in the temporary directory."""
+    loader = sys.modules.get("kubernetes.config.kube_config")
+    cleanup = getattr(loader, "_cleanup_temp_files", None)
+    if callable(cleanup):
+        with contextlib.suppress(Exception):
+            cleanup()
 
 
 if __name__ == "__main__":

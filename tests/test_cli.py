@@ -120,3 +120,40 @@ def test_flag_values_print_as_go_flags_do():
     assert "run-parser" not in got and "flagz" not in got
     a = _run_args("--feature-gates=ComponentFlagz=false")
     assert cli.flag_values(a.run_parser, a)["feature-gates"] == "ComponentFlagz=false"
+
+
+_EXIT_PROBE = """
+import sys
+from kubernetes import client, config
+from scheduler import cli
+conf = client.Configuration()
+config.load_kube_config(config_file=sys.argv[1], client_configuration=conf)
+print(conf.ssl_ca_cert, conf.cert_file, conf.key_file, flush=True)
+cli.main = lambda argv=None: 3
+cli.entrypoint()
+"""
+
+
+def test_exit_removes_the_credentials_the_kubeconfig_loader_wrote(tmp_path) -> None:
+    # Embedded certificate data is written to temporary files; the loader removes them at
+    # interpreter exit, which the entrypoint's os._exit skips.
+    import base64
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    data = base64.b64encode(b"-----BEGIN TEST-----\n").decode()
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": data}}],
+        "users": [{"name": "u", "user": {"client-certificate-data": data, "client-key-data": data}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }))
+    out = subprocess.run([sys.executable, "-c", _EXIT_PROBE, str(kc)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 3, out.stderr
+    written = [Path(p) for p in out.stdout.split()]
+    assert len(written) == 3 and all(p.is_absolute() for p in written)
+    assert not [p for p in written if p.exists()]
