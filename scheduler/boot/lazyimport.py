@@ -25,6 +25,10 @@ installed: their ``try: import x`` / ``except ImportError`` takes the second bra
 that module runs (at start-up, on the main thread): the dependency stays importable for
 anyone else, and a module that turns out to need it (an ImportError naming it) runs again as
 usual.
+
+Last, the modules of CALL_THROUGH run with a stub in place of a dependency they import names
+from only to call them on a rare path: each name is a function that imports the real one when
+called. Also only while that module runs: anyone else imports the real dependency.
 """
 
 from __future__ import annotations
