@@ -245,7 +245,8 @@ class Attempt:
         # deleted) are not kept for them.
         pf = out.post_filter
         self.nominated = pf.nominated_node_name if pf is not None else ""
-        self.victims: list[str] = [v.key for v in pf.victims] if pf is not None and pf.nominated_node_name else []
+        self.victims: tuple[str, ...] = (
+            tuple(v.key for v in pf.victims) if pf is not None and pf.nominated_node_name else ())
         # Mostly empty: one shared empty set then, not the cycle's two (200 bytes each).
         self.skipped: AbstractSet[str] = out.state.skip_filter_plugins or _NO_PLUGINS
         self.skipped_score: AbstractSet[str] = out.state.skip_score_plugins or _NO_PLUGINS
