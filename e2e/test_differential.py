@@ -68,7 +68,9 @@ def test_same_decisions_with_resource_claims(
 
 
 @pytest.mark.usefixtures("kwok")
-@pytest.mark.parametrize("seed", (6, 9))
+# Not seed 9: in about half its runs the binary scored only one pod, one the extenders were not
+# asked about, and the test compared no extender score.
+@pytest.mark.parametrize("seed", (6, 7))
 def test_same_decisions_with_extenders(
     seed: int, kube_scheduler_binary: pathlib.Path, api_client: client.ApiClient, kubeconfig: str, tmp_path
 ) -> None:
