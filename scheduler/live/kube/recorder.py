@@ -312,7 +312,8 @@ class Recorder:
                     return True
                 except ApiError as exc2:
                     exc = exc2
-            log.warning("event_write_failed", event=f"{s.namespace}/{s.name}", status=exc.status, error=exc.message)
+            log.warning("event_write_failed", event_object=f"{s.namespace}/{s.name}", status=exc.status,
+                        error=exc.message)
             return not (exc.status == 0 or exc.status == 429 or exc.status >= 500)
 
     async def refresh_series(self) -> None:

@@ -72,6 +72,20 @@ async def test_series_repeat_of_an_event_gone_creates_it_with_its_series():
     assert len(api.events) == 2 and api.events[1][1]["series"]["count"] == 2
 
 
+async def test_series_patch_failure_is_not_fatal():
+    # A series patch refused with a 500 (e2e/test_faults.py's burst): logged, never raised into
+    # the events worker (it once was: the log call's keywords clashed with structlog's own).
+    class Refusing(FakeCoreAPI):
+        def patch_event(self, namespace, name, body):
+            raise ApiError(500, "the server is currently unable to handle the request")
+
+    api = Refusing()
+    r = Recorder(api, lane(), hostname="h", clock=lambda: 1_700_000_000.0)
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
+    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")  # no exception
+    assert len(api.events) == 1
+
+
 async def test_event_failure_is_not_fatal():
     class Failing(FakeCoreAPI):
         def create_event(self, namespace, body):
