@@ -10,6 +10,7 @@ their NotFound messages.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,6 +39,9 @@ from scheduler.model.storage import (
     VolumeAttachment,
 )
 
+# How many changes StorageStore remembers for ``changes_since``; a reader further behind starts over.
+CHANGE_LOG_MAX = 4096
+
 _STORAGE_TYPES: dict[str, type] = {
     "PersistentVolume": PersistentVolume,
     "PersistentVolumeClaim": PersistentVolumeClaim,
@@ -52,7 +56,17 @@ _STORAGE_TYPES: dict[str, type] = {
 class StorageStore:
     """Informer-like store of the storage objects, keyed like upstream listers."""
 
-    __slots__ = ("capacities", "classes", "csi_drivers", "csi_nodes", "pvcs", "pvs", "version", "volume_attachments")
+    __slots__ = (
+        "_log",
+        "capacities",
+        "classes",
+        "csi_drivers",
+        "csi_nodes",
+        "pvcs",
+        "pvs",
+        "version",
+        "volume_attachments",
+    )
 
     def __init__(self) -> None:
         self.pvs: dict[str, PersistentVolume] = {}
@@ -64,6 +78,9 @@ class StorageStore:
         self.volume_attachments: dict[str, VolumeAttachment] = {}
         # Bumped on every change, so plugins can cache derived data.
         self.version = 0
+        # (version, kind, key) of the latest changes, so that a cache can drop only what a
+        # change touches (PVs change with every claim the PV controller binds).
+        self._log: deque[tuple[int, str, str]] = deque(maxlen=CHANGE_LOG_MAX)
 
     def _table(self, kind: str) -> dict[str, Any]:
         tables: dict[str, dict[str, Any]] = {
@@ -90,9 +107,36 @@ class StorageStore:
             # One line naming the object (and the field when the outline shows it).
             raise object_error(kind, raw, STORAGE, exc) from None
         key = getattr(obj, "key", None) or obj.name
-        self._table(kind)[key] = obj
-        self.version += 1
+        table = self._table(kind)
+        self._changed(kind, key, table.get(key), obj)
+        table[key] = obj
         return obj
+
+    def _changed(self, kind: str, key: str, old: Any, new: Any) -> None:
+        self.version += 1
+        log = self._log
+        if kind == "VolumeAttachment":
+            # Read per node (a node's attachments), so logged under the node names.
+            for node in {va.node_name for va in (old, new) if va is not None}:
+                log.append((self.version, kind, node))
+        else:
+            log.append((self.version, kind, key))
+
+    def changes_since(self, version: int) -> list[tuple[str, str]] | None:
+        """(kind, key) of every change after ``version`` (a VolumeAttachment's key is its node's
+        name), or None when the log no longer reaches back that far."""
+        if version == self.version:
+            return []
+        log = self._log
+        # Only a retained entry at or before ``version`` proves nothing after it was dropped.
+        if not log or log[0][0] > version:
+            return None
+        out: list[tuple[str, str]] = []
+        for v, kind, key in reversed(log):
+            if v <= version:
+                break
+            out.append((kind, key))
+        return out
 
     def on_event(self, kind: str, etype: str | None, raw: Raw) -> tuple[Any, Any] | None:
         """The watcher's hook: apply one watch event ("ADDED", "MODIFIED", "DELETED"; None
@@ -123,8 +167,9 @@ class StorageStore:
         if kind in ("PersistentVolumeClaim", "CSIStorageCapacity"):
             ns = meta.get("namespace") or ("default" if kind == "PersistentVolumeClaim" else "")
             name = f"{ns}/{name}"
-        self.version += 1
-        return self._table(kind).pop(name, None)
+        old = self._table(kind).pop(name, None)
+        self._changed(kind, name, old, None)
+        return old
 
     # -- lister-like lookups that raise NotFoundError -----------------------------------------
     def get_pvc(self, namespace: str, name: str) -> PersistentVolumeClaim:

@@ -43,6 +43,47 @@ def test_on_event_returns_old_and_new_for_hints() -> None:
     assert st.on_event("Secret", "ADDED", {"metadata": {"name": "s"}}) is None
 
 
+def _va(name: str, node: str) -> dict[str, Any]:
+    spec = {"attacher": "d", "nodeName": node, "source": {"persistentVolumeName": "pv"}}
+    return {"kind": "VolumeAttachment", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("steps", "want"),
+    [
+        ([], []),
+        ([("apply", pvc("c", "ns"))], [("PersistentVolumeClaim", "ns/c")]),
+        ([("delete", pvc("c", "ns"))], [("PersistentVolumeClaim", "ns/c")]),
+        # A VolumeAttachment is logged under its nodes: the new one, and the old one it moved from.
+        ([("apply", _va("va", "n1"))], [("VolumeAttachment", "n1")]),
+        ([("apply", _va("va", "n2"))], [("VolumeAttachment", "n2"), ("VolumeAttachment", "n1")]),
+        # A delete names the node of what was stored, not of the object it was given.
+        ([("delete", _va("va", "n2"))], [("VolumeAttachment", "n1")]),
+        ([("delete", _va("never", "n3"))], []),  # nothing was there to remove
+    ],
+)
+def test_changes_since_names_what_changed(steps: list[tuple[str, dict[str, Any]]], want: list) -> None:
+    st = StorageStore()
+    st.apply("PersistentVolumeClaim", pvc("c", "ns"))
+    st.apply("VolumeAttachment", _va("va", "n1"))
+    seen = st.version
+    for op, raw in steps:
+        getattr(st, op)(raw["kind"], raw)
+    assert sorted(st.changes_since(seen) or []) == sorted(want)
+    assert st.changes_since(st.version) == []
+
+
+def test_changes_since_too_far_back_is_none() -> None:
+    from scheduler.framework.listers import CHANGE_LOG_MAX
+
+    st = StorageStore()
+    assert st.changes_since(-1) is None  # before anything was logged
+    for i in range(CHANGE_LOG_MAX + 1):
+        st.apply("PersistentVolumeClaim", pvc(f"c{i}"))
+    assert st.changes_since(0) is None
+    assert st.changes_since(st.version - 1) == [("PersistentVolumeClaim", f"default/c{CHANGE_LOG_MAX}")]
+
+
 @pytest.mark.parametrize(
     "raw",
     [

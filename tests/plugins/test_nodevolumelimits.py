@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
@@ -274,3 +275,134 @@ def test_hint_csinode_updated(name: str, old: int, new: int, want: QueueingHint)
     pl = NodeVolumeLimits(StorageStore())
     mk = lambda n: {"metadata": {"name": "test-node"}, "spec": {"drivers": [{"name": "d", "allocatable": {"count": n}}]}}  # noqa: E731
     assert pl._after_csinode_updated(pvc_pod("c"), mk(old), mk(new)) == want
+
+
+# -- the batch form's caches follow storage changes ---------------------------------------------
+# Not an upstream table: csi.go reads the listers in every Filter call, so whatever our caches
+# keep must give what a plugin with no cache gives, after any change to the objects it read.
+
+DRIVERS = (EBS, GCE)
+
+
+def _csinode(name: str, limits: dict[str, int]) -> dict[str, Any]:
+    drivers = [{"name": d, "nodeID": name, "allocatable": {"count": n}} for d, n in limits.items()]
+    return {"kind": "CSINode", "metadata": {"name": name}, "spec": {"drivers": drivers}}
+
+
+def _pv(name: str, driver: str) -> dict[str, Any]:
+    return {"kind": "PersistentVolume", "metadata": {"name": name}, "spec": {"csi": {"driver": driver, "volumeHandle": name}}}
+
+
+def _pvc(name: str, volume: str = "", cls: str = SC) -> dict[str, Any]:
+    spec: dict[str, Any] = {"storageClassName": cls}
+    if volume:
+        spec["volumeName"] = volume
+    return {"kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def _va(name: str, node: str, volume: str, attacher: str = EBS) -> dict[str, Any]:
+    spec = {"attacher": attacher, "nodeName": node, "source": {"persistentVolumeName": volume}}
+    return {"kind": "VolumeAttachment", "metadata": {"name": name}, "spec": spec}
+
+
+def _mutate(r: Any, st: StorageStore, nodes: list[str]) -> None:
+    """One change of the kinds NodeVolumeLimits reads, on a random object."""
+    i = r.randrange(8)
+    what = r.randrange(6)
+    if what == 0:  # a PV's driver moves
+        st.apply("PersistentVolume", _pv(f"pv{i}", r.choice(DRIVERS)))
+    elif what == 1:  # a claim binds elsewhere, unbinds or goes
+        if r.random() < 0.2:
+            st.delete("PersistentVolumeClaim", _pvc(f"c{i}"))
+        else:
+            st.apply("PersistentVolumeClaim", _pvc(f"c{i}", r.choice(["", f"pv{r.randrange(8)}"])))
+    elif what == 2:  # a node's limits change, appear or go
+        node = r.choice(nodes)
+        if r.random() < 0.2:
+            st.delete("CSINode", _csinode(node, {}))
+        else:
+            st.apply("CSINode", _csinode(node, {d: r.randrange(4) for d in DRIVERS if r.random() < 0.8}))
+    elif what == 3:  # an attachment comes, moves or goes
+        if r.random() < 0.3:
+            st.delete("VolumeAttachment", _va(f"va{i}", "", ""))
+        else:
+            st.apply("VolumeAttachment", _va(f"va{i}", r.choice(nodes), f"pv{r.randrange(8)}", r.choice(DRIVERS)))
+    elif what == 4:  # the class of unbound claims changes its provisioner
+        st.apply("StorageClass", {"kind": "StorageClass", "metadata": {"name": SC}, "provisioner": r.choice(DRIVERS)})
+    else:  # something the plugin does not read
+        st.apply("CSIDriver", {"kind": "CSIDriver", "metadata": {"name": r.choice(DRIVERS)}, "spec": {}})
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_batch_after_storage_changes_equals_fresh_per_node(seed: int) -> None:
+    import random
+
+    from scheduler.framework.snapshot import Snapshot
+
+    r = random.Random(seed)
+    st = StorageStore()
+    nodes = [f"n{k}" for k in range(6)]
+    st.apply("StorageClass", {"kind": "StorageClass", "metadata": {"name": SC}, "provisioner": EBS})
+    for i in range(8):
+        st.apply("PersistentVolume", _pv(f"pv{i}", r.choice(DRIVERS)))
+        st.apply("PersistentVolumeClaim", _pvc(f"c{i}", f"pv{i}" if r.random() < 0.7 else ""))
+    for node in nodes:
+        st.apply("CSINode", _csinode(node, {d: r.randrange(4) for d in DRIVERS}))
+    infos = []
+    for k, node in enumerate(nodes):
+        ni = NodeInfo(make_node(node))
+        for j in range(r.randrange(3)):
+            ni.add_pod(raw_pod([{"name": "v", "persistentVolumeClaim": {"claimName": f"c{r.randrange(8)}"}}], f"run-{k}-{j}", uid=f"u-{k}-{j}"))
+        infos.append(ni)
+    snap = Snapshot()
+    snap.set_nodes(infos)
+    pl = NodeVolumeLimits(st, volume_id_prefix="x")
+    idx = np.arange(len(nodes))
+    for step in range(40):
+        _mutate(r, st, nodes)
+        if step % 7 == 3:  # the snapshot moves too: a pod lands on a node
+            ni = snap.node_infos[r.randrange(len(nodes))].clone()
+            ni.add_pod(raw_pod([{"name": "v", "persistentVolumeClaim": {"claimName": f"c{r.randrange(8)}"}}], f"new-{step}", uid=f"s{step}"))
+            snap.replace_node(ni, False)
+        pod = pvc_pod(*{f"c{r.randrange(8)}" for _ in range(r.randint(1, 3))})
+        fresh = NodeVolumeLimits(st, volume_id_prefix="x")
+        want = []
+        for ni in snap.node_infos:
+            st_ = fresh.filter(CycleState(), pod, ni)
+            want.append(st_ is None)
+            if st_ is not None and st_.code != Code.UNSCHEDULABLE:
+                break
+        else:
+            got = pl.filter_batch(CycleState(), pod, snap, idx)
+            assert got is not None and got.tolist() == want, f"step {step}"
+            # The per-node form shares the same usage cache.
+            assert [pl.filter(CycleState(), pod, ni) is None for ni in snap.node_infos] == want
+
+
+def test_an_unrelated_claim_change_keeps_other_nodes_usage() -> None:
+    from scheduler.framework.snapshot import Snapshot
+
+    st = StorageStore()
+    for i in range(3):
+        st.apply("PersistentVolume", _pv(f"pv{i}", EBS))
+        st.apply("PersistentVolumeClaim", _pvc(f"c{i}", f"pv{i}"))
+        st.apply("CSINode", _csinode(f"n{i}", {EBS: 5}))
+    infos = []
+    for i in range(3):
+        ni = NodeInfo(make_node(f"n{i}"))
+        ni.add_pod(raw_pod([{"name": "v", "persistentVolumeClaim": {"claimName": f"c{i}"}}], f"run{i}", uid=f"u{i}"))
+        infos.append(ni)
+    snap = Snapshot()
+    snap.set_nodes(infos)
+    pl = NodeVolumeLimits(st, volume_id_prefix="x")
+    pod = pvc_pod("c0")
+    idx = np.arange(3)
+    pl.filter_batch(CycleState(), pod, snap, idx)
+    kept = {name: pl._usage_cache[name] for name in ("n0", "n2")}
+    # The PV controller binds n1's claim's PV again: only n1's usage is worked out anew.
+    st.apply("PersistentVolume", _pv("pv1", GCE))
+    st.apply("PersistentVolumeClaim", _pvc("other"))
+    pl.filter_batch(CycleState(), pod, snap, idx)
+    assert {name: pl._usage_cache[name] for name in ("n0", "n2")} == kept
+    assert all(pl._usage_cache[name] is kept[name] for name in kept)
+    assert pl._usage_cache["n1"][2] == {GCE: 1}

@@ -74,7 +74,7 @@ class _Columns:
 
     __slots__ = ("attached_at", "attached_by_pos", "exact", "key", "limit", "n", "seq", "used")
 
-    def __init__(self, key: tuple[int, int, int], n: int) -> None:
+    def __init__(self, key: tuple[int, int], n: int) -> None:
         self.key = key
         self.n = n
         self.seq = np.full(n, -1, dtype=np.int64)
@@ -122,8 +122,15 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlu
         # Unbound claims get a made-up handle "<prefix>-<ns>/<name>" that never collides with
         # a real one (upstream: a random 32-character string per plugin instance).
         self.prefix = volume_id_prefix if volume_id_prefix is not None else secrets.token_hex(16)
-        # node name -> ((store version, has CSINode, pod uids), attached volumes, count per driver)
-        self._usage_cache: dict[str, tuple[tuple[int, bool, tuple[str, ...]], dict[str, str], dict[str, int]]] = {}
+        # node name -> ((has CSINode, pod uids), attached volumes, count per driver); an entry
+        # goes when a storage object it was worked out from changes (see _sync).
+        self._usage_cache: dict[str, tuple[tuple[bool, tuple[str, ...]], dict[str, str], dict[str, int]]] = {}
+        # (kind, key) of a storage object -> the nodes whose usage read it, and back.
+        self._dep_nodes: dict[tuple[str, str], set[str]] = {}
+        self._node_deps: dict[str, list[tuple[str, str]]] = {}
+        self._store_seen = -1
+        # Nodes whose usage went stale since _columns last looked (None: all of them).
+        self._stale: set[str] | None = None
         self._cols: _Columns | None = None
 
     @classmethod
@@ -168,8 +175,16 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlu
             return None
         return pv_csi(pv)
 
-    def _attachable(self, pod: PodInfo, csi_node: CSINode | None, new_pod: bool, out: dict[str, str]) -> None:
-        """filterAttachableVolumes: unique volume name -> driver, into ``out``."""
+    def _attachable(
+        self,
+        pod: PodInfo,
+        csi_node: CSINode | None,
+        new_pod: bool,
+        out: dict[str, str],
+        deps: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """filterAttachableVolumes: unique volume name -> driver, into ``out``; the PVCs and PVs
+        read go to ``deps`` (StorageClasses are not tracked: any change to one drops all)."""
         for vol in pod.volumes:
             claim = volume_claim(pod.name, vol)
             if claim is None:
@@ -184,6 +199,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlu
             name, ephemeral = claim
             if not name:
                 raise _LookupError("PersistentVolumeClaim had no name")
+            if deps is not None:
+                deps.append(("PersistentVolumeClaim", f"{pod.namespace}/{name}"))
             try:
                 pvc = self.store.get_pvc(pod.namespace, name)
             except NotFoundError as exc:
@@ -194,16 +211,19 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlu
                 err = ephemeral_owned_by(pod, pvc)
                 if err is not None:
                     raise _LookupError(err)
+            if deps is not None and pvc.volume_name:
+                deps.append(("PersistentVolume", pvc.volume_name))
             info = self._driver_info(csi_node, pvc)
             if info is None or not info[0] or not info[1]:
                 continue
             out[f"{info[0]}/{info[1]}"] = info[0]
 
-    def _attachments(self, node_name: str) -> dict[str, str]:
+    def _attachments(self, node_name: str, deps: list[tuple[str, str]]) -> dict[str, str]:
         out: dict[str, str] = {}
         for va in self.store.volume_attachments.values():
             if va.node_name != node_name or not va.attacher or va.pv_name is None:
                 continue
+            deps.append(("PersistentVolume", va.pv_name))
             pv = self.store.pvs.get(va.pv_name)
             if pv is None or not pv.csi_driver:
                 continue
@@ -299,13 +319,19 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlu
     def _columns(self, snapshot: Snapshot) -> _Columns:
         """Per-driver used counts and limits over the snapshot's node positions, refreshed for
         the positions whose NodeInfo changed since the last call."""
+        self._sync()
+        stale, self._stale = self._stale, set()
         c = self._cols
-        key = (id(snapshot), snapshot.epoch, self.store.version)
-        if c is None or c.key != key:
+        key = (id(snapshot), snapshot.epoch)
+        if c is None or c.key != key or stale is None:
             c = self._cols = _Columns(key, len(snapshot.node_infos))
             changed: list[int] = list(range(len(snapshot.node_infos)))
         else:
             changed = np.flatnonzero(snapshot.node_seq != c.seq).tolist()
+            if stale:
+                node_map = snapshot.node_map
+                extra = {ni.index for name in stale if (ni := node_map.get(name)) is not None}
+                changed = sorted(extra.union(changed))
         if changed:
             infos = snapshot.node_infos
             csi_nodes = self.store.csi_nodes
@@ -330,23 +356,69 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlu
             c.seq = snapshot.node_seq.copy()
         return c
 
+    def _sync(self) -> None:
+        """Drop the usage worked out from storage objects that changed since the last look."""
+        store = self.store
+        if store.version == self._store_seen:
+            return
+        changes = store.changes_since(self._store_seen)
+        self._store_seen = store.version
+        if changes is None or any(kind == "StorageClass" for kind, _ in changes):
+            self._usage_cache.clear()
+            self._dep_nodes.clear()
+            self._node_deps.clear()
+            self._stale = None
+            return
+        dep_nodes = self._dep_nodes
+        stale = self._stale
+        for change in changes:
+            names = dep_nodes.get(change)
+            if names:
+                for name in list(names):
+                    self._forget(name)
+                    if stale is not None:
+                        stale.add(name)
+            if change[0] == "CSINode" and stale is not None:
+                # Its limits are columns too, also on a node whose usage was never read.
+                stale.add(change[1])
+
+    def _forget(self, name: str) -> None:
+        self._usage_cache.pop(name, None)
+        for dep in self._node_deps.pop(name, ()):
+            names = self._dep_nodes.get(dep)
+            if names is not None:
+                names.discard(name)
+                if not names:
+                    del self._dep_nodes[dep]
+
     def _usage(self, node: NodeInfo, csi_node: CSINode | None) -> tuple[dict[str, str], dict[str, int]]:
         """The node's attached volumes (unique name -> driver) from its pods, and the volume
-        count per driver including VolumeAttachments; cached per pod set and store version."""
-        key = (self.store.version, csi_node is not None, tuple(p.uid for p in node.pods))
-        hit = self._usage_cache.get(node.name)
+        count per driver including VolumeAttachments; cached per pod set until a storage
+        object it read changes."""
+        self._sync()
+        name = node.name
+        key = (csi_node is not None, tuple(p.uid for p in node.pods))
+        hit = self._usage_cache.get(name)
         if hit is not None and hit[0] == key:
             return hit[1], hit[2]
-        attached: dict[str, str] = {}
-        for existing in node.pods:
-            self._attachable(existing, csi_node, False, attached)
-        used: dict[str, int] = {}
-        for driver in attached.values():
-            used[driver] = used.get(driver, 0) + 1
-        for unique, driver in self._attachments(node.name).items():
-            if unique not in attached:
+        self._forget(name)
+        # What this node's usage reads, kept even when it fails (the failure depends on it too).
+        deps: list[tuple[str, str]] = [("CSINode", name), ("VolumeAttachment", name)]
+        try:
+            attached: dict[str, str] = {}
+            for existing in node.pods:
+                self._attachable(existing, csi_node, False, attached, deps)
+            used: dict[str, int] = {}
+            for driver in attached.values():
                 used[driver] = used.get(driver, 0) + 1
-        self._usage_cache[node.name] = (key, attached, used)
+            for unique, driver in self._attachments(name, deps).items():
+                if unique not in attached:
+                    used[driver] = used.get(driver, 0) + 1
+        finally:
+            self._node_deps[name] = deps
+            for dep in deps:
+                self._dep_nodes.setdefault(dep, set()).add(name)
+        self._usage_cache[name] = (key, attached, used)
         return attached, used
 
     def _check_node(self, new: dict[str, str], node: NodeInfo, csi_node: CSINode | None) -> Status | None:
