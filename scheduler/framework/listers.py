@@ -11,13 +11,14 @@ their NotFound messages.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 from scheduler.framework.informers import InformerFactory
 from scheduler.model.cluster import NamespaceInfo, SelectorOwner
 from scheduler.model.dra import (
     DeviceClass,
+    DevicesInUse,
     ExtendedResourceCache,
     ResourceClaim,
     ResourceClaimTemplate,
@@ -38,6 +39,8 @@ from scheduler.model.storage import (
     StorageClass,
     VolumeAttachment,
 )
+
+_K = TypeVar("_K")
 
 # How many changes StorageStore remembers for ``changes_since``; a reader further behind starts over.
 CHANGE_LOG_MAX = 4096
@@ -196,6 +199,15 @@ class StorageStore:
                 yield pv
 
 
+def _count(table: dict[_K, int], ids: Iterable[_K], step: int) -> None:
+    for d in ids:
+        n = table.get(d, 0) + step
+        if n:
+            table[d] = n
+        else:
+            del table[d]
+
+
 class ClaimNotFound(LookupError):
     """What upstream's assume cache says for a claim it does not hold."""
 
@@ -220,9 +232,14 @@ class DraStore:
 
     __slots__ = (
         "_allocated_memo",
+        "_consumers",
+        "_dedicated",
+        "_shared",
+        "_use",
         "assumed",
         "claims",
         "classes",
+        "classes_version",
         "extended",
         "extended_claims",
         "in_flight",
@@ -248,7 +265,17 @@ class DraStore:
         # Moves with every ResourceSlice change only: what is worked out from the slices alone
         # (the allocator's pools per node) is kept until it moves.
         self.slices_version = 0
+        # Moves with every DeviceClass change only.
+        self.classes_version = 0
         self._allocated_memo: tuple[int, AllocatedDevices] | None = None
+        # Devices in use, kept up to date claim by claim (summing every claim in each PreFilter
+        # grew with the cluster's claims). A source is "k<namespace/name>" for the stored or
+        # assumed claim, "f<uid>" for an in-flight allocation; the counts say how many sources
+        # hold a device (a claim being re-allocated may briefly hold one twice).
+        self._use: dict[str, DevicesInUse] = {}
+        self._dedicated: dict[tuple[str, str, str], int] = {}
+        self._shared: dict[tuple[str, str, str, str], int] = {}
+        self._consumers: set[str] = set()
 
     # -- events ------------------------------------------------------------------------------
     def apply(self, kind: str, raw: Raw) -> Any:
@@ -265,6 +292,7 @@ class DraStore:
                 # The assume cache keeps the scheduler's write until the watch shows it (or newer).
                 if a is not None and (a.uid != c.uid or _rv(raw) >= _rv(a.raw)):
                     del self.assumed[c.key]
+                self._refresh_use(c.key)
                 obj: Any = c
             elif kind == "ResourceClaimTemplate":
                 obj = ResourceClaimTemplate(raw)
@@ -273,6 +301,7 @@ class DraStore:
                 obj = DeviceClass(raw)
                 self.extended.on_update(self.classes.get(obj.name), obj)
                 self.classes[obj.name] = obj
+                self.classes_version += 1
             elif kind == "ResourceSlice":
                 obj = ResourceSlice(raw)
                 self.slices[obj.name] = obj
@@ -310,9 +339,13 @@ class DraStore:
             self.version += 1
             if kind == "ResourceSlice":
                 self.slices_version += 1
+            elif kind == "DeviceClass":
+                self.classes_version += 1
             if kind == "ResourceClaim":
                 self.assumed.pop(key, None)
             gone = self._table(kind).pop(key, None)
+            if kind == "ResourceClaim":
+                self._refresh_use(key)
             if isinstance(gone, DeviceClass):
                 self.extended.on_delete(gone)
             elif isinstance(gone, ResourceClaim) and gone.is_extended_resource_claim():
@@ -361,22 +394,55 @@ class DraStore:
         if cur is not None and _rv(cur.raw) >= _rv(claim.raw) and cur.uid == claim.uid:
             return
         self.assumed[claim.key] = claim
+        self._refresh_use(claim.key)
         self.version += 1
 
     def restore(self, key: str) -> None:
         """AssumedClaimRestore: drop the scheduler's version, back to the informer's."""
         if self.assumed.pop(key, None) is not None:
+            self._refresh_use(key)
             self.version += 1
 
     def signal_pending(self, claim: ResourceClaim) -> None:
+        old = self.in_flight.get(claim.uid)
         self.in_flight[claim.uid] = claim
+        self._set_use(f"f{claim.uid}", claim)
+        if old is not None and old.key != claim.key:
+            self._refresh_use(old.key)
+        self._refresh_use(claim.key)
         self.version += 1
 
     def remove_pending(self, uid: str) -> bool:
-        if self.in_flight.pop(uid, None) is not None:
+        gone = self.in_flight.pop(uid, None)
+        if gone is not None:
+            self._set_use(f"f{uid}", None)
+            self._refresh_use(gone.key)
             self.version += 1
             return True
         return False
+
+    def _refresh_use(self, key: str) -> None:
+        """The devices the claim at ``key`` holds: the assumed or stored one, unless an in-flight
+        allocation of the same claim stands for it."""
+        c = self.get_claim_or_none(*key.split("/", 1))
+        self._set_use(f"k{key}", c if c is not None and c.uid not in self.in_flight else None)
+
+    def _set_use(self, source: str, claim: ResourceClaim | None) -> None:
+        old = self._use.pop(source, None)
+        if old is not None:
+            _count(self._dedicated, old[0], -1)
+            _count(self._shared, old[1], -1)
+            self._consumers.discard(source)
+        if claim is None or claim.allocation is None:
+            return
+        use = claim.devices_in_use()
+        if not (use[0] or use[1] or use[2]):
+            return
+        self._use[source] = use
+        _count(self._dedicated, use[0], 1)
+        _count(self._shared, use[1], 1)
+        if use[2]:
+            self._consumers.add(source)
 
     def allocated_devices(self) -> AllocatedDevices:
         """Devices in use by any claim (stored or in flight): dedicated device ids, shared
@@ -386,28 +452,15 @@ class DraStore:
         memo = self._allocated_memo
         if memo is not None and memo[0] == self.version:
             return memo[1]
-        dedicated: set[tuple[str, str, str]] = set()
-        shared: set[tuple[str, str, str, str]] = set()
         consumed: dict[tuple[str, str, str], dict[str, Quantity]] = {}
-
-        def add(c: ResourceClaim) -> None:
-            d, sh, cons = c.devices_in_use()
-            if d:
-                dedicated.update(d)
-            if sh:
-                shared.update(sh)
-            for dev, caps in cons.items():
+        for source in self._consumers:
+            for dev, caps in self._use[source][2].items():
                 tot = consumed.setdefault(dev, {})
                 for n, q in caps.items():
                     tot[n] = tot[n].add(q) if n in tot else q
-
-        for c in self.all_claims():
-            if c.uid not in self.in_flight:
-                add(c)
-        for c in self.in_flight.values():
-            add(c)
-        self._allocated_memo = (self.version, (dedicated, shared, consumed))
-        return dedicated, shared, consumed
+        got = (set(self._dedicated), set(self._shared), consumed)
+        self._allocated_memo = (self.version, got)
+        return got
 
     # -- listers -----------------------------------------------------------------------------
     def get_class(self, name: str) -> DeviceClass | None:

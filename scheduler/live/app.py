@@ -63,7 +63,7 @@ from scheduler.live.kube.clients import CredentialError, CredentialSource, descr
 from scheduler.live.kube.elector import ElectorConfigError, KubeLeaseAPI, LeaderElector, LeadershipLost, check_timings
 from scheduler.live.kube.preemptor import LivePreemption
 from scheduler.live.kube.recorder import Recorder
-from scheduler.live.kube.transport import Fenced, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.transport import Fenced, KubeCoreAPI, Lane, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 from scheduler.live.loop import Scheduler, permit_timer
 from scheduler.live.metrics import Metrics
@@ -150,8 +150,11 @@ class App:
             events_workers=EVENT_THREADS,
             fence=self.elector,
         )
-        # VolumeBinding's PreBind writes: the binding lane's client and rate limit, as one clientset.
-        self.volume_api = KubeVolumeAPI(KubeCoreAPI(self.api_client), self.binder.limiter, self.executor)
+        # VolumeBinding's and DynamicResources' PreBind writes: the binding lane's client and rate
+        # limit, as one clientset, on threads of their own.
+        self.volume_api = KubeVolumeAPI(
+            KubeCoreAPI(self.api_client), Lane(self.binder.limiter, workers=BIND_THREADS, name="volumes")
+        )
         # Events from the loop, preemption and plugins (Handle.event_recorder) share one recorder.
         self.recorder = Recorder(self.binder.events_api, self.binder.events,
                                  on_drop=lambda reason: metrics.events_dropped.labels(reason).inc())
@@ -558,6 +561,7 @@ class App:
         if self.elector is not None:
             self.elector.stop()
         self.binder.shutdown()
+        self.volume_api.lane.shutdown()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 

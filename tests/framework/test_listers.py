@@ -161,3 +161,69 @@ def test_allocated_devices_follow_every_change(upto: int) -> None:
         _apply(store, step)
     assert store.allocated_devices()[0] == _fresh(store)
     assert store.allocated_devices() is store.allocated_devices()  # unchanged store: kept
+
+
+def _brute_allocated(st: DraStore) -> tuple[set, set, dict]:
+    """allocated_devices as a walk over every claim (what it computed before it kept counts)."""
+    from scheduler.model.dra import add_allocated
+
+    dedicated: set = set()
+    shared: set = set()
+    consumed: dict = {}
+    for c in st.all_claims():
+        if c.uid not in st.in_flight:
+            add_allocated(c.allocation, dedicated, shared, consumed)
+    for c in st.in_flight.values():
+        add_allocated(c.allocation, dedicated, shared, consumed)
+    return dedicated, shared, consumed
+
+
+def _alloc_claim(r: Any, name: str, uid: str, rv: int) -> dict[str, Any]:
+    results = []
+    for _ in range(r.randint(0, 2)):
+        res: dict[str, Any] = {"request": "r", "driver": "d", "pool": f"p{r.randrange(2)}"}
+        res["device"] = f"dev{r.randrange(4)}"
+        if r.random() < 0.3:
+            res["shareID"] = f"s{r.randrange(3)}"
+            if r.random() < 0.5:
+                res["consumedCapacity"] = {"memory": f"{r.randint(1, 3)}Gi"}
+        if r.random() < 0.1:
+            res["adminAccess"] = True
+        results.append(res)
+    raw: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": str(rv)},
+        "spec": {"devices": {"requests": []}},
+    }
+    if r.random() < 0.8:
+        raw["status"] = {"allocation": {"devices": {"results": results}}}
+    return raw
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_allocated_devices_kept_claim_by_claim_equal_a_walk_over_all(seed: int) -> None:
+    import random
+
+    r = random.Random(seed)
+    st = DraStore()
+    for rv in range(1, 151):
+        name = f"c{r.randrange(5)}"
+        uid = f"u{name}-{r.randrange(2)}"  # a claim may be deleted and made again
+        op = r.randrange(6)
+        if op == 0:
+            st.on_event("ResourceClaim", "ADDED", _alloc_claim(r, name, uid, rv))
+        elif op == 1:
+            st.on_event("ResourceClaim", "DELETED", _alloc_claim(r, name, uid, rv))
+        elif op == 2:
+            st.assume(ResourceClaim(_alloc_claim(r, name, uid, rv)))
+        elif op == 3:
+            st.restore(f"ns/{name}")
+        elif op == 4:
+            st.signal_pending(ResourceClaim(_alloc_claim(r, name, uid, rv)))
+        else:
+            st.remove_pending(uid)
+        got = st.allocated_devices()
+        want = _brute_allocated(st)
+        assert got[0] == want[0] and got[1] == want[1]
+        assert {k: {n: q.exact for n, q in v.items()} for k, v in got[2].items()} == {
+            k: {n: q.exact for n, q in v.items()} for k, v in want[2].items()
+        }

@@ -9,21 +9,21 @@ resourceVersion: a PV or claim changed since fails with 409 and the pod is retri
 Requests go through the raw transport (KubeCoreAPI's request: same credentials, TLS, Retry-After)
 rather than the client's generated APIs: building those imports every model of the group,
 which took over half a second of start-up on the way to the first bind. The transport blocks, so
-calls run in the app's API executor, through the token bucket the other writes share (one
-client-side rate limit, as kube-scheduler's one clientset). Waiting for the PV controller to
-finish the binding reads the watched store (the plugin's ``VolumeBinder.bind``), not the API.
+calls run on a lane of their own (as many threads as the Bindings have: each claim pod's PreBind
+makes two writes before its Binding, and kube-scheduler's binding goroutines have no cap), through
+the token bucket the other writes share (one client-side rate limit, as kube-scheduler's one
+clientset). Waiting for the PV controller to finish the binding reads the watched store (the
+plugin's ``VolumeBinder.bind``), not the API.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
-from concurrent.futures import Executor
 from typing import Any
 
 import orjson
 
-from scheduler.live.kube.transport import STRATEGIC_MERGE_PATCH, ApiError, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.transport import STRATEGIC_MERGE_PATCH, ApiError, KubeCoreAPI, Lane
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
 
@@ -38,18 +38,17 @@ def _object(raw: bytes) -> dict[str, Any]:
 class KubeVolumeAPI:
     """The plugin's ``VolumeAPI`` over the raw transport: dicts in and out."""
 
-    def __init__(self, transport: KubeCoreAPI, limiter: TokenBucket, executor: Executor) -> None:
+    def __init__(self, transport: KubeCoreAPI, lane: Lane) -> None:
         self.transport = transport
-        self.limiter = limiter
-        self.executor = executor
-        self.writes = 0
+        self.lane = lane
+
+    @property
+    def writes(self) -> int:
+        return self.lane.writes
 
     async def _run(self, method: str, path: str, body: Any = None, content_type: str | None = None) -> dict[str, Any]:
-        await self.limiter.take()
-        self.writes += 1
         args: tuple[Any, ...] = (method, path, body) if content_type is None else (method, path, body, content_type)
-        raw = await asyncio.get_running_loop().run_in_executor(self.executor, self.transport.request, *args)
-        return _object(raw)
+        return _object(await self.lane.run(self.transport.request, *args))
 
     async def update_persistent_volume(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
         # Listed items carry no kind/apiVersion; the Update body names them.

@@ -102,6 +102,7 @@ from scheduler.plugins.dynamicresources.extended import (
     special_claim,
     with_requests,
 )
+from scheduler.plugins.dynamicresources.memo import AllocationMemo, claims_signature
 from scheduler.plugins.helper import default_normalize_score
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class _State:
         "initial_ext_uid",
         "node_allocations",
         "num_user",
+        "signature",
         "unavailable",
     )
 
@@ -165,6 +167,8 @@ class _State:
         self.allocator: Allocator | None = None
         self.node_allocations: dict[str, _NodeAllocation] = {}
         self.unavailable: set[int] = set()
+        # The claims' signature when Filter may use the allocation memo (memo.py), else None.
+        self.signature: str | None = None
 
     def clone(self) -> _State:
         return self
@@ -242,6 +246,7 @@ class DynamicResources(
         # Each node's pools, for as long as the slices stay the same (DraStore.slices_version).
         self._pools: PoolsCache = {}
         self._pools_version = -1
+        self._memo = AllocationMemo()
         f = handle.features if handle is not None else DEFAULT_FEATURES
         self.features = f
         # AllocatorFeatures(fts).
@@ -407,6 +412,12 @@ class DynamicResources(
                 features=self.allocator_features,
                 pools_cache=self._pools_cache(),
             )
+            basis = (self.store.slices_version, self.store.classes_version)
+            # Not with an extended-resource claim (its requests differ per node), nor while
+            # devices are shared (answers then depend on what is left of them).
+            shares = bool(shared) and self.allocator_features.consumable_capacity
+            if self._memo.sync(basis, dedicated, ext is None and not consumed and not shares):
+                s.signature = claims_signature([c for c in claims if c.allocation is None])
         s.claims = claims
         return None
 
@@ -494,7 +505,7 @@ class DynamicResources(
             # DRASchedulerFilterTimeout: the search for this node stops after filter_timeout.
             deadline = time.monotonic() + self.filter_timeout if self.filter_timeout > 0 else None
             try:
-                result = s.allocator.allocate(node.name, node.labels, claims, deadline=deadline)
+                result = self._allocate(s, s.allocator, node, claims, deadline)
             except Aborted:
                 # An Error, not Unschedulable: the pod retries after backoff, as upstream (a timeout
                 # may be transient), rather than waiting in unschedulablePods for a cluster event.
@@ -512,6 +523,20 @@ class DynamicResources(
         if allocations is not None:
             s.node_allocations[node.name] = _NodeAllocation(allocations, node_ext, mappings)
         return None
+
+    def _allocate(
+        self, s: _State, allocator: Allocator, node: NodeInfo, claims: list[ResourceClaim], deadline: float | None
+    ) -> list[dict[str, Any]] | None:
+        """Allocator.Allocate for the node, or its answer from the memo (see memo.py)."""
+        sig = s.signature
+        if sig is None:
+            return allocator.allocate(node.name, node.labels, claims, deadline=deadline)
+        hit = self._memo.get(node.name, sig, node.labels)
+        if hit is not None:
+            return hit.answer
+        result = allocator.allocate(node.name, node.labels, claims, deadline=deadline)
+        self._memo.put(node.name, sig, node.labels, allocator.pools_of(node.name, node.labels), result)
+        return result
 
     # -- PostFilter ----------------------------------------------------------------------------
     def post_filter(

@@ -155,6 +155,22 @@ class Allocator:
         """``deadline``: a time.monotonic() value past which the search raises Aborted."""
         return _Run(self, node_name, labels, claims, deadline).run()
 
+    def pools_of(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+        """The pools an allocation for this node searches (kept in ``pools_cache``)."""
+        cache = self.pools_cache
+        key = (node_name, tuple(labels.items()))
+        pools = cache.get(key) if cache is not None else None
+        if pools is None:
+            slices_for_node = self.on_node.get(node_name, []) + self.shared
+            pools = gather_pools(
+                slices_for_node, node_name, labels, self.all_slices, self.features.partitionable_devices
+            )
+            if cache is not None:
+                if len(cache) >= POOLS_CACHE_MAX:
+                    cache.clear()
+                cache[key] = pools
+        return pools
+
 
 class _Run:
     """One Allocate call (upstream's per-call ``allocator``)."""
@@ -180,18 +196,7 @@ class _Run:
     # -- set-up ----------------------------------------------------------------------------
     def run(self) -> list[dict[str, Any]] | None:
         f = self.a.features
-        cache = self.a.pools_cache
-        key = (self.node_name, tuple(self.labels.items()))
-        pools = cache.get(key) if cache is not None else None
-        if pools is None:
-            slices_for_node = self.a.on_node.get(self.node_name, []) + self.a.shared
-            pools = gather_pools(slices_for_node, self.node_name, self.labels, self.a.all_slices,
-                                 f.partitionable_devices)
-            if cache is not None:
-                if len(cache) >= POOLS_CACHE_MAX:
-                    cache.clear()
-                cache[key] = pools
-        self.pools = pools
+        self.pools = self.a.pools_of(self.node_name, self.labels)
         for ci, claim in enumerate(self.claims):
             min_per_claim = 0
             for ri, req in enumerate(claim.requests):

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from kubernetes import client
 
-from scheduler.live.kube.transport import ApiError, KubeCoreAPI, TokenBucket
+from scheduler.live.kube.transport import ApiError, KubeCoreAPI, Lane, TokenBucket
 from scheduler.live.kube.volumeapi import KubeVolumeAPI
 
 CONFLICT = 'Operation cannot be fulfilled on persistentvolumes "taken": the object has been modified'
@@ -58,7 +58,7 @@ async def served() -> AsyncIterator[tuple[Server, KubeVolumeAPI]]:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     conf = client.Configuration(host=f"http://127.0.0.1:{port}")
     executor = ThreadPoolExecutor(max_workers=2)
-    api = KubeVolumeAPI(KubeCoreAPI(client.ApiClient(conf)), TokenBucket(0, 1), executor)
+    api = KubeVolumeAPI(KubeCoreAPI(client.ApiClient(conf)), Lane(TokenBucket(0, 1), executor))
     yield srv, api
     executor.shutdown(wait=False)
     await runner.cleanup()
