@@ -185,3 +185,15 @@ async def test_delay_cache_until_active(delay: bool, tmp_path: pathlib.Path) -> 
         app_module.wait_for_api = orig  # type: ignore[assignment]
         app.shutdown.set()
         await asyncio.wait_for(task, 15)
+
+
+def test_prebind_writes_have_the_bindings_threads_and_rate_limit(tmp_path: pathlib.Path) -> None:
+    # A claim pod's PreBind makes two writes before its Binding; on the 4 start-up threads they
+    # capped SchedulingWithResourceClaimTemplate near 90 pods/s (docs/benchmarks.md, fifth pass).
+    from scheduler.live.app import BIND_THREADS
+
+    app = make_app(config({"schedulerName": "a"}), tmp_path)
+    lane = app.volume_api.lane
+    assert lane.limiter is app.binder.limiter  # one clientset's rate limit
+    assert lane._workers == BIND_THREADS and lane._executor is None
+    assert lane is not app.binder.binds  # Bindings never queue behind PreBind writes
