@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from scheduler.plugins.nodevolumelimits.translation import (
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 _EXCEEDED = unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
@@ -66,6 +69,15 @@ def _migration_on(csi_node: CSINode | None, plugin: str) -> bool:
 
 def volume_limits(csi_node: CSINode | None) -> dict[str, int]:
     return csi_node.limits if csi_node is not None else {}
+
+
+def _unlink(multimap: dict[_K, set[_V]], key: _K, member: _V) -> None:
+    """Take ``member`` out of ``multimap[key]``, and the key with its last member."""
+    members = multimap.get(key)
+    if members is not None:
+        members.discard(member)
+        if not members:
+            del multimap[key]
 
 
 class _Columns:
@@ -96,11 +108,7 @@ class _Columns:
         for col in self.limit.values():
             col[p] = -1
         for unique in self.attached_by_pos.pop(p, ()):
-            holders = self.attached_at.get(unique)
-            if holders is not None:
-                holders.discard(p)
-                if not holders:
-                    del self.attached_at[unique]
+            _unlink(self.attached_at, unique, p)
         self.exact.discard(p)
 
 
@@ -385,11 +393,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlu
     def _forget(self, name: str) -> None:
         self._usage_cache.pop(name, None)
         for dep in self._node_deps.pop(name, ()):
-            names = self._dep_nodes.get(dep)
-            if names is not None:
-                names.discard(name)
-                if not names:
-                    del self._dep_nodes[dep]
+            _unlink(self._dep_nodes, dep, name)
 
     def _usage(self, node: NodeInfo, csi_node: CSINode | None) -> tuple[dict[str, str], dict[str, int]]:
         """The node's attached volumes (unique name -> driver) from its pods, and the volume
