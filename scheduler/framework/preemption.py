@@ -190,6 +190,12 @@ class Evaluator:
     def ordered_score_funcs(self, m: dict[str, Victims]) -> list[Callable[[str], float]] | None:
         return None
 
+    def victimless(self, node: NodeInfo, pod: PodInfo) -> Status | None:
+        """What ``select_victims_on_node`` answers for a node where it would find nothing to
+        evict, when that shows without the copies a dry run makes of the node and the cycle
+        state; None: ask it (the default)."""
+        return None
+
     # -- the steps ---------------------------------------------------------------------------
     def preempt(
         self, fw: Framework, state: CycleState, pod: PodInfo, statuses: NodeToStatus
@@ -254,6 +260,10 @@ class Evaluator:
         n = len(potential)
         for i in range(n):
             ni = potential[(offset + i) % n]
+            quick = self.victimless(ni, pod)
+            if quick is not None:
+                node_statuses.statuses[ni.name] = quick
+                continue
             copy = ni.clone()
             victims, num_violations, s = self.select_victims_on_node(fw, state.clone(), pod, copy, pdbs)
             if s is None and victims:

@@ -75,7 +75,9 @@ class FakeKube:
             self.tracker._apply("ADDED", pod, 0.0)
             gated = bool(obj["spec"].get("schedulingGates"))
             if self.bind and not gated:
-                self.tracker._apply("MODIFIED", {**pod, "spec": {**pod["spec"], "nodeName": "n"}}, 0.0)
+                # Bound, and made Running at once as kwok would.
+                bound = {**pod, "spec": {**pod["spec"], "nodeName": "n"}, "status": {"phase": "Running"}}
+                self.tracker._apply("MODIFIED", bound, 0.0)
             elif gated:  # the API server sets PodScheduled=False (SchedulingGated) on a gated pod
                 st = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}
                 self.tracker._apply("MODIFIED", {**pod, "status": st}, 0.0)
@@ -141,3 +143,61 @@ def test_scheduling_while_gated_until_the_unbound_wait() -> None:
     assert ex.error is not None and ex.error.startswith("op 3 (createPods): timed out after 0s waiting for 10 pods")
     assert "at least pod namespace-3/light-pod-0 is not scheduled (not attempted)" in ex.error
     assert hooks.windows == []
+
+
+def test_a_window_opens_once_kwok_started_the_bound_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The 10 pods of namespace-1 are bound but not Running when namespace-2's window would
+    # open; kwok starts them 0.3 s later, and only then does the window open.
+    import threading
+    import time
+
+    from bench import perf_executor
+
+    monkeypatch.setattr(perf_executor, "SETTLE_FEW", 0)
+    wl: Workload = next(w for w in load_workloads() if w.full_name == "TopologySpreading/5000Nodes")
+    kube = FakeKube(True)
+    tracker = PodTracker(kube)  # type: ignore[arg-type]
+    kube.tracker = tracker
+    real_apply = tracker._apply
+    started: list[dict[str, Any]] = []
+
+    def apply(kind: str | None, obj: Any, now: float) -> None:
+        if obj["metadata"]["namespace"] == "namespace-1" and obj["spec"].get("nodeName"):
+            obj = {**obj, "status": {}}  # bound, still Pending
+            started.append(obj)
+        real_apply(kind, obj, now)
+
+    monkeypatch.setattr(tracker, "_apply", apply)
+
+    def kwok() -> None:
+        time.sleep(0.3)
+        for p in started:
+            real_apply("MODIFIED", {**p, "status": {"phase": "Running"}}, 0.0)
+
+    hooks = Hooks()
+    ex = Executor(kube, tracker, wl, resolve_ops(wl, 0.002), hooks, {}, wait_timeout=5, workers=2)  # type: ignore[arg-type]
+    threading.Thread(target=kwok, daemon=True).start()
+    ex.run()
+    assert ex.error is None, ex.error
+    (_, info), = ex.closed
+    assert len(started) == 10
+    assert info["settle_s"] >= 0.25 and info["starting_at_open"] == 0
+
+
+def test_settling_gives_up_after_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import perf_executor
+
+    monkeypatch.setattr(perf_executor, "SETTLE_FEW", 0)
+    monkeypatch.setattr(perf_executor, "SETTLE_MAX_S", 0.2)
+
+    class Stuck:
+        def starting(self) -> tuple[int, int]:
+            return 5, 100  # kwok never gets to them
+
+    ex = Executor.__new__(Executor)
+    ex.tracker = Stuck()  # type: ignore[assignment]
+    import threading
+
+    ex.cancel = threading.Event()
+    waited, starting = ex._settle()
+    assert 0.2 <= waited < 1.0 and starting == 5

@@ -98,3 +98,27 @@ def test_timeout_names_a_pending_pod() -> None:
         t.wait_for("2 pods", lambda: False, 0.05, lambda: None, ("ns",))
     # An attempted pod first, with its condition.
     assert "at least pod ns/y is not scheduled (Unschedulable: 0/1 nodes)" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("node", "status", "meta", "want"),
+    [
+        ("", {}, {}, (0, 0)),  # not bound: not kwok's yet
+        ("n1", {}, {}, (1, 1)),  # bound, kwok has not started it
+        ("n1", {"phase": "Pending"}, {}, (1, 1)),
+        ("n1", {"phase": "Running"}, {}, (0, 1)),
+        ("n1", {"phase": "Succeeded"}, {}, (0, 1)),
+        ("n1", {"phase": "Pending"}, {"deletionTimestamp": "2026-01-01T00:00:00Z"}, (0, 1)),  # going away
+    ],
+)
+def test_starting_counts_bound_pods_kwok_has_not_run(
+    node: str, status: dict[str, Any], meta: dict[str, Any], want: tuple[int, int]
+) -> None:
+    t = PodTracker(_Kube())  # type: ignore[arg-type]
+    obj = pod("p", node=node)
+    obj["status"] = status
+    obj["metadata"].update(meta)
+    t._apply("ADDED", obj, 0.0)
+    t._apply("ADDED", pod("running", node="n2") | {"status": {"phase": "Running"}}, 0.0)
+    got = t.starting()
+    assert got == (want[0], want[1] + 1)

@@ -209,6 +209,17 @@ class DefaultPreemption(Evaluator, PostFilterPlugin, PreEnqueuePlugin, EnqueueEx
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
+    def victimless(self, node: NodeInfo, pod: PodInfo) -> Status | None:
+        # select_victims_on_node's first answer, when no pod of the node may be evicted by this
+        # one (most nodes, when most pods share a priority). A subclass with its own selection
+        # is asked itself.
+        if type(self).select_victims_on_node is not DefaultPreemption.select_victims_on_node:
+            return None
+        for p in node.pods:
+            if self.is_preemption_allowed(node, p, pod):
+                return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+
     def select_victims_on_node(
         self, fw: Framework, state: CycleState, pod: PodInfo, node: NodeInfo, pdbs: Sequence[PodDisruptionBudget]
     ) -> tuple[list[PodInfo], int, Status | None]:
