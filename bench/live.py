@@ -290,6 +290,10 @@ def bench_workload(
             if blog:
                 every5 = blog["per_s"][::5]
                 say(f"  backlog: last create {blog['last_create_s']}s, max {blog['max']}, every 5 s {every5}")
+            settled = next((w for w in res.get("windows", []) if w.get("binds") and "settle_s" in w), None)
+            if settled:
+                say(f"  kwok settled {settled['settle_s']}s before the window,"
+                    f" {settled['starting_at_open']} pods starting")
             counts = next((w.get("apiserver_counts") for w in res.get("windows", []) if w.get("binds")), None)
             if counts:
                 say("  API server: " + ", ".join(f"{k}={v}" for k, v in counts.items()))

@@ -62,6 +62,9 @@ from scheduler.testing.dra_workloads import resource_slice
 
 MERGE_PATCH = "application/merge-patch+json"
 CREATE_RETRY_S = 20.0  # createAny retries for this long
+# A window opens once kwok has started the bound pods, or after this long (see _settle).
+SETTLE_MAX_S = 30.0
+SETTLE_FEW = 10
 
 
 class Hooks(Protocol):
@@ -158,10 +161,26 @@ class Executor:
 
     # ---- windows -------------------------------------------------------------------------
 
+    def _settle(self) -> tuple[float, int]:
+        """Before a window opens: wait, at most SETTLE_MAX_S, until kwok has made Running the
+        pods bound so far (all but a few: a churn op keeps binding). Otherwise the window
+        starts with kwok's backlog from the ops before, which is larger after the contestant
+        that bound those pods faster, and the API server's work on it lands in the window.
+        Returns the seconds waited and the pods still starting."""
+        t0 = time.monotonic()
+        while True:
+            starting, bound = self.tracker.starting()
+            if starting <= max(SETTLE_FEW, bound // 50) or time.monotonic() - t0 >= SETTLE_MAX_S:
+                return round(time.monotonic() - t0, 3), starting
+            if self.cancel.wait(0.1):
+                return round(time.monotonic() - t0, 3), starting
+
     def _open(self, name: str, namespaces: list[str], selector: Mapping[str, str] | None) -> Window:
         if self.window is not None:
             raise OpFailed("metrics collection is overlapping: a second collector started before the first stopped")
+        settle = self._settle()
         win = Window(name, namespaces, selector)
+        win.settle = settle
         self.hooks.window_started(win)
         self.tracker.open_window(win)
         self.window = win
@@ -191,6 +210,9 @@ class Executor:
             # when pods got bound at all (upstream's check).
             "complete": (len(binds) > 0) if steady else bound == len(matching),
             "backlog": win.backlog(),
+            # Seconds waited for kwok before the window opened, and pods it had still not started.
+            "settle_s": win.settle[0],
+            "starting_at_open": win.settle[1],
         }
         self.closed.append((win, info))
         self.window = None

@@ -46,19 +46,26 @@ class PodState:
     node: str
     attempted: bool
     message: str  # the PodScheduled condition's reason and message, if any
+    # Bound and not yet made Running (or finished) by kwok, nor being deleted.
+    starting: bool = False
 
 
 def _pod_state(obj: Mapping[str, Any]) -> PodState:
     meta = obj.get("metadata") or {}
-    conds = (obj.get("status") or {}).get("conditions") or ()
+    status = obj.get("status") or {}
+    conds = status.get("conditions") or ()
     sched = next((c for c in conds if c.get("type") == "PodScheduled"), None)
+    node = (obj.get("spec") or {}).get("nodeName") or ""
     return PodState(
         name=meta.get("name", ""),
         uid=meta.get("uid", ""),
         labels=meta.get("labels") or {},
-        node=(obj.get("spec") or {}).get("nodeName") or "",
+        node=node,
         attempted=sched is not None,
         message=f"{sched.get('reason', '')}: {sched.get('message', '')}" if sched else "",
+        starting=bool(node)
+        and status.get("phase") not in ("Running", "Succeeded", "Failed")
+        and not meta.get("deletionTimestamp"),
     )
 
 
@@ -74,6 +81,7 @@ class Window:
         self.create_times: list[float] = []  # matching pods that appeared after the start
         self.t0 = 0.0
         self.t1: float | None = None
+        self.settle: tuple[float, int] = (0.0, 0)  # see PerfExecutor._settle
         self.samples: list[float] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -205,6 +213,17 @@ class PodTracker(ResumingWatch):
     def states(self, ns: str, selector: Mapping[str, str] | None = None) -> list[PodState]:
         with self.cond:
             return [p for p in self.pods.get(ns, {}).values() if labels_match(p.labels, selector)]
+
+    def starting(self) -> tuple[int, int]:
+        """(bound pods kwok has not made Running yet, bound pods) over the whole plane."""
+        starting = bound = 0
+        with self.cond:
+            for byns in self.pods.values():
+                for p in byns.values():
+                    if p.node:
+                        bound += 1
+                        starting += p.starting
+        return starting, bound
 
     def stages(self, ns: str, selector: Mapping[str, str] | None = None) -> tuple[int, int, int]:
         """(scheduled, attempted but not scheduled, not attempted) pods of ``ns``."""
