@@ -503,7 +503,8 @@ def test_dry_run_skips_the_copies_only_where_nothing_may_be_evicted(
         fw.run_pre_filter(state, p, fw.handle.snapshot.node_infos)
         infos = fw.handle.snapshot.node_infos
         _, num = pl.get_offset_and_num_candidates(len(infos))
-        cands, statuses, _ = pl.dry_run_preemption(fw, state, p, infos, list(fw.handle.listers.pdbs.values()), offset, num)
+        budgets = list(fw.handle.listers.pdbs.values())
+        cands, statuses, _ = pl.dry_run_preemption(fw, state, p, infos, budgets, offset, num)
         monkeypatch.setattr(NodeInfo, "clone", real)
         got = {c.name: sorted(v.name for v in c.victims.pods) for c in cands}
         return got, {n: (s.code, s.reasons) for n, s in statuses.statuses.items()}, clones
