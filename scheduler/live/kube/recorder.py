@@ -41,6 +41,8 @@ EVENT_SERIES_FINISH = 6 * 60.0
 # Cached Events at most; past it the oldest go first (upstream keeps every Event of the last 6
 # minutes: hundreds of thousands at a few hundred binds a second).
 MAX_CACHED_EVENTS = 20000
+# Pods whose last written PodScheduled condition is remembered at most (see Recorder._written).
+MAX_WRITTEN = 50000
 CONDITION_RETRY_DELAY = 1.0  # seconds before a PodScheduled write the API server failed is tried again
 # Upstream events.k8s.io note limit (truncateMessage).
 NOTE_LENGTH_LIMIT = 1024
@@ -116,6 +118,10 @@ class Recorder:
         # retried: a retry of an older one must never overwrite a newer one.
         self._latest: dict[str, int] = {}
         self._seq = 0
+        # The PodScheduled (reason, message) this recorder last wrote per pod. A retried write can
+        # land just before the pod's next attempt, while the watched pod still shows the
+        # condition before it: that attempt must not skip its write as "already so".
+        self._written: dict[str, tuple[str, str]] = {}
 
     # -- producers (the scheduling loop, preemption) -----------------------------------------
     def event(self, pod: PodInfo, controller: str, etype: str, reason: str, action: str, note: str) -> bool:
@@ -146,6 +152,7 @@ class Recorder:
         """The pod is gone: drop its queued condition (its cached Events expire as any)."""
         self._conditions.pop(uid, None)
         self._latest.pop(uid, None)
+        self._written.pop(uid, None)
 
     def pending(self) -> int:
         return len(self._events) + len(self._conditions)
@@ -156,6 +163,7 @@ class Recorder:
         self._latest.clear()
         self._events.clear()
         self._conditions.clear()
+        self._written.clear()
 
     def has_condition(self, uid: str) -> bool:
         """A PodScheduled patch of this pod is queued or being written."""
@@ -170,6 +178,7 @@ class Recorder:
             await ev.wait()
         if uid in self._conditions:
             await self._write_condition(uid)
+        self._written.pop(uid, None)  # about to be bound: no more conditions to compare
 
     async def _write_condition(self, uid: str) -> None:
         pod, reason, message, nominated = self._conditions.pop(uid)
@@ -351,6 +360,7 @@ class Recorder:
         the pod's newest."""
         status = (pod.raw.get("status") or {}) if isinstance(pod.raw, dict) else {}
         nnn_change = nominated is not None and nominated != str(status.get("nominatedNodeName") or "")
+        ours = self._written.get(pod.uid, (reason, message)) == (reason, message)
         for c in status.get("conditions") or []:
             if (
                 c.get("type") == "PodScheduled"
@@ -358,6 +368,7 @@ class Recorder:
                 and c.get("reason") == reason
                 and c.get("message") == message
                 and not nnn_change
+                and ours
             ):
                 return False
         now = self.clock()
@@ -383,6 +394,11 @@ class Recorder:
             if seq is not None and not isinstance(exc, Fenced) and (exc.status in (0, 429) or exc.status >= 500):
                 self._retry_later(pod, reason, message, nominated, seq)
             return False
+        written = self._written
+        written.pop(pod.uid, None)
+        written[pod.uid] = (reason, message)
+        if len(written) > MAX_WRITTEN:  # pods deleted while pending; the oldest go first
+            del written[next(iter(written))]
         if seq is not None and self._latest.get(pod.uid) == seq:
             del self._latest[pod.uid]
         return True

@@ -209,3 +209,24 @@ async def test_settle_writes_a_queued_condition_now_and_waits_for_one_in_flight(
     await r.settle(POD.uid)
     assert len(api.status_patches) == 2 and not r.has_condition(POD.uid)
     await writer
+
+
+async def test_next_attempt_writes_over_a_retried_condition_the_watch_has_not_shown():
+    # e2e/test_faults.py's 5xx case (CI at 94a9786): attempt 6 failed to bind, its SchedulerError
+    # patch met a 500 and was retried a second later, just before attempt 7 found the pod
+    # Unschedulable. The watched pod still showed attempt 5's Unschedulable condition, so
+    # attempt 7 skipped its write as "already so", and the pod kept SchedulerError for minutes.
+    api = FakeCoreAPI()
+    r = Recorder(api, lane(), clock=lambda: 0.0)
+    raw = make_pod("web", "prod", uid="u-1")
+    raw["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                     "message": "0/1 nodes are available"}]}  # fmt: skip
+    watched = PodInfo(raw)  # attempt 5's condition, as the watch last showed it
+    assert await r.write_unschedulable(watched, "SchedulerError", "bind failed")  # the retried write
+    assert await r.write_unschedulable(watched, "Unschedulable", "0/1 nodes are available")
+    assert [b["status"]["conditions"][0]["reason"] for _, _, b in api.status_patches] == [
+        "SchedulerError", "Unschedulable"
+    ]
+    # Once the recorder's last write is what the pod shows, the same condition is not written again.
+    assert not await r.write_unschedulable(watched, "Unschedulable", "0/1 nodes are available")
+    assert len(api.status_patches) == 2
