@@ -351,6 +351,22 @@ DRY_RUN_CASES = [
 ]
 
 
+def _dry_run(case: tuple[Any, ...], quick: bool = True) -> Any:
+    """The plugin's DryRunPreemption over a fresh cluster (a DRY_RUN_CASES row without its
+    answer); ``quick`` False: without victimless."""
+    node_names, preemptor, pods, pdbs, args, offset = case
+    fw, pl, _ = setup([node(n, VERY_LARGE) for n in node_names], pods, pdbs, args)
+    if not quick:
+        pl.victimless = lambda node, pod: None  # type: ignore[method-assign]
+    p = PodInfo(preemptor)
+    state = CycleState()
+    fw.run_pre_filter(state, p, fw.handle.snapshot.node_infos)
+    infos = fw.handle.snapshot.node_infos
+    _, num = pl.get_offset_and_num_candidates(len(infos))
+    budgets = list(fw.handle.listers.pdbs.values())
+    return pl.dry_run_preemption(fw, state, p, infos, budgets, offset, num)
+
+
 @pytest.mark.parametrize(("node_names", "preemptor", "pods", "pdbs", "args", "offset", "want"), DRY_RUN_CASES)
 def test_dry_run_preemption(
     node_names: list[str],
@@ -360,15 +376,10 @@ def test_dry_run_preemption(
     args: dict[str, Any] | None,
     offset: int,
     want: dict[str, tuple[list[str], int]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fw, pl, _ = setup([node(n, VERY_LARGE) for n in node_names], pods, pdbs, args)
-    p = PodInfo(preemptor)
-    state = CycleState()
-    fw.run_pre_filter(state, p, fw.handle.snapshot.node_infos)
-    infos = fw.handle.snapshot.node_infos
-    _, num = pl.get_offset_and_num_candidates(len(infos))
-    budgets = list(fw.handle.listers.pdbs.values())
-    cands, _, errors = pl.dry_run_preemption(fw, state, p, infos, budgets, offset, num)
+    case = (node_names, preemptor, pods, pdbs, args, offset)
+    cands, _, errors = _dry_run(case)
     assert not errors
     # Upstream's table compares the victims sorted by name.
     got = {c.name: (sorted(v.name for v in c.victims.pods), c.victims.num_pdb_violations) for c in cands}
@@ -376,6 +387,29 @@ def test_dry_run_preemption(
     for c in cands:  # and they come most important first (priority, then earlier start)
         prios = [v.priority for v in c.victims.pods]
         assert prios == sorted(prios, reverse=True)
+    # Not an upstream table: DefaultPreemption.victimless answers for a node without copying
+    # it, and the dry run must come out as select_victims_on_node's would, node by node.
+    from scheduler.model.node import NodeInfo
+
+    def dry_run(quick: bool) -> tuple[Any, dict[str, Any], int]:
+        clones = 0
+        real = NodeInfo.clone
+
+        def counting(self: NodeInfo) -> NodeInfo:
+            nonlocal clones
+            clones += 1
+            return real(self)
+
+        monkeypatch.setattr(NodeInfo, "clone", counting)
+        cands, statuses, _ = _dry_run(case, quick)
+        monkeypatch.setattr(NodeInfo, "clone", real)
+        got = {c.name: sorted(v.name for v in c.victims.pods) for c in cands}
+        return got, {n: (s.code, s.reasons) for n, s in statuses.statuses.items()}, clones
+
+    fast, slow = dry_run(True), dry_run(False)
+    assert fast[:2] == slow[:2]
+    no_victims = sum(1 for _, reasons in fast[1].values() if list(reasons) == [NO_VICTIMS])
+    assert fast[2] == slow[2] - no_victims
 
 
 # ---------------------------------------------------------------------------------------------
@@ -468,51 +502,6 @@ SELECT_CASES = [
         {"node2"}, id="different priority, same number of victims, different start time for all pods",
     ),
 ]
-
-
-@pytest.mark.parametrize(("node_names", "preemptor", "pods", "pdbs", "args", "offset", "want"), DRY_RUN_CASES)
-def test_dry_run_skips_the_copies_only_where_nothing_may_be_evicted(
-    node_names: list[str],
-    preemptor: dict[str, Any],
-    pods: list[dict[str, Any]],
-    pdbs: list[dict[str, Any]],
-    args: dict[str, Any] | None,
-    offset: int,
-    want: dict[str, tuple[list[str], int]],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Not an upstream table: DefaultPreemption.victimless answers for a node without copying
-    # it, and the dry run must come out as select_victims_on_node's would, node by node.
-    from scheduler.model.node import NodeInfo
-
-    def dry_run(quick: bool) -> tuple[Any, dict[str, Any], int]:
-        fw, pl, _ = setup([node(n, VERY_LARGE) for n in node_names], pods, pdbs, args)
-        if not quick:
-            monkeypatch.setattr(pl, "victimless", lambda node, pod: None)
-        clones = 0
-        real = NodeInfo.clone
-
-        def counting(self: NodeInfo) -> NodeInfo:
-            nonlocal clones
-            clones += 1
-            return real(self)
-
-        monkeypatch.setattr(NodeInfo, "clone", counting)
-        p = PodInfo(preemptor)
-        state = CycleState()
-        fw.run_pre_filter(state, p, fw.handle.snapshot.node_infos)
-        infos = fw.handle.snapshot.node_infos
-        _, num = pl.get_offset_and_num_candidates(len(infos))
-        budgets = list(fw.handle.listers.pdbs.values())
-        cands, statuses, _ = pl.dry_run_preemption(fw, state, p, infos, budgets, offset, num)
-        monkeypatch.setattr(NodeInfo, "clone", real)
-        got = {c.name: sorted(v.name for v in c.victims.pods) for c in cands}
-        return got, {n: (s.code, s.reasons) for n, s in statuses.statuses.items()}, clones
-
-    fast, slow = dry_run(True), dry_run(False)
-    assert fast[:2] == slow[:2]
-    no_victims = sum(1 for _, reasons in fast[1].values() if list(reasons) == [NO_VICTIMS])
-    assert fast[2] == slow[2] - no_victims
 
 
 
