@@ -47,9 +47,6 @@ class AllocationMemo:
         self._allocated: set[DeviceID] | None = None
         self._entries: dict[str, _Entry] = {}
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def sync(self, basis: tuple[int, int], allocated: set[DeviceID], usable: bool) -> bool:
         """Before a pod's Filter calls: ``basis`` is (slices version, classes version),
         ``allocated`` the devices in use. Drops the answers of nodes whose pools hold a device

@@ -3,6 +3,8 @@ front of them is exercised through the loop in tests/live/test_loop.py)."""
 
 from __future__ import annotations
 
+import pytest
+
 from scheduler.live.kube.recorder import Recorder, truncate_message
 from scheduler.live.kube.transport import ApiError, Lane, TokenBucket
 from scheduler.model.pod import PodInfo
@@ -59,31 +61,28 @@ async def test_event_body_and_series():
     assert len(api.events) == 3
 
 
-async def test_series_repeat_of_an_event_gone_creates_it_with_its_series():
-    # recordEvent: the series patch answered 404 (the Event expired): created again, series set.
-    class Gone(FakeCoreAPI):
-        def patch_event(self, namespace, name, body):
-            raise ApiError(404, "not found")
-
-    api = Gone()
-    r = Recorder(api, lane(), hostname="h", clock=lambda: 1_700_000_000.0)
-    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
-    await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
-    assert len(api.events) == 2 and api.events[1][1]["series"]["count"] == 2
-
-
-async def test_series_patch_failure_is_not_fatal():
-    # A series patch refused with a 500 (e2e/test_faults.py's burst): logged, never raised into
-    # the events worker (it once was: the log call's keywords clashed with structlog's own).
+@pytest.mark.parametrize(
+    ("status", "want_events"),
+    [
+        # recordEvent: the series patch answered 404 (the Event expired): created again, series set.
+        (404, 2),
+        # A series patch refused with a 500 (e2e/test_faults.py's burst): logged, never raised into
+        # the events worker (it once was: the log call's keywords clashed with structlog's own).
+        (500, 1),
+    ],
+)
+async def test_series_patch_refused(status: int, want_events: int):
     class Refusing(FakeCoreAPI):
         def patch_event(self, namespace, name, body):
-            raise ApiError(500, "the server is currently unable to handle the request")
+            raise ApiError(status, "refused")
 
     api = Refusing()
     r = Recorder(api, lane(), hostname="h", clock=lambda: 1_700_000_000.0)
     await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")
     await r.write_event(POD, "p", "Warning", "FailedScheduling", "Scheduling", "m")  # no exception
-    assert len(api.events) == 1
+    assert len(api.events) == want_events
+    if status == 404:
+        assert api.events[1][1]["series"]["count"] == 2
 
 
 async def test_event_failure_is_not_fatal():
