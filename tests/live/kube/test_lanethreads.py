@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 
 import pytest
 
+from scheduler.live.kube import lanethreads
 from scheduler.live.kube.lanethreads import LaneThreads
 
 
@@ -35,6 +37,28 @@ def test_result_or_error_reaches_the_awaiting_coroutine(fn: object, args: tuple,
             asyncio.run(go())
     else:
         assert asyncio.run(go()) == want
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_lane_threads_run_under_sched_batch_where_allowed(allowed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without the policy an idle thread woken for a write preempts the loop that still holds
+    # the GIL; where the call is refused (seccomp) the lane works as before.
+    if not hasattr(os, "SCHED_BATCH"):
+        pytest.skip("no SCHED_BATCH on this platform")
+    if not allowed:
+        def refuse(*_: object) -> None:
+            raise PermissionError("sched_setscheduler refused")
+
+        monkeypatch.setattr(lanethreads.os, "sched_setscheduler", refuse)
+
+    async def go() -> int:
+        lane = LaneThreads(1, "bind")
+        try:
+            return int(await lane.submit(os.sched_getscheduler, 0))
+        finally:
+            lane.shutdown()
+
+    assert asyncio.run(go()) == (os.SCHED_BATCH if allowed else os.SCHED_OTHER)
 
 
 def test_results_that_finish_together_wake_the_loop_once() -> None:
