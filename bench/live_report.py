@@ -58,11 +58,17 @@ def _short(frame: str) -> str:
 
 
 def medians(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Median of each figure over the rounds that have it; ``complete`` only if every round was."""
+    """Median of each figure over the rounds that have it (scheduler_perf's pods/s only if every round
+    has it); ``complete`` only if every round was."""
     out: dict[str, Any] = {}
     for key in FIGURES:
         vals = [r[key] for r in rounds if r.get(key) is not None]
         out[key] = statistics.median(vals) if vals else None
+    if any(r.get("pods_per_s") is None for r in rounds):
+        # A round whose window was too short for a collector sample: the median of the others
+        # would set one round's figure against the other contestant's (table() then compares
+        # the rates to the last bind of every round instead).
+        out["pods_per_s"] = None
     out["complete"] = bool(rounds) and all(r.get("complete") for r in rounds)
     out["rounds"] = len(rounds)
     out["errors"] = sorted({r["error"] for r in rounds if r.get("error")})

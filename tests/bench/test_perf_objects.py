@@ -121,10 +121,15 @@ def test_table_marks_incomplete_and_short_windows() -> None:
                      "ours": medians([rnd("ours", 150.0), rnd("ours", 90.0, complete=False)])}},
         {"workload": "B/w", "scale": 1, "size": {"nodes": 1, "pods": 5, "measured_pods": 0},
          "medians": {"kube": medians([rnd("kube", None)]), "ours": medians([rnd("ours", 80.0)])}},
+        # Each contestant lacks a sample in one of its two rounds: rates to the last bind for both.
+        {"workload": "C/w", "scale": 1, "size": {"nodes": 1, "pods": 5, "measured_pods": 0},
+         "medians": {"kube": medians([rnd("kube", None, pods_per_s_to_last_bind=60.0), rnd("kube", 200.0)]),
+                     "ours": medians([rnd("ours", 100.0), rnd("ours", None, pods_per_s_to_last_bind=70.0)])}},
     ]  # fmt: skip
     lines = table(rows, ["kube", "ours"]).splitlines()
     # Medians 110 and 120; ours incomplete in one round: "!".
     assert "| A/w | 0.5 | 10 nodes, 30 pods (20 measured) | 110.0 | 120.0 ! | 1.09x |" in lines[2]
     # kube had no collector sample: both shown as the rate to the last bind, "~".
     assert "| B/w | 1 | 1 nodes, 5 pods | ~50.0 | ~50.0 | 1.00x |" in lines[3]
+    assert "| C/w | 1 | 1 nodes, 5 pods | ~55.0 | ~60.0 | 1.09x |" in lines[4]
     assert incomplete_notes(rows) == ["- A/w (pyscheduler): op 2 (createPods): timed out"]
