@@ -172,6 +172,8 @@ class Framework:
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = at("preEnqueue")
         self.queue_sort: QueueSortPlugin = at("queueSort")[0]
         self.pre_filter_plugins: list[PreFilterPlugin] = at("preFilter")
+        # Preemption runs the extensions once per victim on each node it tries: asked once here.
+        self._pre_filter_extensions = [pl for pl in self.pre_filter_plugins if _has_extensions(pl)]
         self.filter_plugins: list[FilterPlugin] = at("filter")
         self.post_filter_plugins: list[PostFilterPlugin] = at("postFilter")
         self.pre_score_plugins: list[PreScorePlugin] = at("preScore")
@@ -629,8 +631,8 @@ class Framework:
     ) -> Status | None:
         skip = state.skip_filter_plugins
         rec = state.record_plugin_metrics
-        for pl in self.pre_filter_plugins:
-            if pl.name in skip or not _has_extensions(pl):
+        for pl in self._pre_filter_extensions:
+            if pl.name in skip:
                 continue
             t0 = time.perf_counter() if rec else 0.0
             try:
