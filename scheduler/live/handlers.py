@@ -23,6 +23,7 @@ from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo, pod_uid
 from scheduler.model.podgroup import PodGroup
+from scheduler.plugins.dynamicresources import celcache
 from scheduler.plugins.dynamicresources.celcache import preload as preload_cel
 
 # Upstream's labels of the pod events whose handlers it times (framework/events.go).
@@ -37,8 +38,8 @@ def _single(ev: ClusterEvent) -> list[ClusterEvent]:
     return [ClusterEvent(ev.resource, f, ev.label) for f in flags] if len(flags) > 1 else [ev]
 
 
-# Objects whose arrival means device selectors (CEL) will be evaluated soon.
-_CEL_USERS = frozenset({"DeviceClass", "ResourceSlice"})
+# Objects holding device selectors (CEL): one the interpreter must evaluate loads it ahead.
+_CEL_USERS = frozenset({"DeviceClass", "ResourceClaim"})
 
 
 class EventHandlers:
@@ -250,8 +251,9 @@ class EventHandlers:
         if change is None:
             return
         old, new = change
-        if kind in _CEL_USERS and new is not None:
-            preload_cel()  # DRA in use: its CEL evaluator loads off the loop, not in a pod's cycle
+        if kind in _CEL_USERS and new is not None and not celcache.loading() and celcache.needs_interpreter(
+                raw.get("spec")):
+            preload_cel()  # CEL in use: its evaluator loads off the loop, not in a pod's cycle
         self._moved_by(kind, old, new, started)
 
     def _moved_by(self, kind: str, old: Any, new: Any, started: float, label: str = "") -> None:

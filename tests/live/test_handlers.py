@@ -73,19 +73,39 @@ async def test_deleted_pod_leaves_the_queue_and_its_condition_patch():
     assert len(h.events("FailedScheduling")) == 1 and h.api.status_patches == []
 
 
+def _cel(expr: str) -> dict:
+    return {"cel": {"expression": expr}}
+
+
+_GPU_IS = 'device.driver == "gpu.example.com"'
+_MEM = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("8Gi")) >= 0'
+
+
 @pytest.mark.parametrize(
     ("kind", "raw", "preloads"),
     [
-        ("DeviceClass", {"metadata": {"name": "gpu"}}, True),
-        ("ResourceSlice", {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"}}}, True),
+        ("DeviceClass", {"metadata": {"name": "gpu"}, "spec": {"selectors": [_cel(_MEM)]}}, True),
+        # A driver equality is answered without the interpreter: nothing to load.
+        ("DeviceClass", {"metadata": {"name": "gpu"}, "spec": {"selectors": [_cel(_GPU_IS)]}}, False),
+        ("DeviceClass", {"metadata": {"name": "gpu"}}, False),
+        ("DeviceClass", {"metadata": {"name": "gpu"}, "spec": {"selectors": [_cel(_GPU_IS), _cel(_MEM)]}}, True),
+        ("ResourceClaim", {"metadata": {"name": "c", "namespace": "n", "uid": "u"}, "spec": {"devices": {"requests": [
+            {"name": "r", "exactly": {"deviceClassName": "gpu", "selectors": [_cel(_MEM)]}}]}}}, True),
+        ("ResourceClaim", {"metadata": {"name": "c", "namespace": "n", "uid": "u"}, "spec": {"devices": {"requests": [
+            {"name": "r", "firstAvailable": [{"name": "s", "deviceClassName": "gpu",
+                                              "selectors": [_cel(_MEM)]}]}]}}}, True),
+        ("ResourceClaim", {"metadata": {"name": "c", "namespace": "n", "uid": "u"}, "spec": {"devices": {"requests": [
+            {"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}, False),
+        ("ResourceSlice", {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"}}}, False),
         ("StorageClass", {"metadata": {"name": "sc"}, "provisioner": "x"}, False),
     ],
 )
-def test_dra_objects_start_loading_the_cel_evaluator(
+def test_objects_with_a_selector_for_the_interpreter_start_loading_it(
     kind: str, raw: dict, preloads: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[bool] = []
     monkeypatch.setattr(handlers_mod, "preload_cel", lambda: calls.append(True) or True)
+    monkeypatch.setattr(handlers_mod.celcache, "loading", lambda: False)
     h = Harness()
     h.sched.on_storage(kind, "ADDED", raw)
     assert calls == ([True] if preloads else [])

@@ -25,7 +25,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.allocator import AllocationError, Allocator, FailedOnNode
 from scheduler.plugins.dynamicresources.cel import CompiledExpression
-from scheduler.plugins.dynamicresources.celcache import CelCache
+from scheduler.plugins.dynamicresources.celcache import CelCache, DriverIs
 from scheduler.plugins.dynamicresources.celerror import CelError
 from scheduler.testing.builders import MakeNode, MakePod
 
@@ -269,8 +269,9 @@ def test_cel_driver_equality_is_answered_as_the_interpreter_answers(
 ) -> None:
     from scheduler.plugins.dynamicresources.cel import _ENV, FUNCTIONS, device_activation
 
-    compiled = CompiledExpression(expr)
-    assert compiled.error is None and compiled.driver_is == literal
+    compiled = CelCache().get_or_compile(expr)
+    assert compiled.error is None
+    assert (compiled.driver if isinstance(compiled, DriverIs) else None) == literal
     interpreted = _ENV.program(_ENV.compile(expr), functions=FUNCTIONS).evaluate(device_activation(driver, _device()))
     assert compiled.device_matches(driver, _device()) is bool(interpreted)
 

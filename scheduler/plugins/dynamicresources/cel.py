@@ -376,26 +376,15 @@ def _go_error(exc: CELEvalError) -> str:
     return text
 
 
-# ``device.driver == "name"`` (either way round, either quote, no escapes): the usual
-# DeviceClass selector. Answered without the interpreter, which takes about a millisecond per
-# device: a cluster's first claims evaluate it on every device of every node.
-_DRIVER_IS = re.compile(
-    r"""^\s*(?:device\.driver\s*==\s*(?P<q>["'])(?P<a>[^"'\\\n]*)(?P=q)"""
-    r"""|(?P<r>["'])(?P<b>[^"'\\\n]*)(?P=r)\s*==\s*device\.driver)\s*$"""
-)
-
-
 class CompiledExpression:
-    __slots__ = ("driver_is", "error", "expression", "program")
+    """An expression for the interpreter (a driver equality is a celcache.DriverIs instead)."""
+
+    __slots__ = ("error", "expression", "program")
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
         self.error: str | None = None
         self.program: Any = None
-        m = _DRIVER_IS.match(expression)
-        self.driver_is: str | None = None if m is None else (m.group("a") if m.group("q") else m.group("b"))
-        if self.driver_is is not None:
-            return
         try:
             ast = _ENV.compile(expression)
             self.program = _ENV.program(ast, functions=FUNCTIONS)
@@ -418,8 +407,6 @@ class CompiledExpression:
         return known
 
     def _evaluate(self, driver: str, dev: Device) -> bool:
-        if self.driver_is is not None:
-            return driver == self.driver_is
         if self.program is None:
             raise CelError(self.error or "not compiled")
         try:
