@@ -1,14 +1,17 @@
-"""The CEL evaluator loaded ahead of the first expression (celcache.preload)."""
+"""When the CEL evaluator loads: ahead of the first expression (celcache.preload), and never
+for driver equalities (celcache.DriverIs). Each case runs in a fresh interpreter: in this one
+another test may have loaded the evaluator already."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
+
 from scheduler.testing.process import scheduler_env
 
-# A fresh interpreter: in this one another test may have loaded the evaluator already.
-_SCRIPT = """
+_PRELOAD = """
 import sys, threading
 from scheduler.plugins.dynamicresources import celcache
 mod = "scheduler.plugins.dynamicresources.cel"
@@ -22,13 +25,6 @@ assert mod in sys.modules
 assert celcache.preload() is False
 print("ok")
 """
-
-
-def test_preload_imports_the_evaluator_once_off_the_caller() -> None:
-    out = subprocess.run([sys.executable, "-c", _SCRIPT], env=scheduler_env(), capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
 
 
 _DRIVER_ONLY = """
@@ -45,9 +41,16 @@ print("ok")
 """
 
 
-def test_driver_equalities_never_load_the_interpreter() -> None:
-    # The usual DeviceClass selector: a cluster with no other keeps cel-python's 11 MB out.
-    out = subprocess.run([sys.executable, "-c", _DRIVER_ONLY], env=scheduler_env(), capture_output=True, text=True,
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(_PRELOAD, id="preload-imports-once-off-the-caller"),
+        # The usual DeviceClass selector: a cluster with no other keeps cel-python's 11 MB out.
+        pytest.param(_DRIVER_ONLY, id="driver-equalities-never-load-it"),
+    ],
+)
+def test_when_the_evaluator_loads(script: str) -> None:
+    out = subprocess.run([sys.executable, "-c", script], env=scheduler_env(), capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
