@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.backend.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
-from scheduler.live import handlers as handlers_mod
+from scheduler.plugins.dynamicresources import celcache
 from scheduler.testing.builders import make_node, make_pod
 from scheduler.testing.harness import Harness
 
@@ -104,8 +104,8 @@ def test_objects_with_a_selector_for_the_interpreter_start_loading_it(
     kind: str, raw: dict, preloads: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[bool] = []
-    monkeypatch.setattr(handlers_mod, "preload_cel", lambda: calls.append(True) or True)
-    monkeypatch.setattr(handlers_mod.celcache, "loading", lambda: False)
+    monkeypatch.setattr(celcache, "preload", lambda: calls.append(True) or True)
+    monkeypatch.setattr(celcache, "loading", lambda: False)
     h = Harness()
     h.sched.on_storage(kind, "ADDED", raw)
     assert calls == ([True] if preloads else [])

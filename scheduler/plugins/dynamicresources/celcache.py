@@ -86,9 +86,8 @@ def loading() -> bool:
 
 def preload() -> bool:
     """Import the evaluator on a thread of its own (its parser takes about 0.3 s to build),
-    once: the live scheduler calls this when the first DeviceClass or ResourceSlice arrives, so
-    that the first pod with a claim does not pay for it inside its scheduling cycle. Returns
-    whether this call started the import."""
+    once, so that the first pod whose claim needs it does not pay for it inside its scheduling
+    cycle. Returns whether this call started the import."""
     global _preload_started
     with _preload_lock:
         if _preload_started or _CEL_MODULE in sys.modules:
@@ -96,6 +95,14 @@ def preload() -> bool:
         _preload_started = True
     threading.Thread(target=_load, name="cel-preload", daemon=True).start()
     return True
+
+
+def preload_for(obj: Any) -> bool:
+    """``preload`` if ``obj`` (a DeviceClass's or ResourceClaim's spec) holds a selector the
+    interpreter must evaluate; the live scheduler calls this for each one that arrives."""
+    if loading() or not needs_interpreter(obj):
+        return False
+    return preload()
 
 
 def _load() -> None:
