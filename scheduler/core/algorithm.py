@@ -22,7 +22,7 @@ from scheduler.framework.batch import SortedNodes
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.extender import EXTENDER_NAME
 from scheduler.framework.interface import NodeToStatus
-from scheduler.framework.runtime import Framework, ScoreResult
+from scheduler.framework.runtime import SMALL_CHUNK, Framework, ScoreResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.model.node import NodeInfo
@@ -107,6 +107,21 @@ class ScheduleResult:
     winner: int = 0  # the chosen node's position in ``scores`` (decision records read it)
 
 
+def _visited(alive: np.ndarray, need: int) -> int:
+    """How many of a chunk's nodes the search visits: up to the ``need``-th feasible one, else all."""
+    if len(alive) <= SMALL_CHUNK:  # a node or two: no array calls
+        seen = 0
+        for k, ok in enumerate(alive.tolist()):
+            seen += ok
+            if seen >= need:
+                return k + 1
+        return len(alive)
+    cum = np.cumsum(alive)
+    if len(cum) and cum[-1] >= need:
+        return int(np.searchsorted(cum, need)) + 1
+    return len(alive)
+
+
 class Algorithm:
     """Holds what persists between attempts: the rotating start index and the tie-break RNG."""
 
@@ -162,11 +177,7 @@ class Algorithm:
             cand = rotated[pos : pos + chunk]
             alive, failures, rejected_by = fw.filter_chunk(state, pod, snap, cand)
             need = to_find - found
-            cum = np.cumsum(alive)
-            if len(cum) and cum[-1] >= need:
-                cut = int(np.searchsorted(cum, need)) + 1  # nodes visited before the search stops
-            else:
-                cut = len(cand)
+            cut = _visited(alive, need)
             ok = cand[:cut][alive[:cut]]
             feasible.append(ok)
             found += len(ok)

@@ -66,6 +66,10 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
+# Up to this many candidate nodes, Filter runs each plugin's per-node form in plain Python
+# (``Framework._filter_few``): a batch form's fixed array work costs more than it saves there.
+SMALL_CHUNK = 2
+
 # Observer called as (extension_point, plugin_or_empty, status_code_name, seconds); metrics hook in here.
 DurationObserver = Callable[[str, str, str, float], None]
 
@@ -95,7 +99,11 @@ class ScoreResult:
 
 
 def _status_name(s: Status | None) -> str:
-    return "Success" if s is None else s.code.name.title().replace("_", "")
+    return "Success" if s is None else _CODE_LABELS[s.code]
+
+
+# Metric label of each status code ("UnschedulableAndUnresolvable"): read on every observation.
+_CODE_LABELS = {c: c.name.title().replace("_", "") for c in Code}
 
 
 def _has_extensions(pl: PreFilterPlugin) -> bool:
@@ -440,6 +448,8 @@ class Framework:
         each position a per-node form rejected, and per position the index of the filter
         plugin whose batch form rejected it (-1: none; its Status is computed when needed, by
         ``statuses_for``)."""
+        if len(cand) <= SMALL_CHUNK:
+            return self._filter_few(state, pod, snap, cand)
         alive = np.ones(len(cand), dtype=bool)
         failures: dict[int, Status] = {}
         rejected_by = np.full(len(cand), -1, dtype=np.int32)
@@ -485,27 +495,76 @@ class Framework:
                     failures[p] = s
             if rec:
                 self._timed_chunk(pl, state, pod, infos, cand, t0, len(pos), pos[~alive[pos]].tolist(), failures, -1)
-        nom = self.handle.nominator
-        if nom is not None:
-            nodes = nom.nominated_nodes()
-            if nodes:
-                # Nodes with nominated pods are decided by the per-node form with those pods
-                # (upstream runs RunFilterPluginsWithNominatedPods for every node).
-                node_map = snap.node_map
-                held = np.array([node_map[n].index for n in nodes if n in node_map], dtype=np.int64)
-                for p in np.flatnonzero(np.isin(cand, held)).tolist():
-                    ni = infos[int(cand[p])]
-                    s = self.run_filter_with_nominated_pods(state, pod, ni)
-                    rejected_by[p] = -1
-                    if s is None:
-                        alive[p] = True
-                        failures.pop(p, None)
-                        continue
+        self._refilter_nominated(state, pod, snap, cand, alive, failures, rejected_by)
+        return alive, failures, rejected_by
+
+    def _filter_few(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, cand: np.ndarray
+    ) -> tuple[np.ndarray, dict[int, Status], np.ndarray]:
+        """``filter_chunk`` over a handful of nodes (a PreFilterResult that names one, a
+        DaemonSet pod's): the per-node forms in plain Python, since a batch form's array work
+        costs more than it saves on so few. Same results, metrics and errors."""
+        n = len(cand)
+        idxs = cand.tolist()
+        ok = [True] * n
+        failures: dict[int, Status] = {}
+        skip = state.skip_filter_plugins
+        infos = snap.node_infos
+        rec = state.record_plugin_metrics
+        evals = self._evals["Filter"]
+        live = list(range(n))
+        for k, pl in enumerate(self.filter_plugins):
+            if pl.name in skip:
+                continue
+            if not live:
+                break
+            evals[k] += len(live)
+            t0 = time.perf_counter() if rec else 0.0
+            bad: list[int] = []
+            for p in live:
+                s = self._filter_one(pl, state, pod, infos[idxs[p]])
+                if s is not None:
                     if s.code == Code.ERROR:
                         raise StatusError(s)
-                    alive[p] = False
+                    ok[p] = False
                     failures[p] = s
+                    bad.append(p)
+            if bad:
+                live = [p for p in live if ok[p]]
+            if rec:
+                self._timed_chunk(pl, state, pod, infos, cand, t0, len(live) + len(bad), bad, failures, -1)
+        alive = np.array(ok, dtype=bool)
+        rejected_by = np.full(n, -1, dtype=np.int32)
+        self._refilter_nominated(state, pod, snap, cand, alive, failures, rejected_by)
         return alive, failures, rejected_by
+
+    def _refilter_nominated(
+        self, state: CycleState, pod: PodInfo, snap: Snapshot, cand: np.ndarray, alive: np.ndarray,
+        failures: dict[int, Status], rejected_by: np.ndarray,
+    ) -> None:
+        """Nodes with nominated pods are decided by the per-node form with those pods
+        (upstream runs RunFilterPluginsWithNominatedPods for every node)."""
+        nom = self.handle.nominator
+        if nom is None:
+            return
+        nodes = nom.nominated_nodes()
+        if not nodes:
+            return
+        infos = snap.node_infos
+        node_map = snap.node_map
+        held = np.array([node_map[n].index for n in nodes if n in node_map], dtype=np.int64)
+        for p in np.flatnonzero(np.isin(cand, held)).tolist():
+            ni = infos[int(cand[p])]
+            s = self.run_filter_with_nominated_pods(state, pod, ni)
+            rejected_by[p] = -1
+            if s is None:
+                alive[p] = True
+                failures.pop(p, None)
+                continue
+            if s.code == Code.ERROR:
+                raise StatusError(s)
+            alive[p] = False
+            failures[p] = s
 
     def _timed_chunk(
         self, pl: FilterPlugin, state: CycleState, pod: PodInfo, infos: Sequence[NodeInfo], cand: np.ndarray,

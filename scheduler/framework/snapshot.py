@@ -7,7 +7,9 @@ pod's search starts from, so it is part of exactness.
 
 from __future__ import annotations
 
+import bisect
 import builtins
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -33,6 +35,15 @@ def zone_key(labels: dict[str, str]) -> str:
 
 
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
+_MAX_POS = sys.maxsize
+_NO_POSITIONS = np.empty(0, dtype=np.int64)
+_NO_POSITIONS.flags.writeable = False
+
+
+def _log_change(log: list[tuple[int, int]], seq: int, pos: int, n_nodes: int) -> None:
+    log.append((seq, pos))
+    if len(log) > max(64, 2 * n_nodes):
+        del log[: len(log) // 2]  # an older seq falls back to scanning the seq array
 
 log = structlog.get_logger(__name__)
 
@@ -237,6 +248,10 @@ class Snapshot:
         self.change_seq = 0
         self.node_seq = np.zeros(0, dtype=np.int64)
         self.label_seq = np.zeros(0, dtype=np.int64)
+        # The same changes as a log, (change_seq, position) in order since ``set_nodes``: the
+        # few positions changed since a recent seq are found without scanning every node.
+        self._node_log: list[tuple[int, int]] = []
+        self._label_log: list[tuple[int, int]] = []
         # Workload-aware scheduling (GenericWorkload): copies of the cache's pod-group states;
         # pods the pod-group cycle assumed here (uid -> node, NodeInfo before, NodeInfo after);
         # and the placement the cycle restricts candidate nodes to (snapshot positions).
@@ -262,6 +277,8 @@ class Snapshot:
         self.change_seq += 1
         self.node_seq = np.full(len(ordered), self.change_seq, dtype=np.int64)
         self.label_seq = self.node_seq.copy()
+        self._node_log = []
+        self._label_log = []
 
     def replace_node(self, ni: NodeInfo, node_changed: bool) -> None:
         """Swap in a fresh clone of one node; only its columns are rewritten."""
@@ -285,8 +302,20 @@ class Snapshot:
             self._affinity_dirty = True
         self.change_seq += 1
         self.node_seq[ni.index] = self.change_seq
+        _log_change(self._node_log, self.change_seq, ni.index, len(self.node_infos))
         if node_changed:
             self.label_seq[ni.index] = self.change_seq
+            _log_change(self._label_log, self.change_seq, ni.index, len(self.node_infos))
+
+    def changed_since(self, seq: int, labels: bool = False) -> np.ndarray:
+        """Positions whose NodeInfo (``labels``: Node object) changed after ``seq``, in order."""
+        log = self._label_log if labels else self._node_log
+        if log and log[0][0] <= seq + 1:
+            k = bisect.bisect_right(log, (seq, _MAX_POS))
+            return np.array(sorted({i for _, i in log[k:]}), dtype=np.int64)
+        if seq >= self.change_seq:
+            return _NO_POSITIONS
+        return np.flatnonzero((self.label_seq if labels else self.node_seq) > seq)
 
     def _rebuild_images(self) -> None:
         """Nodes that did not come through a cache get upstream NewSnapshot's image states:

@@ -3,7 +3,6 @@ bridge from a pod's fields to its resource requests (scheduler.model.podrequests
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,13 +50,28 @@ class OwnerRef:
 def _parse_time(value: Any) -> float:
     if not value:
         return 0.0
+    if type(value) is str:
+        # Pods created together share their second: a handful of strings, parsed once each.
+        t = _times.get(value)
+        if t is None:
+            if len(_times) >= _TIMES_MAX:
+                _times.clear()
+            t = _times[value] = _parse_time_text(value)
+        return t
     if isinstance(value, datetime):
         return value.timestamp()
-    text = str(value)
+    return _parse_time_text(str(value))
+
+
+def _parse_time_text(text: str) -> float:
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return 0.0
+
+
+_TIMES_MAX = 4096
+_times: dict[str, float] = {}
 
 
 def _container_requests(c: Raw) -> dict[str, int]:
@@ -254,7 +268,7 @@ class PodInfo:
             return cls(raw)
         meta = raw.get("metadata") or {}
         status = raw.get("status") or {}
-        new = copy.copy(prev)
+        new = prev.__copy__()
         new.raw = raw
         new.resource_version = str(meta.get("resourceVersion") or "")
         new.deleting = bool(meta.get("deletionTimestamp"))
@@ -262,7 +276,9 @@ class PodInfo:
         new.phase = str(status.get("phase") or "")
         new.nominated_node_name = str(status.get("nominatedNodeName") or "")
         new.start_ts = _parse_time(status.get("startTime"))
-        new._compute_requests(raw)
+        # The spec is the same: the requests change only with resources the status reports.
+        if has_status_resources(raw) or has_status_resources(prev.raw):
+            new._compute_requests(raw)
         return new
 
     def _parse(self, raw: Raw) -> None:
@@ -387,8 +403,9 @@ class PodInfo:
 _POD_SLOTS: tuple[str, ...] = PodInfo.__slots__
 def pod_uid(raw: Raw) -> str:
     """The uid PodInfo gives this pod ("" for what is not a pod object at all)."""
-    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-    if not isinstance(meta, Mapping):
+    # A decoded watch event is a dict: the ABC check is for the rest.
+    meta = raw.get("metadata") if type(raw) is dict or isinstance(raw, Mapping) else None
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         return ""
     uid = meta.get("uid")
     if uid:

@@ -262,10 +262,9 @@ class TopologyIndex:
     def _changed(self, snap: Snapshot, seq: int, labels: bool) -> np.ndarray | None:
         if seq < 0 or not self.tracked:
             return None
-        arr = snap.label_seq if labels else snap.node_seq
         if snap.change_seq == seq:
             return _EMPTY
-        return np.flatnonzero(arr > seq)
+        return snap.changed_since(seq, labels)
 
     def _stamp(self, snap: Snapshot) -> int:
         return snap.change_seq if self.tracked else -1

@@ -171,3 +171,47 @@ def test_tight_spread_batch_statuses_equal_reference(seed: int) -> None:
     ref = _records(nodes + pending, True, 100)
     assert any('"filtered": {"' in rec for rec in fast)  # the case does reject nodes
     assert fast == ref
+
+
+def _pinned(pod: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    # A DaemonSet pod's affinity: NodeAffinity's PreFilterResult leaves only these nodes.
+    pod["spec"].setdefault("affinity", {})["nodeAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]}]
+        }
+    }
+    return pod
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_few_candidates_equal_the_batch_path(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Filter over one or two candidate nodes runs the per-node forms (Framework._filter_few);
+    # every record must equal the one the batch forms give for the same cycle.
+    from scheduler.core import algorithm
+    from scheduler.framework import runtime
+
+    r = random.Random(seed)
+    n_nodes = r.choice([1, 2, 12])
+    nodes = [_node(r, i) for i in range(n_nodes)]
+    running = [_pod(r, 1000 + i, node=f"node-{r.randrange(n_nodes)}") for i in range(n_nodes)]
+    pending = [_pod(r, i) for i in range(30)]
+    if n_nodes > 2:
+        pending = [_pinned(p, [f"node-{k}" for k in r.sample(range(n_nodes), r.choice([1, 2]))]) for p in pending]
+    docs = nodes + running + pending
+    few_calls = [0]
+    few = runtime.Framework._filter_few
+
+    def counted(self: runtime.Framework, *args: Any) -> Any:
+        few_calls[0] += 1
+        return few(self, *args)
+
+    monkeypatch.setattr(runtime.Framework, "_filter_few", counted)
+    small = _records(docs, False, 100)
+    assert few_calls[0] >= 30
+    monkeypatch.setattr(runtime, "SMALL_CHUNK", 0)
+    monkeypatch.setattr(algorithm, "SMALL_CHUNK", 0)
+    few_calls[0] = 0
+    batch = _records(docs, False, 100)
+    assert few_calls[0] == 0
+    assert small == batch
+    assert any('"filtered": {"' in rec for rec in small)  # the cycles do reject nodes

@@ -102,3 +102,33 @@ def test_poisoned_node_offers_no_scalars() -> None:
     cols._poison(1, nodes[1], OverflowError("test"))
     assert cols.scalar_alloc["foo.com/bar-1"].tolist() == [0, 0]
     assert cols.scalar_alloc["foo.com/bar-0"].tolist() == [1, 0]
+
+
+# Snapshot.changed_since answers from its change log what scanning node_seq / label_seq
+# answers (the reference below), including after the log was trimmed and after set_nodes.
+# Steps: ("replace", position, node_changed) or ("set_nodes",).
+_CHANGE_CASES = {
+    "none since the list": [],
+    "one node": [("replace", 2, False)],
+    "labels and usage": [("replace", 1, True), ("replace", 3, False), ("replace", 1, False)],
+    "same node again": [("replace", 0, False)] * 5,
+    "log trimmed": [("replace", k % 4, k % 3 == 0) for k in range(150)],
+    "rebuilt list": [("replace", 1, True), ("set_nodes",), ("replace", 2, False)],
+}
+
+
+@pytest.mark.parametrize("steps", list(_CHANGE_CASES.values()), ids=list(_CHANGE_CASES))
+def test_changed_since_equals_scanning_the_seq_arrays(steps: list[tuple]) -> None:
+    snap = Snapshot()
+    snap.set_nodes([node_info(make_node(f"n{i}")) for i in range(4)])
+    for step in steps:
+        if step[0] == "set_nodes":
+            snap.set_nodes([ni.clone() for ni in snap.node_infos])
+            continue
+        _, pos, node_changed = step
+        snap.replace_node(snap.node_infos[pos].clone(), node_changed)
+    for seq in range(-1, snap.change_seq + 2):
+        for labels in (False, True):
+            arr = snap.label_seq if labels else snap.node_seq
+            want = np.flatnonzero(arr > seq).tolist()
+            assert snap.changed_since(seq, labels).tolist() == want, (seq, labels)

@@ -10,6 +10,7 @@ import copy
 
 import pytest
 
+from scheduler.model import pod as pod_module
 from scheduler.model.pod import PodInfo
 from scheduler.model.podrequests import DEFAULT_MEMORY_REQUEST
 from scheduler.model.taints import parse_tolerations
@@ -231,28 +232,49 @@ def _resized(raw: dict) -> dict:
     return out
 
 
+def _same(raw: dict) -> dict:
+    return raw
+
+
 @pytest.mark.parametrize(
-    ("change", "reused"),
+    ("before", "change", "reused"),
     [
-        (_bound, True),  # our own binding: only nodeName
-        (_running, True),  # the kubelet's status
-        (_edit(("metadata", "deletionTimestamp"), "2026-11-27T07:00:00Z"), True),
-        (_edit(("status", "nominatedNodeName"), "n2"), True),
-        (_resized, True),  # in-place resize: requests come from the status
-        (_edit(("metadata", "labels"), {"app": "other"}), False),  # affinity terms read the labels
-        (_edit(("spec", "tolerations"), [{"key": "k", "operator": "Exists"}]), False),
-        (_edit(("spec", "priority"), 7), False),
+        (_same, _bound, True),  # our own binding: only nodeName
+        (_same, _running, True),  # the kubelet's status
+        (_same, _edit(("metadata", "deletionTimestamp"), "2026-11-27T07:00:00Z"), True),
+        (_same, _edit(("status", "nominatedNodeName"), "n2"), True),
+        (_same, _resized, True),  # in-place resize: requests come from the status
+        (_resized, _running, True),  # the resize is over: requests from the spec again
+        (_resized, _resized, True),
+        (_same, _edit(("metadata", "labels"), {"app": "other"}), False),  # affinity terms read the labels
+        (_same, _edit(("spec", "tolerations"), [{"key": "k", "operator": "Exists"}]), False),
+        (_same, _edit(("spec", "priority"), 7), False),
     ],
 )
-def test_updated_pod_equals_a_fresh_parse(change, reused: bool) -> None:
+def test_updated_pod_equals_a_fresh_parse(before, change, reused: bool) -> None:
     # PodInfo.updated must give exactly what parsing the new object gives, reusing the old
     # parse only when nothing it read has changed.
     raw = make_pod("p", cpu="1", memory="1Gi", labels={"app": "web"},
                    affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]}})
-    prev = PodInfo(raw)
+    prev = PodInfo(before(raw))
     new_raw = change(raw)
     got, want = PodInfo.updated(prev, new_raw), PodInfo(new_raw)
     for slot in PodInfo.__slots__:
         assert getattr(got, slot) == getattr(want, slot), slot
     assert (got.anti_affinity_required is prev.anti_affinity_required) is reused
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        ("2026-11-27T06:00:00Z", 1795759200.0),
+        ("2026-11-27T06:00:00.5+01:00", 1795755600.5),
+        ("not a time", 0.0),
+        ("", 0.0),
+        (None, 0.0),
+    ],
+)
+def test_times_parse_the_same_when_seen_again(value: object, want: float) -> None:
+    # Pod timestamps are parsed once per distinct string (pods created in the same second).
+    assert [pod_module._parse_time(value) for _ in range(3)] == [want] * 3
