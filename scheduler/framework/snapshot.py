@@ -36,6 +36,8 @@ def zone_key(labels: dict[str, str]) -> str:
 
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 _MAX_POS = sys.maxsize
+# Past this many logged changes since the asked seq, changed_since scans the array instead.
+_LOG_READ_MAX = 32
 _NO_POSITIONS = np.empty(0, dtype=np.int64)
 _NO_POSITIONS.flags.writeable = False
 
@@ -312,9 +314,11 @@ class Snapshot:
         log = self._label_log if labels else self._node_log
         if log and log[0][0] <= seq + 1:
             k = bisect.bisect_right(log, (seq, _MAX_POS))
-            return np.array(sorted({i for _, i in log[k:]}), dtype=np.int64)
-        if seq >= self.change_seq:
+            if len(log) - k <= _LOG_READ_MAX:
+                return np.array(sorted({i for _, i in log[k:]}), dtype=np.int64)
+        elif seq >= self.change_seq:
             return _NO_POSITIONS
+        # Many changes since (or older than the log): one pass over the seq array is cheaper.
         return np.flatnonzero((self.label_seq if labels else self.node_seq) > seq)
 
     def _rebuild_images(self) -> None:
