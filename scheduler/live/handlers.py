@@ -23,7 +23,7 @@ from scheduler.model.kinds import DRA_KINDS, Raw, metadata
 from scheduler.model.pdb import PodDisruptionBudget
 from scheduler.model.pod import PodInfo, pod_uid
 from scheduler.model.podgroup import PodGroup
-from scheduler.plugins.dynamicresources.celcache import preload_for as preload_cel
+from scheduler.plugins.dynamicresources import celcache
 
 # Upstream's labels of the pod events whose handlers it times (framework/events.go).
 ASSIGNED_ADD, ASSIGNED_UPDATE, ASSIGNED_DELETE = "AssignedPodAdd", "AssignedPodUpdate", "AssignedPodDelete"
@@ -251,7 +251,7 @@ class EventHandlers:
             return
         old, new = change
         if kind in _CEL_USERS and new is not None:
-            preload_cel(raw.get("spec"))  # CEL in use: its evaluator loads off the loop, not in a pod's cycle
+            celcache.preload_for(raw.get("spec"))  # CEL in use: its evaluator loads off the loop, not in a pod's cycle
         self._moved_by(kind, old, new, started)
 
     def _moved_by(self, kind: str, old: Any, new: Any, started: float, label: str = "") -> None:
