@@ -14,11 +14,10 @@ of the process, best and median of the runs:
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 from typing import Any
-
-import numpy as np
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
@@ -47,7 +46,7 @@ def _run(mode: str, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> 
         metrics.attach(fws, queue, cache.sizes, lambda: 0)
         if mode == "sampled":
             fw.handle.metrics.sample = lambda: True  # type: ignore[method-assign]
-    alg = Algorithm(np.random.default_rng(0))
+    alg = Algorithm(random.Random(0))
     infos = [PodInfo(p) for p in pods]
     start = time.process_time()  # CPU time: other processes on a shared machine do not count
     for pod in infos:

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import importlib.util
 import os
+import random
 import subprocess
 import sys
 import time
@@ -26,8 +27,6 @@ import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -129,7 +128,7 @@ def _scheduler(api_client: Any) -> Scheduler:
     frameworks = build_frameworks(load_config(None), snapshot, listers, client=binder,
                                   observers=metrics.extension_point_observer)
     queue = SchedulingQueue(frameworks, time.monotonic)
-    return Scheduler(frameworks, Cache(), snapshot, listers, queue, Algorithm(np.random.default_rng()), binder, metrics)
+    return Scheduler(frameworks, Cache(), snapshot, listers, queue, Algorithm(random.Random()), binder, metrics)
 
 
 def _list_uids(core: Any) -> dict[str, set[str]]:

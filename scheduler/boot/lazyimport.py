@@ -28,7 +28,10 @@ usual.
 
 Last, the modules of CALL_THROUGH run with a stub in place of a dependency they import names
 from only to call them on a rare path: each name is a function that imports the real one when
-called. Also only while that module runs: anyone else imports the real dependency.
+called. Also only while that module runs: anyone else imports the real dependency. SHADOWED is
+the same for names of a package that resolves them lazily itself (PEP 562): the package is
+imported as usual, and only while the module runs do those names stand in its namespace as
+call-throughs.
 """
 
 from __future__ import annotations
@@ -66,6 +69,14 @@ CALL_THROUGH: dict[str, dict[str, tuple[str, ...]]] = {
     "kubernetes.config.kube_config": {"requests_oauthlib": ("OAuth2Session",)},
 }
 
+# Names a module takes from a lazily resolving package only to call them on a rare path. The
+# kubeconfig loader names ApiClient for new_client_from_config and its Azure/GCP token refresh; the
+# real class imports pydantic for the generated models (about 9 MB, 100 modules) and the scheduler
+# reaches the API server through the client's Configuration and urllib3 layer (kube/clients.py).
+SHADOWED: dict[str, dict[str, tuple[str, ...]]] = {
+    "kubernetes.config.kube_config": {"kubernetes.client": ("ApiClient",)},
+}
+
 # Optional dependencies switched off for one module: structlog's console renderer and its
 # traceback helper use rich where it is installed (development environments: rich is no
 # requirement of ours). The scheduler renders JSON or klog lines with plain tracebacks and never
@@ -73,6 +84,9 @@ CALL_THROUGH: dict[str, dict[str, tuple[str, ...]]] = {
 OPTIONAL_OFF: dict[str, tuple[str, ...]] = {
     "structlog.dev": ("rich",),
     "structlog.tracebacks": ("rich",),
+    # kopf recognises the client's model objects where the client is installed; the scheduler
+    # hands it dicts only, and the first model class would bring pydantic (see SHADOWED).
+    "kopf._cogs.helpers.thirdparty": ("kubernetes.client.models.v1_object_meta",),
 }
 
 _DOCSTRING = re.compile(r'^\s*(?:#[^\n]*\n|\s)*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')', re.MULTILINE)
@@ -250,13 +264,33 @@ def _call_through(module: str, name: str) -> Any:
 
 class _CallThroughLoader(_WrappingLoader):
     """Runs a module with each of ``stubs`` (a dependency not imported yet -> the names it
-    takes from it) replaced by a stub module whose names import the real one when called."""
+    takes from it) replaced by a stub module whose names import the real one when called, and
+    each of ``shadowed`` (a lazily resolving package -> names) imported, those of its names it
+    has not resolved yet standing in its namespace as call-throughs."""
 
-    def __init__(self, real: Any, stubs: dict[str, tuple[str, ...]]) -> None:
+    def __init__(self, real: Any, stubs: dict[str, tuple[str, ...]],
+                 shadowed: dict[str, tuple[str, ...]] | None = None) -> None:
         super().__init__(real)
         self.stubs = stubs
+        self.shadowed = shadowed or {}
 
     def exec_module(self, module: ModuleType) -> None:
+        shadows: list[tuple[ModuleType, str, Any]] = []
+        for dep, names in self.shadowed.items():
+            pkg = importlib.import_module(dep)
+            for name in names:
+                if name not in pkg.__dict__:
+                    stand_in = _call_through(dep, name)
+                    pkg.__dict__[name] = stand_in
+                    shadows.append((pkg, name, stand_in))
+        try:
+            self._exec_stubbed(module)
+        finally:
+            for pkg, name, stand_in in shadows:
+                if pkg.__dict__.get(name) is stand_in:
+                    del pkg.__dict__[name]  # the package's own __getattr__ resolves it again
+
+    def _exec_stubbed(self, module: ModuleType) -> None:
         placed: dict[str, ModuleType] = {}
         for dep, names in self.stubs.items():
             if dep in sys.modules:
@@ -287,22 +321,26 @@ class DeferredExportsFinder(importlib.abc.MetaPathFinder):
     """Import hook: ``packages`` (full names) get their ``__init__`` deferred as described above;
     ``lazy_modules`` run on their first attribute access (importlib.util.LazyLoader);
     ``optional_off`` modules run without the optional dependencies named; ``call_through`` modules
-    run with stubs of the dependencies named (CALL_THROUGH)."""
+    run with stubs of the dependencies named (CALL_THROUGH) and call-throughs of the package names
+    named (SHADOWED)."""
 
     def __init__(
         self, packages: tuple[str, ...], lazy_modules: tuple[str, ...] = (),
         optional_off: dict[str, tuple[str, ...]] | None = None,
         call_through: dict[str, dict[str, tuple[str, ...]]] | None = None,
+        shadowed: dict[str, dict[str, tuple[str, ...]]] | None = None,
     ) -> None:
         self.packages = frozenset(packages)
         self.lazy_modules = frozenset(lazy_modules)
         self.optional_off = dict(optional_off or {})
         self.call_through = dict(call_through or {})
+        self.shadowed = dict(shadowed or {})
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         stubs = self.call_through.get(fullname)
-        if stubs is not None:
-            return _wrapped(fullname, path, lambda real: _CallThroughLoader(real, stubs))
+        shadowed = self.shadowed.get(fullname)
+        if stubs is not None or shadowed is not None:
+            return _wrapped(fullname, path, lambda real: _CallThroughLoader(real, stubs or {}, shadowed))
         hidden = self.optional_off.get(fullname)
         if hidden is not None:
             return _wrapped(fullname, path, lambda real: _OptionalOffLoader(real, hidden))
@@ -318,12 +356,14 @@ class DeferredExportsFinder(importlib.abc.MetaPathFinder):
 
 
 def defer_reexports() -> bool:
-    """Install the hook for DEFERRED_PACKAGES, LAZY_MODULES and OPTIONAL_OFF unless one of
+    """Install the hook for DEFERRED_PACKAGES, LAZY_MODULES, OPTIONAL_OFF, CALL_THROUGH and
+    SHADOWED unless one of
     DEFERRED_PACKAGES is already imported (it would then be imported whole anyway). Returns
     whether the hook is active."""
     if any(isinstance(f, DeferredExportsFinder) for f in sys.meta_path):
         return True
     if any(p in sys.modules for p in DEFERRED_PACKAGES):
         return False
-    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES, LAZY_MODULES, OPTIONAL_OFF, CALL_THROUGH))
+    sys.meta_path.insert(0, DeferredExportsFinder(DEFERRED_PACKAGES, LAZY_MODULES, OPTIONAL_OFF, CALL_THROUGH,
+                                                    SHADOWED))
     return True

@@ -6,6 +6,7 @@ Pure and synchronous: it reads one Snapshot and never awaits, so the live schedu
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -125,13 +126,14 @@ def _visited(alive: np.ndarray, need: int) -> int:
 class Algorithm:
     """Holds what persists between attempts: the rotating start index and the tie-break RNG."""
 
-    def __init__(self, rng: np.random.Generator | None = None) -> None:
+    def __init__(self, rng: random.Random | None = None) -> None:
         self.next_start_node_index = 0
-        self.rng = rng if rng is not None else np.random.default_rng()
-        # Orders tied runners-up for OpportunisticBatching: a stream of its own, derived from
-        # the seed, so batching draws nothing from the selection's generator.
-        jumped = getattr(self.rng.bit_generator, "jumped", None)
-        self.order_rng = np.random.Generator(jumped()) if jumped is not None else np.random.default_rng()
+        # The standard library's generator: a cycle draws once at most, and numpy.random's
+        # modules would hold about 6 MB of resident memory for it.
+        self.rng = rng if rng is not None else random.Random()
+        # Orders tied runners-up for OpportunisticBatching: a stream of its own, seeded once
+        # from the selection's, so batching draws nothing from the selection's generator.
+        self.order_rng = random.Random(self.rng.getrandbits(64))
 
     # -- filtering ---------------------------------------------------------------------------
     def _find_nodes_that_pass_filters(
@@ -335,18 +337,17 @@ class Algorithm:
 
     # -- scoring and selection ---------------------------------------------------------------
     def select_host(self, totals: np.ndarray) -> int:
-        """Position (into ``totals``) of the winner: highest total, ties by reservoir sampling.
+        """Position (into ``totals``) of the winner: highest total, ties at random.
 
-        Reservoir sampling keeps the k-th tied node with probability 1/k; drawing all k at once
-        from the injected generator gives the same distribution and stays reproducible.
+        Upstream's reservoir sampling keeps the k-th tied node with probability 1/k, which
+        leaves every tied node equally likely: one uniform draw from the injected generator
+        picks with the same distribution and stays reproducible.
         """
         best = totals.max()
         ties = np.flatnonzero(totals == best)
         if len(ties) == 1:
             return int(ties[0])
-        k = np.arange(2, len(ties) + 1)
-        hits = np.flatnonzero(self.rng.random(len(ties) - 1) * k < 1.0)
-        return int(ties[hits[-1] + 1]) if len(hits) else int(ties[0])
+        return int(ties[self.rng.randrange(len(ties))])
 
     def schedule_pod(
         self, fw: Framework, state: CycleState, pod: PodInfo, snap: Snapshot,
@@ -395,7 +396,7 @@ class Algorithm:
 
         def order() -> list[str]:
             rest = np.delete(np.arange(len(feasible)), winner)
-            keys = self.order_rng.random(len(rest))
+            keys = np.frombuffer(self.order_rng.randbytes(8 * len(rest)), dtype=np.uint64)
             ranked = rest[np.lexsort((keys, -totals[rest]))]
             return [infos[int(feasible[i])].name for i in ranked.tolist()]
 

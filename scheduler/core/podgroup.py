@@ -566,7 +566,7 @@ class PodGroupCycle:
         ]
         scores: list[PlacementPluginScores] = fw.run_placement_score(group_state, group.info, assignments)
         for s in scores:
-            s.randomizer = int(self.algorithm.rng.integers(0, 2**62))
+            s.randomizer = self.algorithm.rng.getrandbits(62)
         best = scores[0]
         for s in scores[1:]:
             if s.total_score > best.total_score or (

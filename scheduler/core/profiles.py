@@ -252,10 +252,10 @@ def build_frameworks(
     """Scheduler name -> framework, for every profile of ``cfg``. The handles share the snapshot,
     the listers (the plugins' informers among them), one map of waiting pods and the API side
     (``client``: the binder; ``volume_api``: PV/PVC writes; ``client_set``: the kubernetes client
-    plugins may use; ``events``: the Event sink; all None offline); ``extenders``: the scheduler
-    extenders every profile shares (scheduler/extender builds them); ``permit_timer`` runs the
-    Permit timeouts on the edge's clock; ``activator`` moves pods to activeQ; ``seed`` seeds each
-    handle's random source.
+    plugins may use, or a callable that builds it at the first use; ``events``: the Event sink;
+    all None offline); ``extenders``: the scheduler extenders every profile shares
+    (scheduler/extender builds them); ``permit_timer`` runs the Permit timeouts on the edge's
+    clock; ``activator`` moves pods to activeQ; ``seed`` seeds each handle's random source.
     ConfigError for a profile that does not fit the registry,
     FrameworkError for args a plugin refuses."""
     if registry is None:

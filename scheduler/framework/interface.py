@@ -295,13 +295,14 @@ class Handle:
     * ``snapshot``, ``listers`` (``shared_informer_factory`` among them) and ``nominator``;
     * the waiting pods: ``get_waiting_pod``, ``iterate_over_waiting_pods``, ``reject_waiting_pod``;
     * ``activate`` (the queue), ``event_recorder``, ``client_set`` (the live app's kubernetes
-      ApiClient; None offline), ``client`` (the binder), ``volume_api`` and ``preemption``;
+      ApiClient, built at the first use; None offline), ``client`` (the binder), ``volume_api``
+      and ``preemption``;
     * ``extenders``: the scheduler extenders, shared by every profile."""
 
     __slots__ = (
+        "_client_set",
         "activator",
         "client",
-        "client_set",
         "event_recorder",
         "extenders",
         "features",
@@ -356,11 +357,22 @@ class Handle:
         # One map for every profile (the builder passes the same one to each handle).
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
         self.activator = activator
-        # Typed Any so the core never imports kubernetes: the live app's ApiClient, None offline.
-        self.client_set = client_set
+        # Typed Any so the core never imports kubernetes: the live app's ApiClient, None offline;
+        # a callable builds it at the first use (the client's models cost memory few plugins need).
+        self._client_set = client_set
         self.event_recorder = EventRecorder(events, profile_name)
         # Shared by every profile (upstream Handle.Extenders()), non-ignorable ones first.
         self.extenders: tuple[Extender, ...] = tuple(extenders)
+
+    @property
+    def client_set(self) -> Any:
+        if callable(self._client_set):
+            self._client_set = self._client_set()
+        return self._client_set
+
+    @client_set.setter
+    def client_set(self, value: Any) -> None:
+        self._client_set = value
 
     @property
     def shared_informer_factory(self) -> InformerFactory:

@@ -21,19 +21,19 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import pathlib
+import random
 import signal
 import socket
 import ssl
 import sys
 import time
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 import structlog
 from aiohttp import web
 
@@ -130,14 +130,14 @@ class App:
         # Start-up reads (probe, LIST for the sync barrier); writes have lanes of their own.
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="api")
         cc = cfg.client_connection
-        self.api_client = creds.api_client("scheduler", pool_size=BIND_THREADS + 4)
-        events_client = creds.api_client("events", pool_size=EVENT_THREADS + 1)
-        self.probe_client = creds.api_client("scheduler", pool_size=1, retries=False)
+        self.connection = creds.connection("scheduler", pool_size=BIND_THREADS + 4)
+        events_connection = creds.connection("events", pool_size=EVENT_THREADS + 1)
+        self.probe_connection = creds.connection("scheduler", pool_size=1, retries=False)
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
             self.elector = LeaderElector(
-                KubeLeaseAPI(creds.api_client("leader-election", pool_size=2)), le.resource_name,
+                KubeLeaseAPI(KubeCoreAPI(creds.connection("leader-election", pool_size=2))), le.resource_name,
                 le.resource_namespace,
                 lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
                 limiter=TokenBucket(cc.qps, cc.burst),
@@ -145,15 +145,15 @@ class App:
             )
             metrics.component.leader_status(False)  # client-go's elector starts as a backup
         self.binder = Binder(
-            KubeCoreAPI(self.api_client), TokenBucket(cc.qps, cc.burst), workers=BIND_THREADS,
-            events_api=KubeCoreAPI(events_client), events_limiter=TokenBucket(cc.qps, cc.burst),
+            KubeCoreAPI(self.connection), TokenBucket(cc.qps, cc.burst), workers=BIND_THREADS,
+            events_api=KubeCoreAPI(events_connection), events_limiter=TokenBucket(cc.qps, cc.burst),
             events_workers=EVENT_THREADS,
             fence=self.elector,
         )
         # VolumeBinding's and DynamicResources' PreBind writes: the binding lane's client and rate
         # limit, as one clientset, on threads of their own.
         self.volume_api = KubeVolumeAPI(
-            KubeCoreAPI(self.api_client), Lane(self.binder.limiter, workers=BIND_THREADS, name="volumes")
+            KubeCoreAPI(self.connection), Lane(self.binder.limiter, workers=BIND_THREADS, name="volumes")
         )
         # Events from the loop, preemption and plugins (Handle.event_recorder) share one recorder.
         self.recorder = Recorder(self.binder.events_api, self.binder.events,
@@ -164,7 +164,8 @@ class App:
         frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
                                       volume_api=self.volume_api, observers=metrics.extension_point_observer,
                                       permit_timer=permit_timer, activator=self._activate_pods,
-                                      client_set=self.api_client, events=self.recorder, extenders=extenders)
+                                      client_set=lambda: creds.api_client("scheduler", pool_size=4),
+                                      events=self.recorder, extenders=extenders)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}
         for fw in frameworks.values():
@@ -193,7 +194,7 @@ class App:
         self.decisions = DecisionStore(records.max_pods, top=records.top,
                                        on_final=self.annotator.submit if self.annotator is not None else None)
         self.scheduler = Scheduler(frameworks, self.cache, snapshot, listers, self.queue,
-                                   Algorithm(np.random.default_rng()), self.binder, metrics, recorder=self.recorder,
+                                   Algorithm(random.Random()), self.binder, metrics, recorder=self.recorder,
                                    decisions=self.decisions,
                                    nominate_for_expectation=cfg.feature_gates.enabled("NominatedNodeNameForExpectation"))
         # DefaultPreemption: the queue's nominator and the API side of preemption.
@@ -333,16 +334,8 @@ class App:
     # -- new leader: see every binding the previous leader made ---------------------------
     def _list_bound(self) -> dict[str, str]:
         """uid -> node of every bound, non-terminal pod (a quorum read: resourceVersion unset)."""
-        from kubernetes import client
-
-        core = client.CoreV1Api(self.api_client)
-        # _preload_content=False: the raw urllib3 response (the method's annotation says the model).
-        resp: Any = core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
-                                                _request_timeout=60)
-        data = resp.read()
-        resp.release_conn()
         out: dict[str, str] = {}
-        for i in json.loads(data).get("items") or []:
+        for i in self._list("/api/v1/pods", "spec.nodeName!="):
             if (i.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
             out[str(i["metadata"]["uid"])] = str((i.get("spec") or {}).get("nodeName") or "")
@@ -389,20 +382,15 @@ class App:
 
     def _list_cluster(self) -> tuple[list[str], list[str]]:
         """Node names and the UIDs of non-terminal pods, as the scheduler's informers see them."""
-        from kubernetes import client
-
-        core = client.CoreV1Api(self.api_client)
-
-        def items(call: Any, **kw: Any) -> list[dict[str, Any]]:
-            resp = call(_preload_content=False, _request_timeout=60, **kw)
-            data = resp.read()
-            resp.release_conn()
-            return list(json.loads(data).get("items") or [])
-
-        nodes = [str(n["metadata"]["name"]) for n in items(core.list_node)]
-        pods = [str(p["metadata"]["uid"]) for p in items(core.list_pod_for_all_namespaces,
-                                                         field_selector="status.phase!=Succeeded,status.phase!=Failed")]
+        nodes = [str(n["metadata"]["name"]) for n in self._list("/api/v1/nodes")]
+        pods = [str(p["metadata"]["uid"])
+                for p in self._list("/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed")]
         return nodes, pods
+
+    def _list(self, path: str, field_selector: str = "") -> list[dict[str, Any]]:
+        """The items of one LIST (a quorum read: resourceVersion unset). Blocking."""
+        query = "?" + urllib.parse.urlencode({"fieldSelector": field_selector}) if field_selector else ""
+        return list(self.connection.get_json(path + query, timeout=60).get("items") or [])
 
     async def debug_cache(self) -> None:
         """Compare the cache and queue with the cluster, then dump both (upstream's debugger on
@@ -451,7 +439,7 @@ class App:
         tasks: list[asyncio.Task[Any]] = []
         code = 0
         # The API may not be up yet: wait (one line per attempt) before anything else uses it.
-        if not await self._until(wait_for_api(lambda: probe_api(self.probe_client), executor=self.executor)):
+        if not await self._until(wait_for_api(lambda: probe_api(self.probe_connection), executor=self.executor)):
             await self._stop_http()
             self._close()
             log.info("stopped", code=code)

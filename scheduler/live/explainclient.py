@@ -75,7 +75,7 @@ class Cluster:
 
     def __init__(self, creds: CredentialSource) -> None:
         self.creds = creds
-        self.api = creds.api_client("explain", pool_size=4, retries=False)
+        self.api = creds.connection("explain", pool_size=4, retries=False)
         self.host = str(self.api.configuration.host).rstrip("/")
 
     def get(self, path: str, extra: dict[str, str] | None = None) -> tuple[int, bytes]:

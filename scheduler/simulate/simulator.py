@@ -18,13 +18,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import random
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, TextIO, cast
 
-import numpy as np
 import structlog
 import yaml
 
@@ -294,7 +294,7 @@ class Simulator:
         self.cache = Cache(generic_workload=self.generic_workload)
         self.snapshot = Snapshot()
         self.listers = cluster.listers
-        self.algorithm = Algorithm(np.random.default_rng(seed))
+        self.algorithm = Algorithm(random.Random(seed))
         self._timers: list[_Timer] = []
         self._waiting: dict[str, CycleOutcome] = {}  # uid -> the attempt that waits
         self._ended: list[tuple[CycleOutcome, Status]] = []  # waits that ended, in order

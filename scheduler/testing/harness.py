@@ -4,11 +4,10 @@ cycle per ``step`` (upstream: schedule_one_test.go's scheduler built around a fa
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from scheduler.backend.cache import Cache
 from scheduler.backend.queue import SchedulingQueue
@@ -58,7 +57,7 @@ class Harness:
         self.queue = SchedulingQueue(fws, self.clock, generic_workload=generic)
         for fw in fws.values():
             fw.handle.pod_group_manager = self.cache.pod_group_state_lister()
-        self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(np.random.default_rng(0)),
+        self.sched = Scheduler(fws, self.cache, snap, listers, self.queue, Algorithm(random.Random(0)),
                                self.binder, self.metrics, clock=self.clock, recorder=recorder,
                                nominate_for_expectation=cfg.feature_gates.enabled("NominatedNodeNameForExpectation"))
 

@@ -207,6 +207,9 @@ if sys.argv[1] == "deferred":
 import kopf  # kopf reads two model classes from kubernetes.client at import
 from kubernetes import client, config
 loaded_after_kopf = sorted(m for m in sys.modules if m.startswith("kubernetes."))
+pydantic_loaded = "pydantic" in sys.modules
+# The kubeconfig loader's ApiClient (new_client_from_config) is still the client's class when called.
+loader_client = type(config.kube_config.ApiClient(configuration=client.Configuration())).__name__
 oauth_loaded = sorted(m for m in ("requests", "requests_oauthlib", "oauthlib.oauth2.rfc6749") if m in sys.modules)
 # The OIDC refresh's names still work when called (the session) or read (the error class).
 session = type(config.kube_config.OAuth2Session(client_id="probe")).__module__
@@ -225,7 +228,7 @@ kopf_names = {n: getattr(kopf, n).__class__.__name__ for n in kopf.__all__}
 print(json.dumps({"loaded": loaded_after_kopf, "kopf_loaded": kopf_loaded, "kopf_names": kopf_names,
                   "gcp_loaded": gcp_loaded, "gcp_request": gcp_request, "gcp_available": gcp_available,
                   "names": names, "config": config.load_kube_config.__module__,
-                  "oauth_loaded": oauth_loaded,
+                  "oauth_loaded": oauth_loaded, "pydantic_loaded": pydantic_loaded, "loader_client": loader_client,
                   "session": session, "oidc_error": oidc_error,
                   "same_pod": client.V1Pod is client.models.V1Pod, "version": client.__version__}))
 """
@@ -252,6 +255,10 @@ def test_kopf_and_the_client_resolve_every_name_they_exported() -> None:
     # out): kopf's two model classes load a handful of model modules, not the ~900.
     for loaded in (eager["loaded"], deferred["loaded"]):
         assert sum(m.startswith(("kubernetes.client.models.", "kubernetes.client.api.")) for m in loaded) < 10
+    # kopf's model-class check and the kubeconfig loader's ApiClient name bring pydantic (the
+    # generated models') only eagerly; the loader's name still gives the real class.
+    assert eager["pydantic_loaded"] and not deferred["pydantic_loaded"]
+    assert deferred["loader_client"] == eager["loader_client"] == "ApiClient"
     # The kubeconfig loader's OIDC refresh brings requests and oauthlib only when it runs.
     assert eager["oauth_loaded"] == ["oauthlib.oauth2.rfc6749", "requests", "requests_oauthlib"]
     assert deferred["oauth_loaded"] == []
@@ -350,3 +357,46 @@ def test_structlog_logs_tracebacks_without_rich() -> None:
     got = json.loads(out.stdout)
     assert not got["rich"]
     assert got["traceback"].startswith("Traceback (most recent call last):") and "ValueError: boom" in got["traceback"]
+
+
+# A package that resolves its names lazily (PEP 562), as kubernetes.client does since client 37.
+_LAZY_PACKAGE = """
+import importlib
+def __getattr__(name):
+    if name in ("Heavy", "Light"):
+        value = getattr(importlib.import_module("lazydep." + name.lower()), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(name)
+"""
+
+
+@pytest.mark.parametrize("resolved_before", [False, True], ids=["shadowed", "already-resolved-real"])
+def test_shadowed_names_resolve_when_called(tmp_path: Path, resolved_before: bool) -> None:
+    pkg = tmp_path / "lazydep"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(_LAZY_PACKAGE)
+    (pkg / "heavy.py").write_text("class Heavy:\n    def __init__(self, x):\n        self.x = x\n")
+    (pkg / "light.py").write_text("class Light:\n    pass\n")
+    (tmp_path / "user.py").write_text("from lazydep import Heavy, Light\n")
+    finder = DeferredExportsFinder((), shadowed={"user": {"lazydep": ("Heavy",)}})
+    sys.path.insert(0, str(tmp_path))
+    sys.meta_path.insert(0, finder)
+    try:
+        if resolved_before:
+            import lazydep
+
+            _ = lazydep.Heavy
+        mod = importlib.import_module("user")
+        # Only the shadowed name waits; the others resolve as usual.
+        assert ("lazydep.heavy" in sys.modules) == resolved_before
+        assert mod.Light.__module__ == "lazydep.light"
+        made = mod.Heavy(2)
+        assert type(made).__module__ == "lazydep.heavy" and made.x == 2
+        # The stand-in is gone from the package: anyone else gets the real class.
+        assert sys.modules["lazydep"].Heavy is type(made)
+    finally:
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(tmp_path))
+        for name in ("user", "lazydep", "lazydep.heavy", "lazydep.light"):
+            sys.modules.pop(name, None)

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import numpy as np
+import random
+
 import pytest
 
 from scheduler.backend.cache import Cache
@@ -50,7 +51,7 @@ def cycle_with(*plugins):
     snap, listers, cache = Snapshot(), Listers(), Cache()
     fw = build_frameworks(cfg, snap, listers, registry=registry, activator=ACTIVATED.append)["default-scheduler"]
     cache.add_node(make_node("node1", cpu="4"))
-    return lambda pod: scheduling_cycle(fw, Algorithm(np.random.default_rng(0)), cache, snap, pod), fw, cache
+    return lambda pod: scheduling_cycle(fw, Algorithm(random.Random(0)), cache, snap, pod), fw, cache
 
 
 ACTIVATED: list = []

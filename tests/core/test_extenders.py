@@ -9,10 +9,10 @@ Upstream tables ported (kubernetes v1.36.3, pkg/scheduler):
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pytest
 
 from scheduler.backend.cache import Cache
@@ -133,7 +133,7 @@ def _setup(
     snap = Snapshot()
     cache.update_snapshot(snap)
     fw = new_framework(prof, REGISTRY, Handle(snap, Listers(), extenders=extenders))
-    return fw, snap, Algorithm(np.random.default_rng(0))
+    return fw, snap, Algorithm(random.Random(0))
 
 
 POD = PodInfo(make_pod("p"))

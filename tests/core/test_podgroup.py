@@ -10,11 +10,11 @@ TestRunWorkloadAwarePreemption).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
 import pytest
 
 from scheduler.backend.cache import Cache
@@ -156,7 +156,7 @@ class Env:
         self.fw.handle.nominator = self.queue.nominator
         self.hooks = Hooks(self.cache)
         self.cycle = PodGroupCycle(
-            self.frameworks, Algorithm(np.random.default_rng(1)), self.cache, self.snapshot, self.queue, self.hooks
+            self.frameworks, Algorithm(random.Random(1)), self.cache, self.snapshot, self.queue, self.hooks
         )
 
     def group(self, *names: str, pg: str = "pg") -> QueuedPodGroup:

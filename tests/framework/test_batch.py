@@ -4,11 +4,11 @@ hint in the scheduling algorithm (schedule_one.go schedulePod, findNodesThatFitP
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pytest
 
 from scheduler.backend.cache import Cache
@@ -326,7 +326,7 @@ def _cluster(n: int) -> tuple[Any, Cache, Snapshot, Algorithm]:
     fw = _framework([OnePerNode, ByIndex], snapshot=snap)
     fw.handle.metrics = Recorder()
     fw.batch.clock = lambda: 0.0
-    return fw, cache, snap, Algorithm(np.random.default_rng(0))
+    return fw, cache, snap, Algorithm(random.Random(0))
 
 
 def _place(cache: Cache, snap: Snapshot, name: str, node: str) -> None:

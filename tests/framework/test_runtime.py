@@ -7,10 +7,10 @@ PreFilterResult node restriction, "no score plugins" short cut).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pytest
 
 from scheduler.backend.cache import Cache
@@ -149,7 +149,7 @@ def _setup(
     snap = Snapshot()
     cache.update_snapshot(snap)
     fw = new_framework(prof, REGISTRY, Handle(snap, Listers()))
-    return fw, snap, Algorithm(np.random.default_rng(0))
+    return fw, snap, Algorithm(random.Random(0))
 
 
 @pytest.fixture(autouse=True)

@@ -197,3 +197,77 @@ def test_prebind_writes_have_the_bindings_threads_and_rate_limit(tmp_path: pathl
     assert lane.limiter is app.binder.limiter  # one clientset's rate limit
     assert lane._workers == BIND_THREADS and lane._executor is None
     assert lane is not app.binder.binds  # Bindings never queue behind PreBind writes
+
+
+@pytest.mark.parametrize(
+    ("method", "want_paths"),
+    [
+        # A new leader's quorum read of every bound pod (bindings the previous leader made).
+        ("_list_bound", ["/api/v1/pods?fieldSelector=spec.nodeName%21%3D"]),
+        # The cache debugger's comparison (upstream CacheComparer lists nodes and pods).
+        ("_list_cluster", ["/api/v1/nodes",
+                           "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"]),
+    ],
+)
+async def test_start_up_lists_go_through_the_connection(method: str, want_paths: list[str],
+                                                        tmp_path: pathlib.Path) -> None:
+    seen: list[tuple[str, str]] = []
+    items = {"/api/v1/nodes": [{"metadata": {"name": "n1"}}],
+             "/api/v1/pods": [{"metadata": {"uid": "u1"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}},
+                              {"metadata": {"uid": "u2"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Failed"}}]}
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append((request.path_qs, request.headers.get("Authorization", "")))
+        return web.json_response({"kind": "List", "items": items[request.path]})
+
+    api = web.Application()
+    api.router.add_get("/api/v1/{kind}", handle)
+    async with serve_loopback(api) as url:
+        app = make_app(config({"schedulerName": "a"}), tmp_path, server=url)
+        try:
+            got = await asyncio.get_running_loop().run_in_executor(None, getattr(app, method))
+        finally:
+            app._close()
+    assert [p for p, _ in seen] == want_paths and {a for _, a in seen} == {"Bearer t"}
+    if method == "_list_bound":
+        assert got == {"u1": "n1"}  # terminal pods hold nothing
+    else:
+        assert got == (["n1"], ["u1", "u2"])  # the server's selector filters; the fake does not
+
+
+_FOOTPRINT_PROBE = """
+import json, pathlib, sys, tempfile
+from scheduler.boot.lazyimport import defer_reexports
+assert defer_reexports()
+from scheduler.config import API_VERSION, KIND, parse_config
+from scheduler.live.app import App
+from scheduler.live.kube.clients import CredentialSource
+from scheduler.live.metrics import Metrics
+from scheduler.plugins.registry import default_registry
+from scheduler.testing.fakes import write_kubeconfig
+cfg = parse_config({"apiVersion": API_VERSION, "kind": KIND, "leaderElection": {"leaderElect": True},
+                    "profiles": [{"schedulerName": "a"}]})
+creds = CredentialSource(write_kubeconfig(pathlib.Path(tempfile.mkdtemp()), {"token": "t"},
+                                          server="https://127.0.0.1:1"))
+app = App(cfg, default_registry(), Metrics(), creds, None)
+before = sorted(m for m in ("pydantic", "numpy.random", "kubernetes.client.api_client") if m in sys.modules)
+handle = next(iter(app.scheduler.frameworks.values())).handle
+api = type(handle.client_set).__name__
+print(json.dumps({"before": before, "api": api, "after": "pydantic" in sys.modules}))
+"""
+
+
+def test_the_live_app_starts_without_the_client_models_or_numpy_random() -> None:
+    # The generated client's ApiClient imports pydantic (about 9 MB resident) and numpy.random
+    # holds about 6 MB: neither serves a decision, and PublishResourceSlices' peak RSS was
+    # above 1.5x kube-scheduler's with them (docs/benchmarks.md, eighth pass).
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _FOOTPRINT_PROBE], capture_output=True, text=True, check=True,
+                         timeout=120)
+    got = json.loads(out.stdout)
+    assert got["before"] == []
+    # A plugin that reads Handle.client_set still gets the kubernetes ApiClient, built then.
+    assert got["api"] == "ApiClient" and got["after"]

@@ -335,7 +335,7 @@ def test_scores_equal_the_binary_with_one_exa_objects() -> None:
     nodes = [make_node("cmp-n1", cpu="4", memory="32Gi"), make_node("cmp-n2", cpu="4", memory="16Gi"),
              make_node("cmp-big", cpu="1E", memory="64Gi")]
     cluster = Cluster(nodes=nodes, pods=pods)
-    sim = Simulator(cluster, load_config(None), seed=0)  # seed 0 breaks p-cpu's tie as the binary did
+    sim = Simulator(cluster, load_config(None), seed=1)  # seed 1 breaks p-cpu's tie as the binary did
     placed = {}
     for out in sim.attempts():
         rec = attempt_record(sim, out)

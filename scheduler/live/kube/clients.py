@@ -3,8 +3,14 @@
 kube-scheduler builds separate clientsets from one rest config (the scheduler's own client,
 the events client, the leader-election client), each with its own rate limiter and its own
 connections, so a flood of one kind of request never starves another. This module does the
-same with the kubernetes Python client: every ``ApiClient`` gets a ``Configuration`` of its
+same with the kubernetes Python client: every ``Connection`` gets a ``Configuration`` of its
 own (own urllib3 pool) whose credentials are read from one shared ``CredentialSource``.
+
+A ``Connection`` is the client's REST layer without its ``ApiClient``: the scheduler sends JSON
+it builds itself (transport.KubeCoreAPI), and the ApiClient class imports pydantic for the
+generated models, about 9 MB of resident memory that nothing on these paths uses. A real
+``ApiClient`` is built where a caller wants the generated APIs (the Handle's ``client_set``,
+delegated authentication).
 
 Credentials refresh as client-go's do: a projected ServiceAccount token (in-cluster, or a
 kubeconfig ``tokenFile``) is re-read every minute; an exec credential plugin is re-run when the
@@ -14,6 +20,7 @@ The watcher gets the same source as a ``credentials()`` callable.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -27,6 +34,7 @@ import urllib3
 import yaml
 
 from scheduler.live.kube.fence import check_send_guard
+from scheduler.live.kube.transport import ApiError, message_of
 from scheduler.live.metrics.client import REST, InstrumentedConnection
 
 log = structlog.get_logger(__name__)
@@ -62,9 +70,10 @@ class _FencedHTTPSConnectionPool(urllib3.HTTPSConnectionPool):
     ConnectionCls = _FencedHTTPSConnection
 
 
-def install_send_guard(api_client: Any) -> None:
-    """Make ``api_client``'s connections run the fence check right before sending."""
-    pm = api_client.rest_client.pool_manager
+def install_send_guard(conn: Any) -> None:
+    """Make the connections of ``conn`` (a Connection or an ApiClient) run the fence check
+    right before sending."""
+    pm = conn.rest_client.pool_manager
     pm.pool_classes_by_scheme = {"http": _FencedHTTPConnectionPool, "https": _FencedHTTPSConnectionPool}
 
 
@@ -202,14 +211,11 @@ class CredentialSource:
         if h:
             conf.api_key["authorization"] = h
 
-    def api_client(self, purpose: str, pool_size: int, retries: bool = True) -> Any:
-        """A new ApiClient with its own connection pool; credentials read from this source on
-        every request. ``purpose`` ends the User-Agent as in kube-scheduler ("scheduler",
-        "leader-election", "events")."""
-        from kubernetes import client
+    def _configuration(self, pool_size: int, retries: bool) -> Any:
+        from kubernetes.client.configuration import Configuration
 
         b = self._base
-        conf: Any = client.Configuration()  # typed hook attribute says None; ours is a callable
+        conf: Any = Configuration()  # typed hook attribute says None; ours is a callable
         conf.host = b.host
         conf.ssl_ca_cert = b.ssl_ca_cert
         conf.cert_file = b.cert_file
@@ -225,11 +231,59 @@ class CredentialSource:
             conf.retries = False  # one attempt is one request (the start-up probe counts them)
         conf.refresh_api_key_hook = self._apply
         self._apply(conf)
-        api = client.ApiClient(conf)
-        api.user_agent = f"{USER_AGENT} {purpose}"
-        install_send_guard(api)  # a no-op unless a Binding is being sent from this thread
+        return conf
+
+    def connection(self, purpose: str, pool_size: int, retries: bool = True) -> Connection:
+        """A new Connection with its own pool; credentials read from this source on every
+        request. ``purpose`` ends the User-Agent as in kube-scheduler ("scheduler",
+        "leader-election", "events")."""
+        from kubernetes.client.rest import RESTClientObject
+
+        conf = self._configuration(pool_size, retries)
+        conn = Connection(conf, RESTClientObject(conf), f"{USER_AGENT} {purpose}")
+        install_send_guard(conn)  # a no-op unless a Binding is being sent from this thread
         REST.transport_created()
+        return conn
+
+    def api_client(self, purpose: str, pool_size: int, retries: bool = True) -> Any:
+        """A kubernetes ApiClient on a Connection of its own, for the generated APIs."""
+        from kubernetes import client
+
+        conn = self.connection(purpose, pool_size, retries)
+        api = client.ApiClient(conn.configuration)
+        api.rest_client = conn.rest_client  # the fenced, instrumented pool
+        api.user_agent = conn.user_agent
         return api
+
+
+class Connection:
+    """What the scheduler's requests need of the kubernetes client (the attributes an
+    ApiClient has by the same names): the ``configuration`` (TLS, credentials and their refresh
+    hook), the urllib3 pool manager under ``rest_client`` and the ``user_agent``."""
+
+    __slots__ = ("configuration", "rest_client", "user_agent")
+
+    def __init__(self, configuration: Any, rest_client: Any, user_agent: str) -> None:
+        self.configuration = configuration
+        self.rest_client = rest_client
+        self.user_agent = user_agent
+
+    def get_json(self, path: str, timeout: float) -> Any:
+        """One GET through the pool (its retries as configured); ApiError unless 2xx."""
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        auth = self.configuration.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers[auth["key"]] = auth["value"]
+        host = str(self.configuration.host).rstrip("/")
+        resp = self.rest_client.pool_manager.request("GET", host + path, headers=headers,
+                                                     timeout=urllib3.Timeout(total=timeout), preload_content=False)
+        try:
+            data = resp.read()
+        finally:
+            resp.release_conn()
+        if not 200 <= resp.status <= 299:
+            raise ApiError(resp.status, message_of(data) or str(resp.reason or ""))
+        return json.loads(data)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -244,11 +298,9 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300]
 
 
-def probe_api(api_client: Any, timeout: float = 5.0) -> None:
+def probe_api(conn: Connection, timeout: float = 5.0) -> None:
     """GET /version (readable by any authenticated client); raises when the API does not answer."""
-    from kubernetes import client
-
-    client.VersionApi(api_client).get_code(_request_timeout=timeout)
+    conn.get_json("/version", timeout)
 
 
 async def wait_for_api(

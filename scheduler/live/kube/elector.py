@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.live.kube.transport import ApiError, TokenBucket, micro_time
+from scheduler.live.kube.transport import ApiError, KubeCoreAPI, TokenBucket, micro_time
 from scheduler.live.metrics.client import REST
 
 log = structlog.get_logger(__name__)
@@ -81,40 +81,35 @@ class LeaseAPI(Protocol):
 
 
 class KubeLeaseAPI:
-    """LeaseAPI over the kubernetes client (blocking; called from the elector's thread)."""
+    """LeaseAPI over the writes' transport (blocking; called from the elector's thread)."""
 
-    def __init__(self, api_client: Any) -> None:
-        from kubernetes import client
-
-        self.api = client.CoordinationV1Api(api_client)
+    def __init__(self, core: KubeCoreAPI) -> None:
+        self.core = core
 
     @staticmethod
-    def _decode(resp: Any) -> dict[str, Any]:
-        data = resp.read()
-        resp.release_conn()
-        return json.loads(data)
+    def _path(namespace: str, name: str = "") -> str:
+        base = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        return f"{base}/{name}" if name else base
 
-    def _call(self, fn: Callable[..., Any], *args: Any, timeout: float) -> dict[str, Any]:
-        try:
-            return self._decode(fn(*args, _preload_content=False, _request_timeout=max(0.1, timeout)))
-        except Exception as exc:
-            status = getattr(exc, "status", None)
-            reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
-            raise ApiError(int(status) if isinstance(status, int) else 0, " ".join(str(reason).split())) from exc
+    def _call(self, method: str, path: str, body: dict[str, Any] | None, timeout: float) -> dict[str, Any]:
+        answer = json.loads(self.core.request(method, path, body, timeout=max(0.1, timeout)))
+        if not isinstance(answer, dict):
+            raise ApiError(0, f"{method} {path}: the answer is not an object")
+        return answer
 
     def get(self, namespace: str, name: str, timeout: float = CALL_TIMEOUT) -> dict[str, Any] | None:
         try:
-            return self._call(self.api.read_namespaced_lease, name, namespace, timeout=timeout)
+            return self._call("GET", self._path(namespace, name), None, timeout)
         except ApiError as exc:
             if exc.status == 404:
                 return None
             raise
 
     def create(self, namespace: str, body: dict[str, Any], timeout: float = CALL_TIMEOUT) -> dict[str, Any]:
-        return self._call(self.api.create_namespaced_lease, namespace, body, timeout=timeout)
+        return self._call("POST", self._path(namespace), body, timeout)
 
     def replace(self, namespace: str, name: str, body: dict[str, Any], timeout: float = CALL_TIMEOUT) -> dict[str, Any]:
-        return self._call(self.api.replace_namespaced_lease, name, namespace, body, timeout=timeout)
+        return self._call("PUT", self._path(namespace, name), body, timeout)
 
 
 def default_identity() -> str:

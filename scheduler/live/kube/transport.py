@@ -160,7 +160,7 @@ def retry_after(status: int, header: str | None) -> int | None:
         return None
 
 
-def _message_of(body: bytes) -> str:
+def message_of(body: bytes) -> str:
     """The ``message`` of a Status reply, if the body is one."""
     try:
         doc = json.loads(body)
@@ -197,11 +197,11 @@ class KubeCoreAPI:
     # Plain keep-alive sockets (rawhttp.py); None: through the client's urllib3 pool.
     _raw: RawTransport | None = None
 
-    def __init__(self, api_client: Any) -> None:
-        self.api = api_client
-        conf = api_client.configuration
+    def __init__(self, conn: Any) -> None:
+        self.api = conn  # clients.Connection, or an ApiClient (the same attributes)
+        conf = conn.configuration
         self._host = str(conf.host).rstrip("/")
-        manager = api_client.rest_client.pool_manager
+        manager = conn.rest_client.pool_manager
         # Through a proxy the pool manager needs the full URL; otherwise the host's own pool.
         self._pool = None if conf.proxy else manager.connection_from_url(self._host)
         self._manager = manager
@@ -262,7 +262,7 @@ class KubeCoreAPI:
             # (API Priority and Fairness answers 429 with Retry-After), within the call's time.
             wait = retry_after(status, after)
             if wait is None or attempt == MAX_RETRIES or time.monotonic() + wait >= deadline:
-                raise ApiError(status, _message_of(raw) or reason)
+                raise ApiError(status, message_of(raw) or reason)
             log.info("api_retry_after", method=method, path=path, status=status, retry_after=wait,
                      attempt=attempt + 1)
             self.sleep(wait)  # the fence is checked again before the resend

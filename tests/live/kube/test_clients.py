@@ -21,13 +21,13 @@ from scheduler.testing.fakes import write_kubeconfig
 
 @contextlib.contextmanager
 def plain_http_api(tmp_path: pathlib.Path, handler: type, token: str) -> Iterator[Any]:
-    """An ApiClient from a kubeconfig (CredentialSource) for ``handler`` served over plain HTTP
+    """A Connection from a kubeconfig (CredentialSource) for ``handler`` served over plain HTTP
     on a loopback port: the real client stack, a scripted API server."""
     server = http.server.HTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         path = write_kubeconfig(tmp_path, {"token": token}, server=f"http://127.0.0.1:{server.server_port}")
-        yield CredentialSource(path).api_client("scheduler", pool_size=1)
+        yield CredentialSource(path).connection("scheduler", pool_size=1)
     finally:
         server.shutdown()
 
@@ -50,8 +50,8 @@ def test_write_clients_and_watcher_share_the_refreshing_source(tmp_path, clock, 
     token = tmp_path / "token"
     token.write_text("one")
     src = CredentialSource(kubeconfig({"tokenFile": str(token)}), clock=clock)
-    binds = src.api_client("scheduler", pool_size=4)
-    events = src.api_client("events", pool_size=2)
+    binds = src.connection("scheduler", pool_size=4)
+    events = src.connection("events", pool_size=2)
     assert binds.configuration is not events.configuration  # own pools
     assert binds.user_agent.endswith("scheduler") and events.user_agent.endswith("events")
     token.write_text("two")
@@ -207,3 +207,115 @@ def test_core_api_requests_and_status_errors(tmp_path, method_name, args, body, 
     ((got_line, got_type, auth, sent),) = seen
     assert (got_line, got_type, auth) == (request_line, content_type, "Bearer t0k")
     assert (json.loads(sent) if sent else None) == body
+
+
+class ScriptedAPI(http.server.BaseHTTPRequestHandler):
+    """Answers every request with ``reply`` (status, JSON body) and records it in ``seen``."""
+
+    seen: list[tuple[str, str | None, bytes]] = []
+    reply: tuple[int, Any] = (200, {})
+
+    def _answer(self) -> None:
+        import json
+
+        n = int(self.headers.get("Content-Length") or 0)
+        self.seen.append((f"{self.command} {self.path}", self.headers.get("Authorization"), self.rfile.read(n)))
+        status, doc = self.reply
+        body = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def scripted(status: int, doc: Any) -> type[ScriptedAPI]:
+    return type("Scripted", (ScriptedAPI,), {"seen": [], "reply": (status, doc)})
+
+
+LEASE = {"kind": "Lease", "metadata": {"name": "kube-scheduler", "namespace": "kube-system"}}
+NOT_FOUND = {"kind": "Status", "code": 404, "message": 'leases.coordination.k8s.io "kube-scheduler" not found'}
+CONFLICT = {"kind": "Status", "code": 409, "message": "the object has been modified"}
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+
+
+@pytest.mark.parametrize(
+    ("call", "status", "doc", "want", "request_line", "error"),
+    [
+        # client-go's leaderelection reads the Lease first; NotFound means "create it".
+        ("get", 200, LEASE, LEASE, f"GET {LEASES}/kube-scheduler", None),
+        ("get", 404, NOT_FOUND, None, f"GET {LEASES}/kube-scheduler", None),
+        ("get", 403, {"kind": "Status", "message": "forbidden"}, None, f"GET {LEASES}/kube-scheduler", 403),
+        ("create", 201, LEASE, LEASE, f"POST {LEASES}", None),
+        ("replace", 200, LEASE, LEASE, f"PUT {LEASES}/kube-scheduler", None),
+        # Another candidate renewed first: the conflict reaches the elector as a status.
+        ("replace", 409, CONFLICT, None, f"PUT {LEASES}/kube-scheduler", 409),
+    ],
+)
+def test_lease_calls_over_the_write_transport(tmp_path, call, status, doc, want, request_line, error):
+    import json
+
+    from scheduler.live.kube.elector import KubeLeaseAPI
+    from scheduler.live.kube.transport import ApiError, KubeCoreAPI
+
+    handler = scripted(status, doc)
+    with plain_http_api(tmp_path, handler, "t0k") as conn:
+        api = KubeLeaseAPI(KubeCoreAPI(conn))
+        args: tuple[Any, ...] = {"get": ("kube-system", "kube-scheduler"), "create": ("kube-system", LEASE),
+                                 "replace": ("kube-system", "kube-scheduler", LEASE)}[call]
+        if error:
+            with pytest.raises(ApiError) as info:
+                getattr(api, call)(*args)
+            assert info.value.status == error and info.value.message == doc["message"]
+        else:
+            assert getattr(api, call)(*args) == want
+    ((line, auth, sent),) = handler.seen
+    assert (line, auth) == (request_line, "Bearer t0k")
+    assert (json.loads(sent) if sent else None) == (LEASE if call != "get" else None)
+
+
+@pytest.mark.parametrize(
+    ("status", "doc", "error"),
+    [
+        (200, {"major": "1", "minor": "36", "gitVersion": "v1.36.3"}, None),
+        # Not yet authorized (RBAC still being applied): a failed attempt, retried by wait_for_api.
+        (403, {"kind": "Status", "message": 'forbidden: User "x" cannot get path "/version"'}, 403),
+    ],
+)
+def test_probe_reads_the_version_once(tmp_path, status, doc, error):
+    from scheduler.live.kube.clients import probe_api
+    from scheduler.live.kube.transport import ApiError
+
+    handler = scripted(status, doc)
+    with plain_http_api(tmp_path, handler, "t0k") as conn:
+        if error:
+            with pytest.raises(ApiError) as info:
+                probe_api(conn)
+            assert info.value.status == error and info.value.message == doc["message"]
+        else:
+            probe_api(conn)
+    assert [(line, auth) for line, auth, _ in handler.seen] == [("GET /version", "Bearer t0k")]
+
+
+def test_api_client_serves_the_generated_apis_on_its_own_connection(tmp_path):
+    # What a plugin gets as Handle.client_set: the kubernetes ApiClient with the scheduler's
+    # credentials, User-Agent and instrumented pool.
+    from kubernetes import client
+
+    version = {"major": "1", "minor": "36", "gitVersion": "v1.36.3", "gitCommit": "c", "gitTreeState": "clean",
+               "buildDate": "2026-11-01T00:00:00Z", "goVersion": "go1.26", "compiler": "gc", "platform": "linux/amd64"}
+    handler = scripted(200, version)
+    server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        path = write_kubeconfig(tmp_path, {"token": "t0k"}, server=f"http://127.0.0.1:{server.server_port}")
+        api = CredentialSource(path).api_client("scheduler", pool_size=1)
+        assert api.user_agent.endswith(" scheduler")
+        assert client.VersionApi(api).get_code().git_version == "v1.36.3"
+    finally:
+        server.shutdown()
+    assert [(line, auth) for line, auth, _ in handler.seen] == [("GET /version/", "Bearer t0k")]

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import random
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from scheduler.backend.cache import Cache
@@ -444,7 +444,7 @@ def test_post_filter_reasons_compose_like_the_binary() -> None:
     snap = Snapshot()
     prof = Profile("default-scheduler", {p: PluginSet(refs) for p, refs in plugins.items()}, {}, None)
     fw = new_framework(prof, reg, Handle(snap, Listers()))
-    out = scheduling_cycle(fw, Algorithm(np.random.default_rng(0)), cache, snap, PodInfo(make_pod("p", cpu="500m")))
+    out = scheduling_cycle(fw, Algorithm(random.Random(0)), cache, snap, PodInfo(make_pod("p", cpu="500m")))
     # The binary's text for this situation (the brief of issue 12): reasons joined with ", ".
     assert out.message == (
         "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are "
