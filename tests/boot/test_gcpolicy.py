@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler.boot.gcpolicy import YOUNG_THRESHOLD, steady_state
+from scheduler.boot.gcpolicy import MIDDLE_THRESHOLD, OLD_THRESHOLD, YOUNG_THRESHOLD, steady_state
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_full_collection_freezes_or_rescans(
 ) -> None:
     now = [0.0]
     steady_state(clock=lambda: now[0])
-    assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+    assert gc.get_threshold() == (YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
     keep = [[i] for i in range(1000)]  # tracked containers that survive the collection
     if frozen_before:
         gc.freeze()
@@ -53,3 +53,10 @@ def test_installed_once(restore_gc: None) -> None:
     steady_state()
     steady_state()
     assert sum(1 for c in gc.callbacks if c.__name__ == "after_full_collection") == 1
+
+
+def test_full_collections_come_as_often_as_with_cpythons_defaults() -> None:
+    # Shorter middle pauses must not mean more full collections: young collections per full
+    # one stay about CPython's (10 middle collections of 10 young ones each).
+    young_per_full = (MIDDLE_THRESHOLD + 1) * (OLD_THRESHOLD + 1)
+    assert 100 <= young_per_full <= 200 and MIDDLE_THRESHOLD < 10
