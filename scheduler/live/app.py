@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import pathlib
 import random
@@ -160,11 +161,12 @@ class App:
                                  on_drop=lambda reason: metrics.events_dropped.labels(reason).inc())
         snapshot, listers = Snapshot(), Listers()
         # The Handle's pieces: Permit timeouts on the loop's clock, the queue's Activate (the
-        # queue is built from the frameworks, so the call is resolved then), plugins' client.
+        # queue is built from the frameworks, so the call is resolved then), plugins' client (one for
+        # every profile, built at the first read).
         frameworks = build_frameworks(cfg, snapshot, listers, registry=registry, client=self.binder,
                                       volume_api=self.volume_api, observers=metrics.extension_point_observer,
                                       permit_timer=permit_timer, activator=self._activate_pods,
-                                      client_set=lambda: creds.api_client("scheduler", pool_size=4),
+                                      client_set=functools.cache(lambda: creds.api_client("scheduler", pool_size=4)),
                                       events=self.recorder, extenders=extenders)
         # Kinds plugins named: watched as ours are (configuration errors surface here, offline).
         self.plugin_resources = {str(gvr): gvr.path for gvr in plugin_resources(frameworks)}

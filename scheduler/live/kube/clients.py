@@ -27,17 +27,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 import urllib3
 import yaml
 
 from scheduler.live.kube.fence import check_send_guard
-from scheduler.live.kube.transport import ApiError, message_of
+from scheduler.live.kube.transport import ApiError, message_of, request_headers
 from scheduler.live.metrics.client import REST, InstrumentedConnection
 
 log = structlog.get_logger(__name__)
+
+_C = TypeVar("_C")
 
 # urllib3 logs each of its own connection retries ("Retrying (Retry(total=2...") as a warning;
 # every caller here logs its failed attempt once, with context, so those lines are only noise.
@@ -240,20 +242,21 @@ class CredentialSource:
         from kubernetes.client.rest import RESTClientObject
 
         conf = self._configuration(pool_size, retries)
-        conn = Connection(conf, RESTClientObject(conf), f"{USER_AGENT} {purpose}")
-        install_send_guard(conn)  # a no-op unless a Binding is being sent from this thread
-        REST.transport_created()
-        return conn
+        return _instrumented(Connection(conf, RESTClientObject(conf), f"{USER_AGENT} {purpose}"))
 
     def api_client(self, purpose: str, pool_size: int, retries: bool = True) -> Any:
-        """A kubernetes ApiClient on a Connection of its own, for the generated APIs."""
+        """A kubernetes ApiClient with a pool of its own, for the generated APIs."""
         from kubernetes import client
 
-        conn = self.connection(purpose, pool_size, retries)
-        api = client.ApiClient(conn.configuration)
-        api.rest_client = conn.rest_client  # the fenced, instrumented pool
-        api.user_agent = conn.user_agent
-        return api
+        api = client.ApiClient(self._configuration(pool_size, retries))
+        api.user_agent = f"{USER_AGENT} {purpose}"
+        return _instrumented(api)
+
+
+def _instrumented(conn: _C) -> _C:
+    install_send_guard(conn)  # a no-op unless a Binding is being sent from this thread
+    REST.transport_created()
+    return conn
 
 
 class Connection:
@@ -270,12 +273,8 @@ class Connection:
 
     def get_json(self, path: str, timeout: float) -> Any:
         """One GET through the pool (its retries as configured); ApiError unless 2xx."""
-        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
-        auth = self.configuration.auth_settings().get("BearerToken")
-        if auth and auth.get("value"):
-            headers[auth["key"]] = auth["value"]
         host = str(self.configuration.host).rstrip("/")
-        resp = self.rest_client.pool_manager.request("GET", host + path, headers=headers,
+        resp = self.rest_client.pool_manager.request("GET", host + path, headers=request_headers(self),
                                                      timeout=urllib3.Timeout(total=timeout), preload_content=False)
         try:
             data = resp.read()

@@ -169,6 +169,17 @@ def message_of(body: bytes) -> str:
     return str(doc.get("message") or "") if isinstance(doc, dict) else ""
 
 
+def request_headers(conn: Any) -> dict[str, str]:
+    """Accept, User-Agent and the token of ``conn`` (a clients.Connection or an ApiClient) as the
+    client would add it: its refresh hook runs here. Read through auth_settings():
+    update_params_for_auth's signature differs between client releases."""
+    headers = {"Accept": JSON, "User-Agent": conn.user_agent}
+    auth = conn.configuration.auth_settings().get("BearerToken")
+    if auth and auth.get("value"):
+        headers[auth["key"]] = auth["value"]
+    return headers
+
+
 def encode_body(body: Any) -> bytes:
     """A request body as JSON: orjson (several times the standard encoder's speed, and an Event
     goes with every pod), the standard encoder for what orjson refuses (non-string keys)."""
@@ -242,16 +253,11 @@ class KubeCoreAPI:
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float = REQUEST_TIMEOUT
     ) -> bytes:
-        headers = {"Accept": JSON, "User-Agent": self.api.user_agent}
+        headers = request_headers(self.api)
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
             data = encode_body(body)
-        # The token as the client would add it (its refresh hook runs here), read through
-        # auth_settings(): update_params_for_auth's signature differs between client releases.
-        auth = self.api.configuration.auth_settings().get("BearerToken")
-        if auth and auth.get("value"):
-            headers[auth["key"]] = auth["value"]
         deadline = time.monotonic() + timeout
         for attempt in range(MAX_RETRIES + 1):
             status, reason, after, raw = self._send(method, path, headers, data,
