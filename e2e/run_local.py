@@ -299,6 +299,8 @@ def main() -> int:
         kubeconfig,
         "--authorization-kubeconfig",
         kubeconfig,
+        # a line per pod bound or left unschedulable (kube-scheduler's V(2) lines)
+        "-v=2",
     )
     sched = subprocess.Popen(argv, env=scheduler_env(keep_kubeconfig=True))
     rc = 0

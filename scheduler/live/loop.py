@@ -332,14 +332,14 @@ class Scheduler(EventHandlers):
         nominated = node if mode == "override" and node != pod.nominated_node_name else None
         reason = "Unschedulable" if st.is_rejected() else "SchedulerError"
         message = st.message
-        log.info(
-            "pod_unschedulable" if st.is_rejected() else "scheduling_error",
-            pod=pod.key,
-            profile=fw.profile_name,
-            attempts=q.attempts,
-            queue=where,
-            message=message,
-        )
+        # A rejection is upstream's V(2) "Unable to schedule pod; no fit; waiting"; an error is
+        # logged at every verbosity, as upstream's HandleError.
+        fields = {"pod": pod.key, "profile": fw.profile_name, "attempts": q.attempts, "queue": where,
+                  "message": message}
+        if not st.is_rejected():
+            log.info("scheduling_error", **fields)
+        elif SCHEDULE_ONE.level >= 2:
+            log.info("pod_unschedulable", v=2, **fields)
         self.recorder.event(pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling", message)
         self.recorder.unschedulable(pod, reason, message, nominated)
 
@@ -418,7 +418,8 @@ class Scheduler(EventHandlers):
             self.metrics.attempt(SCHEDULED, fw.profile_name, seconds)
             first = q.initial_attempt_timestamp
             self.metrics.scheduled(q, None if first is None else max(0.0, self.clock() - first))
-            log.info("pod_scheduled", pod=assumed.key, node=node, profile=fw.profile_name, attempts=q.attempts)
+            if SCHEDULE_ONE.level >= 2:  # upstream's V(2) "Successfully bound pod to node"
+                log.info("pod_scheduled", v=2, pod=assumed.key, node=node, profile=fw.profile_name, attempts=q.attempts)
             self.recorder.event(
                 assumed, fw.profile_name, "Normal", "Scheduled", "Binding",
                 f"Successfully assigned {assumed.namespace}/{assumed.name} to {node}",

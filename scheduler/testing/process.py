@@ -141,7 +141,9 @@ class SchedulerProcess:
         self.port = free_port() if port is None else port
         self.log_path = log_dir / f"{name}-{self.port}.log"
         self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        flags = ["--kubeconfig", kubeconfig, "--port", str(self.port), "--bind-address", "127.0.0.1"]
+        # -v=2: the per-pod lines (pod_scheduled, pod_unschedulable) that the e2e suite reads;
+        # --vmodule would select just those, but upstream allows it only with the text format.
+        flags = ["--kubeconfig", kubeconfig, "--port", str(self.port), "--bind-address", "127.0.0.1", "-v=2"]
         if delegated_auth:
             flags += ["--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig]
         flags += list(extra_flags)

@@ -348,6 +348,45 @@ async def test_scores_logged_at_v10_only(v: int, nodes: int, expect: bool) -> No
     assert [f["node"] for f in final] == ["n0", "n1"]
 
 
+# schedule_one.go's per-pod lines are V(2): "Successfully bound pod to node" and "Unable to
+# schedule pod; no fit; waiting"; an error is logged at every verbosity (HandleError).
+
+
+@pytest.mark.parametrize(
+    ("v", "node_cpu", "event", "logged"),
+    [
+        (2, "4", "pod_scheduled", True),
+        (1, "4", "pod_scheduled", False),
+        (2, "1", "pod_unschedulable", True),
+        (1, "1", "pod_unschedulable", False),
+        (0, None, "scheduling_error", True),  # no nodes at all: an error, not a rejection
+    ],
+)
+async def test_per_pod_lines_follow_upstream_verbosity(v: int, node_cpu: str | None, event: str, logged: bool) -> None:
+    from structlog.testing import capture_logs
+
+    from scheduler.live import log as logconf
+
+    h = Harness()
+    if node_cpu is not None:
+        h.sched.on_node(None, make_node("n1", cpu=node_cpu))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="2"))
+    logconf.set_verbosity(v)
+    try:
+        with capture_logs() as logs:
+            assert await h.step()
+    finally:
+        logconf.set_verbosity(0)
+    lines = [e for e in logs if e["event"] in ("pod_scheduled", "pod_unschedulable", "scheduling_error")]
+    if not logged:
+        assert lines == []
+        return
+    assert [e["event"] for e in lines] == [event]
+    assert lines[0]["pod"] == "default/a" and lines[0].get("v") == (None if event == "scheduling_error" else 2)
+    if event == "pod_scheduled":
+        assert lines[0]["node"] == "n1"
+
+
 class _Ordered(FakeCoreAPI):
     """Records the order of status patches and Bindings across both lanes."""
 
