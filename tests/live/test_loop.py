@@ -6,6 +6,8 @@ TestSchedulerNoPhantomPodAfterDelete, TestSchedulerFailedSchedulingReasons) and 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import MutableMapping
+from typing import Any
 
 import pytest
 
@@ -316,22 +318,28 @@ async def test_events_queue_is_bounded_drops_and_counts():
 # schedule_one.go's V(10) lines: each plugin's weighted score per node, then each node's total
 
 
-@pytest.mark.parametrize(("v", "nodes", "expect"), [(10, 2, True), (9, 2, False), (10, 1, False)])
-async def test_scores_logged_at_v10_only(v: int, nodes: int, expect: bool) -> None:
+async def _step_logged(h: Harness, v: int) -> list[MutableMapping[str, Any]]:
+    """One cycle and its binding at verbosity ``v``, with the log events it wrote."""
     from structlog.testing import capture_logs
 
     from scheduler.live import log as logconf
 
-    h = Harness()
-    for i in range(nodes):
-        h.sched.on_node(None, make_node(f"n{i}", cpu=str(4 * (i + 1))))
-    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
     logconf.set_verbosity(v)
     try:
         with capture_logs() as logs:
             assert await h.step()
     finally:
         logconf.set_verbosity(0)
+    return logs
+
+
+@pytest.mark.parametrize(("v", "nodes", "expect"), [(10, 2, True), (9, 2, False), (10, 1, False)])
+async def test_scores_logged_at_v10_only(v: int, nodes: int, expect: bool) -> None:
+    h = Harness()
+    for i in range(nodes):
+        h.sched.on_node(None, make_node(f"n{i}", cpu=str(4 * (i + 1))))
+    h.sched.on_pod("ADDED", make_pod("a", cpu="1"))
+    logs = await _step_logged(h, v)
     scored = [e for e in logs if e["event"] == "Plugin scored node for pod"]
     final = [e for e in logs if e["event"] == "Calculated node's final score for pod"]
     if not expect:
@@ -363,20 +371,11 @@ async def test_scores_logged_at_v10_only(v: int, nodes: int, expect: bool) -> No
     ],
 )
 async def test_per_pod_lines_follow_upstream_verbosity(v: int, node_cpu: str | None, event: str, logged: bool) -> None:
-    from structlog.testing import capture_logs
-
-    from scheduler.live import log as logconf
-
     h = Harness()
     if node_cpu is not None:
         h.sched.on_node(None, make_node("n1", cpu=node_cpu))
     h.sched.on_pod("ADDED", make_pod("a", cpu="2"))
-    logconf.set_verbosity(v)
-    try:
-        with capture_logs() as logs:
-            assert await h.step()
-    finally:
-        logconf.set_verbosity(0)
+    logs = await _step_logged(h, v)
     lines = [e for e in logs if e["event"] in ("pod_scheduled", "pod_unschedulable", "scheduling_error")]
     if not logged:
         assert lines == []
