@@ -191,13 +191,20 @@ class Recorder:
             done.set()
             if self._writing.get(uid) is done:
                 del self._writing[uid]
+            if uid in self._conditions:
+                self._wake.set()  # a newer condition of the pod waited for this write
 
     # -- consumers ---------------------------------------------------------------------------
     async def _one(self) -> bool:
-        """Write one queued item (conditions first). False when nothing was queued."""
+        """Write one queued item (conditions first). False when nothing could be taken: a
+        condition whose pod has a write in flight waits for the worker writing it."""
         if self._conditions:
-            await self._write_condition(next(iter(self._conditions)))
-            return True
+            # Never two writes of one pod's condition at once: the older could land last.
+            writing = self._writing
+            uid = next((u for u in self._conditions if u not in writing), None)
+            if uid is not None:
+                await self._write_condition(uid)
+                return True
         if self._events:
             e = self._events.popleft()
             self._busy += 1
@@ -246,10 +253,12 @@ class Recorder:
 
     async def flush(self) -> None:
         """Write everything queued (tests; graceful shutdown under a timeout)."""
-        while await self._one():
-            pass
-        while self._busy:
-            await asyncio.sleep(0.01)
+        while True:
+            while await self._one():
+                pass
+            if not self._busy and not self._conditions and not self._events:
+                return
+            await asyncio.sleep(0.01)  # writes in flight, or a condition queued behind one
 
     # -- the writes --------------------------------------------------------------------------
     def _event_body(

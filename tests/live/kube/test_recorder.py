@@ -229,3 +229,43 @@ async def test_next_attempt_writes_over_a_retried_condition_the_watch_has_not_sh
     # Once the recorder's last write is what the pod shows, the same condition is not written again.
     assert not await r.write_unschedulable(watched, "Unschedulable", "0/1 nodes are available")
     assert len(api.status_patches) == 2
+
+
+async def test_a_pods_newer_condition_waits_for_its_write_in_flight():
+    # With 16 writers, e2e/test_faults.py's 5xx case left a pod SchedulerError: its older
+    # condition's write was still in flight when a second writer sent the newer one, and the
+    # older landed last. One pod's conditions are written one at a time, in order.
+    import asyncio
+    import threading
+
+    class Slow(FakeCoreAPI):
+        def __init__(self) -> None:
+            super().__init__()
+            self.release = threading.Event()
+            self.calls = 0
+
+        def patch_pod_status(self, namespace, name, body):
+            self.calls += 1
+            if self.calls == 1:
+                self.release.wait(5)  # the first write is slow
+            super().patch_pod_status(namespace, name, body)
+
+    other = PodInfo(make_pod("db", "prod", uid="u-2"))
+    api = Slow()
+    r = Recorder(api, Lane(TokenBucket(0, 1), workers=4), workers=4)
+    r.unschedulable(POD, "SchedulerError", "bind failed")
+    first = asyncio.create_task(r._one())
+    for _ in range(100):
+        if r._busy:
+            break
+        await asyncio.sleep(0.01)
+    r.unschedulable(POD, "Unschedulable", "0/1 nodes are available")
+    r.unschedulable(other, "Unschedulable", "0/1 nodes are available")
+    assert await r._one()  # the other pod's condition is not held up
+    assert not await r._one()  # this pod's newer one waits for the write in flight
+    api.release.set()
+    await first
+    await r.flush()
+    assert [(n, b["status"]["conditions"][0]["reason"]) for _, n, b in api.status_patches] == [
+        ("db", "Unschedulable"), ("web", "SchedulerError"), ("web", "Unschedulable"),
+    ]
