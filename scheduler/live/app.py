@@ -162,7 +162,7 @@ class App:
             KubeCoreAPI(self.connection), Lane(self.binder.limiter, workers=BIND_THREADS, name="volumes")
         )
         # Events from the loop, preemption and plugins (Handle.event_recorder) share one recorder.
-        self.recorder = Recorder(self.binder.events_api, self.binder.events, workers=EVENT_THREADS,
+        self.recorder = Recorder(self.binder.events_api, self.binder.events,
                                  on_drop=lambda reason: metrics.events_dropped.labels(reason).inc())
         snapshot, listers = Snapshot(), Listers()
         # The Handle's pieces: Permit timeouts on the loop's clock, the queue's Activate (the

@@ -330,16 +330,15 @@ class Scheduler(EventHandlers):
         mode, node = nominating
         self.queue.nominator.add(pod, mode, node)
         nominated = node if mode == "override" and node != pod.nominated_node_name else None
-        reason = "Unschedulable" if st.is_rejected() else "SchedulerError"
+        rejected = st.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
         message = st.message
         # A rejection is upstream's V(2) "Unable to schedule pod; no fit; waiting"; an error is
-        # logged at every verbosity, as upstream's HandleError.
-        fields = {"pod": pod.key, "profile": fw.profile_name, "attempts": q.attempts, "queue": where,
-                  "message": message}
-        if not st.is_rejected():
-            log.info("scheduling_error", **fields)
-        elif SCHEDULE_ONE.level >= 2:
-            log.info("pod_unschedulable", v=2, **fields)
+        # logged at every verbosity, as upstream's HandleError. Nothing is built below V(2).
+        if not rejected or SCHEDULE_ONE.level >= 2:
+            event, v = ("pod_unschedulable", {"v": 2}) if rejected else ("scheduling_error", {})
+            log.info(event, pod=pod.key, profile=fw.profile_name, attempts=q.attempts, queue=where, message=message,
+                     **v)
         self.recorder.event(pod, fw.profile_name, "Warning", "FailedScheduling", "Scheduling", message)
         self.recorder.unschedulable(pod, reason, message, nominated)
 

@@ -207,7 +207,7 @@ def test_events_are_written_as_many_at_once_as_the_lane_has_threads(tmp_path: pa
 
     app = make_app(config({"schedulerName": "a"}), tmp_path)
     assert EVENT_THREADS >= 16
-    assert app.recorder.workers == EVENT_THREADS == app.binder.events._workers
+    assert app.recorder.workers == EVENT_THREADS == app.binder.events.workers
     assert app.recorder.lane is app.binder.events
 
 

@@ -93,7 +93,7 @@ class Recorder:
         hostname: str | None = None,
         clock: Callable[[], float] = time.time,
         max_queued: int = MAX_QUEUED_EVENTS,
-        workers: int = 4,
+        workers: int | None = None,
         on_drop: Callable[[str], None] | None = None,
     ) -> None:
         self.api = api
@@ -101,7 +101,8 @@ class Recorder:
         self.hostname = hostname or socket.gethostname()
         self.clock = clock
         self.max_queued = max_queued
-        self.workers = workers
+        # Writer tasks: as many as the lane has threads (more would only queue in it).
+        self.workers = lane.workers if workers is None else workers
         self.on_drop = on_drop
         self._events: deque[_Event] = deque()
         self._conditions: dict[str, tuple[PodInfo, str, str, str | None]] = {}

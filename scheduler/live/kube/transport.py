@@ -332,6 +332,11 @@ class Lane:
         self.writes = 0
         self._blocking_lock = threading.Lock()
 
+    @property
+    def workers(self) -> int:
+        """Writes this lane runs at once (its threads)."""
+        return self._workers
+
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         started = time.perf_counter()
         await self.limiter.take()
