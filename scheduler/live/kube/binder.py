@@ -23,6 +23,17 @@ log = structlog.get_logger(__name__)
 RESOLVE_BACKOFF = (0.5, 5.0)  # first and longest wait between reads of a pod whose Binding may have landed
 
 
+def binding_body(pod: PodInfo, node: str) -> dict[str, Any]:
+    """The Binding of ``pod`` to ``node`` (upstream DefaultBinder's)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        # The UID precondition makes a same-name replacement pod fail with 409, not get bound.
+        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
 class BindConflict(ApiError):
     """409: the pod is already bound (or being deleted, or was replaced): not ours to bind."""
 
@@ -84,13 +95,7 @@ class Binder:
     async def bind(self, pod: PodInfo, node: str) -> None:
         """Raises ``Fenced`` (not sent), ``BindConflict`` or ``PodGone`` (not ours to bind any
         more), or another ``ApiError`` (not bound; the pod is retried)."""
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            # The UID precondition makes a same-name replacement pod fail with 409, not get bound.
-            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
+        body = binding_body(pod, node)
         try:
             if not self.fence_open():
                 raise Fenced()

@@ -25,6 +25,7 @@ import structlog
 import urllib3
 from urllib3.exceptions import NewConnectionError
 
+from scheduler.live.kube import wire
 from scheduler.live.kube.lanethreads import LaneThreads
 from scheduler.live.kube.rawhttp import RawTransport, TransportError
 from scheduler.live.metrics.client import REST
@@ -161,7 +162,10 @@ def retry_after(status: int, header: str | None) -> int | None:
 
 
 def message_of(body: bytes) -> str:
-    """The ``message`` of a Status reply, if the body is one."""
+    """The ``message`` of a Status reply (JSON or protobuf), if the body is one."""
+    message = wire.status_message(body)
+    if message is not None:
+        return message
     try:
         doc = json.loads(body)
     except (ValueError, TypeError):
@@ -207,6 +211,8 @@ class KubeCoreAPI:
     sleep: Callable[[float], None] = staticmethod(time.sleep)
     # Plain keep-alive sockets (rawhttp.py); None: through the client's urllib3 pool.
     _raw: RawTransport | None = None
+    # Set once the server answered a protobuf body with 415: every create goes as JSON.
+    _json_only: bool = False
 
     def __init__(self, conn: Any) -> None:
         self.api = conn  # clients.Connection, or an ApiClient (the same attributes)
@@ -258,6 +264,29 @@ class KubeCoreAPI:
         if body is not None:
             headers["Content-Type"] = content_type
             data = encode_body(body)
+        return self._exchange(method, path, headers, data, timeout)
+
+    def create(self, path: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> bytes:
+        """POST a new object, in protobuf where ``wire`` can encode it (as kube-scheduler's
+        clients do: the API server decodes it for less CPU than JSON), else in JSON. A server
+        that refuses protobuf (415) gets JSON from then on."""
+        data = None if self._json_only else wire.encode(body)
+        if data is None:
+            return self.request("POST", path, body, timeout=timeout)
+        headers = request_headers(self.api)
+        headers["Content-Type"], headers["Accept"] = wire.PROTOBUF, wire.ACCEPT
+        try:
+            return self._exchange("POST", path, headers, data, timeout)
+        except ApiError as exc:
+            if exc.status != 415:
+                raise
+            log.warning("api_protobuf_refused", path=path, error=exc.message)
+            self._json_only = True
+            return self.request("POST", path, body, timeout=timeout)
+
+    def _exchange(
+        self, method: str, path: str, headers: dict[str, str], data: bytes | None, timeout: float
+    ) -> bytes:
         deadline = time.monotonic() + timeout
         for attempt in range(MAX_RETRIES + 1):
             status, reason, after, raw = self._send(method, path, headers, data,
@@ -275,10 +304,10 @@ class KubeCoreAPI:
         raise AssertionError("unreachable")
 
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> None:
-        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body, timeout=timeout)
+        self.create(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body, timeout=timeout)
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
-        self.request("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
+        self.create(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
 
     def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         self.request(
