@@ -58,6 +58,7 @@ from scheduler.live import log as logconf
 from scheduler.live import presence
 from scheduler.live.decisions import DecisionStore, RecordOptions
 from scheduler.live.explainpage import ExplainPage
+from scheduler.live.kube import wire
 from scheduler.live.kube.annotator import ResultAnnotator
 from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
@@ -150,9 +151,10 @@ class App:
                 on_change=metrics.component.leader_status, on_slowpath=metrics.component.leader_slowpath,
             )
             metrics.component.leader_status(False)  # client-go's elector starts as a backup
+        protobuf = cc.content_type == wire.PROTOBUF  # the Bindings' and Events' encoding
         self.binder = Binder(
-            KubeCoreAPI(self.connection), TokenBucket(cc.qps, cc.burst), workers=BIND_THREADS,
-            events_api=KubeCoreAPI(events_connection), events_limiter=TokenBucket(cc.qps, cc.burst),
+            KubeCoreAPI(self.connection, protobuf), TokenBucket(cc.qps, cc.burst), workers=BIND_THREADS,
+            events_api=KubeCoreAPI(events_connection, protobuf), events_limiter=TokenBucket(cc.qps, cc.burst),
             events_workers=EVENT_THREADS,
             fence=self.elector,
         )

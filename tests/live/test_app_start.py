@@ -212,6 +212,27 @@ def test_events_are_written_as_many_at_once_as_the_lane_has_threads(tmp_path: pa
 
 
 @pytest.mark.parametrize(
+    ("content_type", "json_only"),
+    [
+        (None, False),  # upstream's default, application/vnd.kubernetes.protobuf
+        ("application/vnd.kubernetes.protobuf", False),
+        ("application/json", True),
+    ],
+)
+def test_bindings_and_events_follow_the_content_type(
+    tmp_path: pathlib.Path, content_type: str | None, json_only: bool
+) -> None:
+    # clientConnection.contentType picks the encoding of kube-scheduler's writes (its clients'
+    # ContentType); ours encodes Bindings and Events in protobuf unless it names JSON.
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
+    if content_type is not None:
+        doc["clientConnection"] = {"contentType": content_type}
+    app = make_app(parse_config(doc), tmp_path)
+    assert app.binder.api._json_only is json_only  # type: ignore[attr-defined]
+    assert app.binder.events_api._json_only is json_only  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
     ("method", "want_paths"),
     [
         # A new leader's quorum read of every bound pod (bindings the previous leader made).

@@ -214,8 +214,10 @@ class KubeCoreAPI:
     # Set once the server answered a protobuf body with 415: every create goes as JSON.
     _json_only: bool = False
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, protobuf: bool = True) -> None:
         self.api = conn  # clients.Connection, or an ApiClient (the same attributes)
+        # clientConnection.contentType: protobuf (upstream's default) for what wire.py encodes.
+        self._json_only = not protobuf
         conf = conn.configuration
         self._host = str(conf.host).rstrip("/")
         manager = conn.rest_client.pool_manager
@@ -268,8 +270,8 @@ class KubeCoreAPI:
 
     def create(self, path: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> bytes:
         """POST a new object, in protobuf where ``wire`` can encode it (as kube-scheduler's
-        clients do: the API server decodes it for less CPU than JSON), else in JSON. A server
-        that refuses protobuf (415) gets JSON from then on."""
+        clients do: the API server decodes it for less CPU than JSON), else in JSON, as it is
+        with a JSON ``contentType``. A server that refuses protobuf (415) gets JSON from then on."""
         data = None if self._json_only else wire.encode(body)
         if data is None:
             return self.request("POST", path, body, timeout=timeout)
