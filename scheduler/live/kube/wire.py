@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-# What client-go asks for with a protobuf content config: protobuf, JSON where it has none.
-ACCEPT = f"{PROTOBUF}, application/json"
+# What client-go asks for when acceptContentTypes is empty (rest/request.go setAcceptHeader):
+# the content type, then anything; the API server answers protobuf where it has it.
+ACCEPT = f"{PROTOBUF}, */*"
 MAGIC = b"k8s\x00"
 
 # Field kinds.
