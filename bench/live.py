@@ -54,7 +54,7 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from bench import live_apimetrics as apimetrics
-from bench.live_contestants import CONTESTANTS, Contestant, contestant_argv, scheduler_config
+from bench.live_contestants import CONTENT_TYPES, CONTESTANTS, Contestant, contestant_argv, scheduler_config
 from bench.live_http import ApiError, Kube
 from bench.live_plane import Kwok, Plane, say, start_plane
 from bench.live_procfs import cpu_seconds, loadavg, machine_idle_s, self_cpu_s
@@ -100,6 +100,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--bind-workers", type=int, default=16, help="threads of the bind-only client")
     ap.add_argument("--wait-timeout", type=float, default=600.0, help="seconds an op may wait for pods (upstream 600)")
     ap.add_argument("--settle", type=float, default=2.0, help="seconds between the contestant's start and the ops")
+    ap.add_argument("--content-type", choices=sorted(CONTENT_TYPES),
+                    help="both schedulers' clientConnection.contentType (default: unset, i.e. protobuf)")
     ap.add_argument("--kwok-paused", action="store_true", help="pause kwok during measured windows")
     ap.add_argument("--profile", action="store_true", help="one extra py-spy run of ours per workload (not measured)")
     args = ap.parse_args(argv)
@@ -207,7 +209,7 @@ def run_once(
     try:
         plane = start_plane(scheduler_perf=True, apiserver_args=apiserver_args(gates))
         config = plane.run / "bench-live-scheduler.yaml"
-        scheduler_config(config, plane.sched_kubeconfig, args.qps)
+        scheduler_config(config, plane.sched_kubeconfig, args.qps, args.content_type)
         tracker = PodTracker(plane.admin)
         tracker.start()
         if not tracker.ready.wait(60) or tracker.error:

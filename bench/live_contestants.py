@@ -18,6 +18,7 @@ import shlex
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import yaml
 
@@ -30,11 +31,20 @@ SCHEDULER_NAME = "default-scheduler"
 CONTESTANTS = {"kube": "kube-scheduler", "bind": "bind-only", "bindev": "bind+event", "ours": "pyscheduler"}
 
 
-def scheduler_config(path: pathlib.Path, kubeconfig: str, qps: int) -> None:
+# --content-type: what both schedulers' clientConnection.contentType is set to (unset: v1's
+# default, protobuf). kube-scheduler then reads its watches in that encoding too; ours always
+# reads JSON and writes Bindings and Events in it.
+CONTENT_TYPES = {"protobuf": "application/vnd.kubernetes.protobuf", "json": "application/json"}
+
+
+def scheduler_config(path: pathlib.Path, kubeconfig: str, qps: int, content_type: str | None = None) -> None:
+    connection: dict[str, Any] = {"kubeconfig": kubeconfig, "qps": qps, "burst": qps}
+    if content_type is not None:
+        connection["contentType"] = CONTENT_TYPES[content_type]
     cfg = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": kubeconfig, "qps": qps, "burst": qps},
+        "clientConnection": connection,
         "leaderElection": {"leaderElect": False},
         "profiles": [{"schedulerName": SCHEDULER_NAME}],
     }
