@@ -46,7 +46,6 @@ from scheduler.framework.waiting_pods import Cancel, WaitingPod
 from scheduler.live.decisions import DecisionStore
 from scheduler.live.handlers import EventHandlers
 from scheduler.live.kube.binder import BindConflict, Binder, PodGone
-from scheduler.live.kube.lanethreads import BacklogPolicy
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced
 from scheduler.live.log import verbose
@@ -117,12 +116,8 @@ class Scheduler(EventHandlers):
         recorder: Recorder | None = None,
         decisions: DecisionStore | None = None,
         nominate_for_expectation: bool = True,
-        cpu_policy: BacklogPolicy | None = None,
     ) -> None:
         self.metrics = metrics or Metrics()
-        # The loop thread's scheduling policy, told the backlog before each cycle (the app's;
-        # tests leave their thread alone).
-        self.cpu_policy = cpu_policy
         # The NominatedNodeNameForExpectation gate (beta, on in v1.36.3; upstream reads it once
         # when the scheduler is built).
         self.nominate_for_expectation = nominate_for_expectation
@@ -197,8 +192,6 @@ class Scheduler(EventHandlers):
                     # Popped as we stopped: give it back untouched for the next leader/run.
                     self.queue.done(q.pod.uid)
                 break
-            if self.cpu_policy is not None:
-                self.cpu_policy.update(len(self.queue.active_q))
             try:
                 self.schedule_one(q)
             except Exception as exc:

@@ -16,7 +16,6 @@ from aiohttp import web
 from scheduler.config import API_VERSION, KIND, parse_config
 from scheduler.live.app import App
 from scheduler.live.kube.clients import CredentialSource
-from scheduler.live.kube.lanethreads import BACKLOG_HIGH, BacklogPolicy
 from scheduler.live.metrics import Metrics
 from scheduler.plugins.registry import default_registry
 from scheduler.testing.fakes import serve_loopback, write_kubeconfig
@@ -186,12 +185,6 @@ async def test_delay_cache_until_active(delay: bool, tmp_path: pathlib.Path) -> 
         app_module.wait_for_api = orig  # type: ignore[assignment]
         app.shutdown.set()
         await asyncio.wait_for(task, 15)
-
-
-def test_the_loop_follows_its_backlog_with_the_cpu_policy(tmp_path: pathlib.Path) -> None:
-    app = make_app(config({"schedulerName": "a"}), tmp_path)
-    assert isinstance(app.scheduler.cpu_policy, BacklogPolicy)
-    assert (app.scheduler.cpu_policy.high, app.scheduler.cpu_policy.batch) == (BACKLOG_HIGH, False)
 
 
 def test_prebind_writes_have_the_bindings_threads_and_rate_limit(tmp_path: pathlib.Path) -> None:

@@ -210,29 +210,6 @@ async def test_run_loop_and_stop():
     assert sorted(h.bound()) == [f"p{i}" for i in range(5)]
 
 
-async def test_the_cpu_policy_hears_the_backlog_before_each_cycle():
-    # 5 pods queued: the policy is told 4, 3, 2, 1, 0 pods still waiting as each is popped.
-    h = Harness()
-    heard: list[int] = []
-
-    class Policy:
-        def update(self, waiting: int) -> None:
-            heard.append(waiting)
-
-    h.sched.cpu_policy = Policy()  # type: ignore[assignment]
-    h.sched.on_node(None, make_node("n1"))
-    for i in range(5):
-        h.sched.on_pod("ADDED", make_pod(f"p{i}"))
-    task = asyncio.create_task(h.sched.run())
-    for _ in range(200):
-        await asyncio.sleep(0.005)
-        if len(h.api.bindings) == 5:
-            break
-    h.sched.stop()
-    await asyncio.wait_for(task, 2)
-    assert heard == [4, 3, 2, 1, 0]
-
-
 async def test_assumed_pod_never_expires_while_the_watch_lags():
     # Issue 9 (10,000 pods onto 8,000 slots bound 8,008): an assumed pod whose Binding
     # succeeded must hold its resources until the watch shows it, however long that takes

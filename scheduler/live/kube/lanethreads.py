@@ -30,12 +30,11 @@ from typing import Any
 _Job = tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[..., Any], tuple[Any, ...]]
 
 
-def batch_policy(batch: bool = True) -> bool:
-    """Put the calling thread under SCHED_BATCH (``batch``) or back under the default policy;
-    False where the platform or a seccomp profile does not allow it (the thread then keeps the
-    policy it had)."""
+def batch_policy() -> bool:
+    """Put the calling thread under SCHED_BATCH; False where the platform or a seccomp profile
+    does not allow it (the thread then keeps the default policy)."""
     setter = getattr(os, "sched_setscheduler", None)
-    policy = getattr(os, "SCHED_BATCH" if batch else "SCHED_OTHER", None)
+    policy = getattr(os, "SCHED_BATCH", None)
     if setter is None or policy is None:
         return False
     try:
@@ -43,41 +42,6 @@ def batch_policy(batch: bool = True) -> bool:
     except OSError:
         return False
     return True
-
-
-# Pods waiting in the active queue from which the loop's thread goes under SCHED_BATCH.
-BACKLOG_HIGH = 16
-
-
-class BacklogPolicy:
-    """The event loop's thread under SCHED_BATCH while a backlog waits, under the default policy
-    once the active queue is empty.
-
-    With pods waiting, throughput is what counts: a thread that does not preempt the API server
-    on each watch chunk finds several chunks and results waiting when it runs, and spent 10-14%
-    less CPU per pod on the one-node and DaemonSet workloads (bench/live.py, 1.00-1.04 ->
-    0.87-0.94 and 1.09-1.16 -> 0.94-1.01 CPU-s per 1,000 pods). Without a backlog, a pod's
-    latency is the wake-up: kept under SCHED_BATCH, the loop's p99 at a steady 50 pods/s rose
-    from 68-72 to 72-84 ms (bench/arrival.py). ``update`` costs a comparison per cycle and a
-    system call per change."""
-
-    __slots__ = ("_set", "available", "batch", "high")
-
-    def __init__(self, high: int = BACKLOG_HIGH, setter: Callable[[bool], bool] = batch_policy) -> None:
-        self.high = high
-        self._set = setter
-        self.batch = False
-        self.available = True  # False once the platform refused: never asked again
-
-    def update(self, waiting: int) -> None:
-        if not self.available:
-            return
-        if self.batch:
-            if waiting == 0:
-                self.batch = False
-                self.available = self._set(False)
-        elif waiting >= self.high:
-            self.batch = self.available = self._set(True)
 
 
 class _Results:

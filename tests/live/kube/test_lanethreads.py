@@ -61,53 +61,6 @@ def test_lane_threads_run_under_sched_batch_where_allowed(allowed: bool, monkeyp
     assert asyncio.run(go()) == (os.SCHED_BATCH if allowed else os.SCHED_OTHER)
 
 
-@pytest.mark.parametrize(
-    ("waiting", "refuse", "want_calls", "want_batch"),
-    [
-        # Below the mark nothing changes; at it, SCHED_BATCH.
-        ([0, 3, 15], False, [], False),
-        ([3, 16, 40], False, [True], True),
-        # Back to the default policy only once the queue is empty (no flapping around the mark).
-        ([16, 15, 2, 1], False, [True], True),
-        ([16, 2, 0, 0, 5], False, [True, False], False),
-        ([16, 0, 20], False, [True, False, True], True),
-        # A platform that refuses is asked once, never again.
-        ([16, 0, 20, 30], True, [True], False),
-    ],
-)
-def test_backlog_policy_follows_the_active_queue(
-    waiting: list[int], refuse: bool, want_calls: list[bool], want_batch: bool
-) -> None:
-    calls: list[bool] = []
-
-    def setter(batch: bool) -> bool:
-        calls.append(batch)
-        return not refuse
-
-    policy = lanethreads.BacklogPolicy(high=16, setter=setter)
-    for n in waiting:
-        policy.update(n)
-    assert (calls, policy.batch) == (want_calls, want_batch)
-
-
-def test_batch_policy_goes_there_and_back() -> None:
-    if not hasattr(os, "SCHED_BATCH"):
-        pytest.skip("no SCHED_BATCH on this platform")
-
-    def there_and_back() -> tuple[int, int]:
-        assert lanethreads.batch_policy(True)
-        first = os.sched_getscheduler(0)
-        assert lanethreads.batch_policy(False)
-        return first, os.sched_getscheduler(0)
-
-    # On a thread of its own: the policy is per thread.
-    out: list[tuple[int, int]] = []
-    t = threading.Thread(target=lambda: out.append(there_and_back()))
-    t.start()
-    t.join()
-    assert out == [(os.SCHED_BATCH, os.SCHED_OTHER)]
-
-
 def test_results_that_finish_together_wake_the_loop_once() -> None:
     gate = threading.Event()
     wakes: list[int] = []
