@@ -63,7 +63,6 @@ from scheduler.live.kube.annotator import ResultAnnotator
 from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.clients import CredentialError, CredentialSource, describe_error, probe_api, wait_for_api
 from scheduler.live.kube.elector import ElectorConfigError, KubeLeaseAPI, LeaderElector, LeadershipLost, check_timings
-from scheduler.live.kube.lanethreads import batch_policy
 from scheduler.live.kube.preemptor import LivePreemption
 from scheduler.live.kube.recorder import Recorder
 from scheduler.live.kube.transport import Fenced, KubeCoreAPI, Lane, TokenBucket
@@ -678,12 +677,6 @@ def main(args: argparse.Namespace) -> int:
     except FrameworkError as exc:
         print(f"error: {error_line(cfg_name, exc)}", file=sys.stderr)
         return EXIT_CONFIG
-    # The event loop's thread under SCHED_BATCH too (threads it starts inherit the policy): woken
-    # by a watch chunk while the API server runs, it no longer preempts it at once, and finds
-    # several chunks and results waiting when it runs. On 2 busy cores the scheduler's CPU per
-    # pod fell by 10-14% on the one-node and DaemonSet workloads (bench/live.py, 1.00-1.04 ->
-    # 0.87-0.94 and 1.09-1.16 -> 0.94-1.01 CPU-s per 1,000 pods); steady arrival is no slower.
-    log.info("loop_thread_policy", sched_batch=batch_policy())
     try:
         return asyncio.run(app.run())
     except KeyboardInterrupt:

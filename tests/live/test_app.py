@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import logging
 import pathlib
-import threading
-from typing import Any
 
 import pytest
 import structlog
@@ -16,7 +14,6 @@ from scheduler import cli
 from scheduler.config import ConfigError, load_config, load_run_config
 from scheduler.live import app
 from scheduler.live import log as logconf
-from scheduler.testing.fakes import write_kubeconfig
 
 CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -106,32 +103,3 @@ def test_vmodule_with_json_is_refused_in_one_line(capsys: pytest.CaptureFixture[
 def test_unknown_logging_format_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", "--logging-format=xml"]) == 1
     assert capsys.readouterr().err == 'error: format: Invalid value: "xml": Unsupported log format\n'
-
-
-@pytest.mark.parametrize("allowed", [True, False])
-def test_the_event_loop_runs_on_a_thread_put_under_sched_batch(
-    allowed: bool, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The policy is asked for on the thread that then runs the loop, before it runs, and a
-    platform that refuses it only changes the start line (lanethreads.batch_policy)."""
-    calls: list[tuple[str, int]] = []
-
-    def policy() -> bool:
-        calls.append(("policy", threading.get_ident()))
-        return allowed
-
-    async def run(self: app.App) -> int:
-        calls.append(("loop", threading.get_ident()))
-        return 0
-
-    class Log:
-        def __getattr__(self, level: str) -> Any:
-            return lambda event, **fields: calls.append((event, fields)) if event == "loop_thread_policy" else None
-
-    monkeypatch.setattr(app, "batch_policy", policy)
-    monkeypatch.setattr(app, "log", Log())
-    monkeypatch.setattr(app.App, "run", run)
-    kubeconfig = write_kubeconfig(tmp_path, {"token": "t"})
-    assert cli.main(["run", "--secure-port=0", "--leader-elect=false", f"--kubeconfig={kubeconfig}"]) == 0
-    me = threading.get_ident()
-    assert calls == [("policy", me), ("loop_thread_policy", {"sched_batch": allowed}), ("loop", me)]
