@@ -43,6 +43,9 @@ EVENT_SERIES_FINISH = 6 * 60.0
 MAX_CACHED_EVENTS = 20000
 # Pods whose last written PodScheduled condition is remembered at most (see Recorder._written).
 MAX_WRITTEN = 50000
+# What Recorder._written holds for a pod whose last PodScheduled write may or may not have landed:
+# equal to no real (reason, message), so the next condition is never skipped as already there.
+UNKNOWN_WRITE = ("", "")
 CONDITION_RETRY_DELAY = 1.0  # seconds before a PodScheduled write the API server failed is tried again
 # Upstream events.k8s.io note limit (truncateMessage).
 NOTE_LENGTH_LIMIT = 1024
@@ -401,6 +404,12 @@ class Recorder:
         except ApiError as exc:
             if exc.status != 404:
                 log.warning("pod_condition_update_failed", pod=pod.key, status=exc.status, error=exc.message)
+            if exc.status == 0 or exc.status >= 500:
+                # The server may have taken it (a reset after the write, a 5xx on the way back):
+                # what the pod says is unknown until the watch shows it, so the pod's next
+                # condition is written even if a stale copy of the pod already carries it.
+                self._written.pop(pod.uid, None)
+                self._written[pod.uid] = UNKNOWN_WRITE
             if seq is not None and not isinstance(exc, Fenced) and (exc.status in (0, 429) or exc.status >= 500):
                 self._retry_later(pod, reason, message, nominated, seq)
             return False

@@ -188,6 +188,39 @@ async def test_condition_lost_to_a_passing_error_is_written_again():
     assert [b["status"]["conditions"][0]["reason"] for _, _, b in api.status_patches] == ["Unschedulable"]
 
 
+@pytest.mark.parametrize(
+    ("error", "want_reasons"),
+    [
+        # A reset or a 5xx: the SchedulerError patch may have landed, so the Unschedulable one is
+        # written though the cycle's (stale) pod already shows Unschedulable (e2e/test_faults.py
+        # test_5xx_and_resets_on_writes: a pod left SchedulerError for good).
+        (ApiError(0, "reset"), ["Unschedulable", "Unschedulable"]),
+        (ApiError(500, "boom"), ["Unschedulable", "Unschedulable"]),
+        # A refusal changed nothing: the pod still says Unschedulable, nothing to write.
+        (ApiError(422, "invalid"), ["Unschedulable"]),
+    ],
+)
+async def test_a_condition_write_of_unknown_outcome_is_not_trusted(error: ApiError, want_reasons: list[str]):
+    class SecondFails(FakeCoreAPI):
+        calls = 0
+
+        def patch_pod_status(self, namespace, name, body):
+            self.calls += 1
+            if self.calls == 2:
+                raise error
+            super().patch_pod_status(namespace, name, body)
+
+    api = SecondFails()
+    r = Recorder(api, lane(), clock=lambda: 0.0)
+    assert await r.write_unschedulable(POD, "Unschedulable", "0/1 nodes are available")
+    assert not await r.write_unschedulable(POD, "SchedulerError", "binding failed")
+    stale = make_pod("web", "prod", uid="u-1")
+    stale["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                       "message": "0/1 nodes are available"}]}
+    await r.write_unschedulable(PodInfo(stale), "Unschedulable", "0/1 nodes are available")
+    assert [b["status"]["conditions"][0]["reason"] for _, _, b in api.status_patches] == want_reasons
+
+
 async def test_settle_writes_a_queued_condition_now_and_waits_for_one_in_flight():
     import asyncio
 
