@@ -404,23 +404,27 @@ class Recorder:
         except ApiError as exc:
             if exc.status != 404:
                 log.warning("pod_condition_update_failed", pod=pod.key, status=exc.status, error=exc.message)
-            if exc.status == 0 or exc.status >= 500:
-                # The server may have taken it (a reset after the write, a 5xx on the way back):
-                # what the pod says is unknown until the watch shows it, so the pod's next
-                # condition is written even if a stale copy of the pod already carries it.
-                self._written.pop(pod.uid, None)
-                self._written[pod.uid] = UNKNOWN_WRITE
-            if seq is not None and not isinstance(exc, Fenced) and (exc.status in (0, 429) or exc.status >= 500):
+            # A reset or a 5xx: the server may have taken it (the answer lost on the way back).
+            uncertain = exc.status == 0 or exc.status >= 500
+            if uncertain:
+                # What the pod says is unknown until the watch shows it: its next condition is
+                # written even if a stale copy of the pod already carries it.
+                self._remember_written(pod.uid, UNKNOWN_WRITE)
+            if seq is not None and not isinstance(exc, Fenced) and (uncertain or exc.status == 429):
                 self._retry_later(pod, reason, message, nominated, seq)
             return False
-        written = self._written
-        written.pop(pod.uid, None)
-        written[pod.uid] = (reason, message)
-        if len(written) > MAX_WRITTEN:  # pods deleted while pending; the oldest go first
-            del written[next(iter(written))]
+        self._remember_written(pod.uid, (reason, message))
         if seq is not None and self._latest.get(pod.uid) == seq:
             del self._latest[pod.uid]
         return True
+
+    def _remember_written(self, uid: str, written: tuple[str, str]) -> None:
+        """The pod's last PodScheduled write, newest last; the oldest go first past the bound
+        (pods deleted while pending)."""
+        self._written.pop(uid, None)
+        self._written[uid] = written
+        if len(self._written) > MAX_WRITTEN:
+            del self._written[next(iter(self._written))]
 
     def _retry_later(self, pod: PodInfo, reason: str, message: str, nominated: str | None, seq: int) -> None:
         """The condition is what users and tools read: a write lost to a 5xx, a throttle or a
