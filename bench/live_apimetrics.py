@@ -27,6 +27,8 @@ def _key(family: str, labels: dict[str, str]) -> str | None:
         return f"watch_events {labels.get('resource') or labels.get('kind', '')}"
     if family == "apiserver_watch_events_sizes_sum":
         return f"watch_bytes {labels.get('resource') or labels.get('kind', '')}"
+    if family == "authenticated_user_requests":
+        return f"user {labels.get('username', '')}"
     if family == "apiserver_response_sizes_sum":
         return f"resp_bytes {labels.get('verb', '')} {_resource(labels)}"
     return None
