@@ -83,18 +83,17 @@ from scheduler.plugins.registry import default_registry
 log = structlog.get_logger(__name__)
 
 DRAIN_TIMEOUT = 30.0
-# Threads of the binding lane: Bindings in flight at once (kube-scheduler has no such bound).
-# A Binding holds its thread for the API server's answer, so the lane tops out at threads /
-# latency: with 8, SchedulingBasic (5,000 nodes, 11,000 pods, 2 cores) bound about 240 pods/s
-# while its backlog grew to 4,500; with 32 it kept up with creation (backlog under 100). On
-# plain sockets with batched results (rawhttp, lanethreads) a Binding holds the GIL only to
-# write its request and parse the answer, so more threads no longer stall the event loop.
+# Bindings in flight at once (kube-scheduler has no such bound): the binding lane's connections
+# (loophttp) or, through a proxy, its threads. A Binding holds its connection for the API
+# server's answer, so the lane tops out at connections / latency: with 8, SchedulingBasic
+# (5,000 nodes, 11,000 pods, 2 cores) bound about 240 pods/s while its backlog grew to 4,500;
+# with 32 it kept up with creation (backlog under 100).
 BIND_THREADS = 32
-# Events written at once (writer tasks and lane threads). Upstream sends each Event from a
+# Events written at once (writer tasks and the events lane's connections). Upstream sends each Event from a
 # goroutine of its own, so its 1000-deep queue drops nothing at a few hundred binds a second;
 # with 4 writers ours dropped 3,449 of SchedulingDaemonset's 6,000 Scheduled Events (300 binds
-# a second at that load's API latency keep about 15 in flight); with 16, none. Lane threads
-# start only as writes queue up.
+# a second at that load's API latency keep about 15 in flight); with 16, none. Connections
+# open only as writes queue up.
 EVENT_THREADS = 16
 EXIT_CONFIG = 2
 EXIT_LEASE_LOST = 1

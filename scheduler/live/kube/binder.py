@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.live.kube.fence import Fence, send_fenced
+from scheduler.live.kube.fence import Fence, fence_guard, send_fenced
 from scheduler.live.kube.transport import REQUEST_TIMEOUT, ApiError, CoreAPI, Fenced, Lane, TokenBucket, never_stored
 from scheduler.model.pod import PodInfo
 
@@ -32,6 +32,11 @@ def binding_body(pod: PodInfo, node: str) -> dict[str, Any]:
         "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
+
+
+def _loop_ready(api: Any, workers: int) -> bool:
+    ready = getattr(api, "loop_ready", None)
+    return bool(ready is not None and ready(workers))
 
 
 class BindConflict(ApiError):
@@ -68,6 +73,10 @@ class Binder:
         self.events = Lane(events_limiter or TokenBucket(50, 100), events_executor, workers=events_workers,
                            name="events")
         self.fence = fence
+        # Bindings and Events sent by the event loop itself where the API objects can (see
+        # loophttp.py); injected executors (tests) keep the threads.
+        self.binds.loop_io = executor is None and _loop_ready(api, workers)
+        self.events.loop_io = events_executor is None and _loop_ready(self.events_api, events_workers)
 
     @property
     def limiter(self) -> TokenBucket:
@@ -88,9 +97,22 @@ class Binder:
         else:
             send_fenced(self.fence, self.api.create_binding, namespace, name, body)
 
+    async def _send_binding_async(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        # On the event loop: the fence is checked now and again right before the bytes leave.
+        api: Any = self.api
+        if self.fence is None:
+            await api.create_binding_async(namespace, name, body, REQUEST_TIMEOUT)
+        else:
+            check, timeout = fence_guard(self.fence)
+            await api.create_binding_async(namespace, name, body, timeout, check)
+
     def shutdown(self) -> None:
         self.binds.shutdown()
         self.events.shutdown()
+        for api in (self.api, self.events_api):
+            close = getattr(api, "close_loop_io", None)
+            if close is not None:
+                close()
 
     async def bind(self, pod: PodInfo, node: str) -> None:
         """Raises ``Fenced`` (not sent), ``BindConflict`` or ``PodGone`` (not ours to bind any
@@ -99,7 +121,10 @@ class Binder:
         try:
             if not self.fence_open():
                 raise Fenced()
-            await self.binds.run(self._send_binding, pod.namespace, pod.name, body)
+            if self.binds.loop_io:
+                await self.binds.run_async(self._send_binding_async, pod.namespace, pod.name, body)
+            else:
+                await self.binds.run(self._send_binding, pod.namespace, pod.name, body)
         except Fenced:
             raise
         except ApiError as exc:

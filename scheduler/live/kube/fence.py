@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 from scheduler.live.kube.rawhttp import check_send_guard, send_guard
 from scheduler.live.kube.transport import REQUEST_TIMEOUT, Fenced
 
-__all__ = ["Fence", "check_send_guard", "send_fenced"]
+__all__ = ["Fence", "check_send_guard", "fence_guard", "send_fenced"]
 
 T = TypeVar("T")
 
@@ -33,17 +33,23 @@ class Fence(Protocol):
         ...
 
 
-def send_fenced(fence: Fence, send: Callable[..., T], *args: Any) -> T:
-    """``send(*args, timeout=...)`` from the sending thread, only while ``fence`` is open;
-    raises ``Fenced`` (nothing sent) once it is closed."""
+def fence_guard(fence: Fence) -> tuple[Callable[[], None], float]:
+    """The check a fenced request runs (now, and again right before its bytes are written) and
+    its timeout: it must not outlive our claim to the lease. Raises ``Fenced`` (nothing sent)
+    when the fence is closed already."""
 
     def check() -> None:
         if fence.open_for() <= 0:
             raise Fenced()
 
     check()
-    # The request must not outlive our claim to the lease.
-    timeout = max(0.1, min(REQUEST_TIMEOUT, fence.lease_left()))
+    return check, max(0.1, min(REQUEST_TIMEOUT, fence.lease_left()))
+
+
+def send_fenced(fence: Fence, send: Callable[..., T], *args: Any) -> T:
+    """``send(*args, timeout=...)`` from the sending thread, only while ``fence`` is open;
+    raises ``Fenced`` (nothing sent) once it is closed."""
+    check, timeout = fence_guard(fence)
     send_guard.check = check  # and again right before its bytes are written
     try:
         return send(*args, timeout=timeout)

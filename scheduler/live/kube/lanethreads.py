@@ -1,5 +1,6 @@
-"""The threads behind a write lane: blocking API calls run here, their results go back to the
-event loop in batches.
+"""The threads behind a write lane: blocking API calls run here (status patches, preemption's
+deletes, reads; Bindings and Events only through a proxy, see loophttp.py), their results go
+back to the event loop in batches.
 
 ``loop.run_in_executor`` on a ThreadPoolExecutor pays, per call, a concurrent Future with its
 Condition, an idle-thread semaphore, a chained asyncio Future and one wake-up of the loop

@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from scheduler.live.metrics.client import REST
 
@@ -142,6 +142,12 @@ class RawTransport:
             conn = self._local.conn = self._connect(timeout)
         return conn
 
+    def close_thread_conn(self) -> None:
+        """Close the calling thread's connection, if it has one."""
+        conn: _Conn | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._discard(conn)
+
     def _discard(self, conn: _Conn) -> None:
         conn.close()
         if getattr(self._local, "conn", None) is conn:
@@ -155,10 +161,7 @@ class RawTransport:
         deadline = time.monotonic() + timeout
         self.guard()  # a fenced request opens no connection either
         conn = self._conn(timeout)
-        head = [f"{method} {self.prefix}{path} HTTP/1.1".encode("latin-1"), b"Host: " + self.host_header]
-        head.extend(f"{k}: {v}".encode("latin-1") for k, v in headers.items())
-        head.append(b"Content-Length: %d" % (len(body) if body else 0))
-        data = b"\r\n".join(head) + b"\r\n\r\n" + (body or b"")
+        data = request_bytes(method, self.prefix + path, self.host_header, headers, body)
         sent = len(body) if body else 0
         self.guard()  # the fence, right before the bytes leave (raising, nothing is sent)
         try:
@@ -167,85 +170,117 @@ class RawTransport:
             resp, keep = self._read(conn, method, deadline)
         except BaseException as exc:
             self._discard(conn)
-            REST.request(method, self.metric_host, None, time.perf_counter() - started, sent, None)
-            if isinstance(exc, TransportError):
-                raise
-            if isinstance(exc, OSError | ValueError):
-                raise TransportError(f"{type(exc).__name__}: {exc}", sent=True) from exc
-            raise
+            exchange_failed(exc, method, self.metric_host, started, sent)
         if not keep:
             self._discard(conn)
-        length = resp.headers.get("content-length")
-        REST.request(method, self.metric_host, resp.status, time.perf_counter() - started, sent,
-                     int(length) if length and length.isdigit() else None)
+        exchange_answered(resp, method, self.metric_host, started, sent)
         return resp
 
     @staticmethod
     def _recv(conn: _Conn, deadline: float) -> bytes:
         conn.sock.settimeout(max(0.01, deadline - time.monotonic()))
-        chunk = conn.sock.recv(_RECV)
-        if not chunk:
-            raise TransportError("RemoteDisconnected: the server closed the connection", sent=True)
-        return chunk
+        return bytes(conn.sock.recv(_RECV))
 
     def _read(self, conn: _Conn, method: str, deadline: float) -> tuple[Response, bool]:
         buf = conn.buf
         while True:
-            end = buf.find(b"\r\n\r\n")
-            if end >= 0:
+            parsed = parse_response(buf, method)
+            if parsed is not None:
                 break
-            buf += self._recv(conn, deadline)
-        lines = buf[:end].split(b"\r\n")
-        rest = buf[end + 4 :]
-        parts = lines[0].split(b" ", 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
-            raise TransportError(f"BadStatusLine: {lines[0][:80]!r}", sent=True)
-        status = int(parts[1])
-        reason = parts[2].decode("latin-1") if len(parts) > 2 else ""
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
-        keep = headers.get("connection", "").lower() != "close" and parts[0] == b"HTTP/1.1"
-        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
-            body = b""
-        elif "content-length" in headers:
-            n = int(headers["content-length"])
-            while len(rest) < n:
-                rest += self._recv(conn, deadline)
-            body, rest = rest[:n], rest[n:]
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            body, rest = self._chunked(conn, rest, deadline)
-        else:
-            # Delimited by the server closing the connection.
-            pieces = [rest]
-            while True:
-                conn.sock.settimeout(max(0.01, deadline - time.monotonic()))
-                chunk = conn.sock.recv(_RECV)
-                if not chunk:
-                    break
-                pieces.append(chunk)
-            body, rest, keep = b"".join(pieces), b"", False
-        conn.buf = rest
-        return Response(status, reason, headers, body), keep
+            chunk = self._recv(conn, deadline)
+            if not chunk:
+                parsed = parse_response(buf, method, eof=True)
+                if parsed is None:
+                    raise TransportError("RemoteDisconnected: the server closed the connection", sent=True)
+                break
+            buf += chunk
+        resp, keep, conn.buf = parsed
+        return resp, keep
 
-    def _chunked(self, conn: _Conn, rest: bytes, deadline: float) -> tuple[bytes, bytes]:
-        out: list[bytes] = []
-        while True:
-            while b"\r\n" not in rest:
-                rest += self._recv(conn, deadline)
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                # Trailers (none from the API server) end with an empty line.
-                while b"\r\n" not in rest:
-                    rest += self._recv(conn, deadline)
-                while not rest.startswith(b"\r\n"):
-                    _, _, rest = rest.partition(b"\r\n")
-                    while b"\r\n" not in rest:
-                        rest += self._recv(conn, deadline)
-                return b"".join(out), rest[2:]
-            while len(rest) < size + 2:
-                rest += self._recv(conn, deadline)
-            out.append(rest[:size])
-            rest = rest[size + 2 :]
+
+def exchange_failed(exc: BaseException, method: str, host: str, started: float, sent: int) -> NoReturn:
+    """Count an exchange that got no answer (one ``rest_client_*`` observation) and raise: a
+    socket's error as a TransportError that may have been sent, anything else as it is."""
+    REST.request(method, host, None, time.perf_counter() - started, sent, None)
+    if isinstance(exc, OSError | ValueError) and not isinstance(exc, TransportError):
+        raise TransportError(f"{type(exc).__name__}: {exc}", sent=True) from exc
+    raise exc
+
+
+def exchange_answered(resp: Response, method: str, host: str, started: float, sent: int) -> None:
+    """Count an answered exchange (one ``rest_client_*`` observation)."""
+    length = resp.headers.get("content-length")
+    REST.request(method, host, resp.status, time.perf_counter() - started, sent,
+                 int(length) if length and length.isdigit() else None)
+
+
+def request_bytes(method: str, target: str, host_header: bytes, headers: dict[str, str], body: bytes | None) -> bytes:
+    """One HTTP/1.1 request, head and body, as it goes on the wire."""
+    head = [f"{method} {target} HTTP/1.1".encode("latin-1"), b"Host: " + host_header]
+    head.extend(f"{k}: {v}".encode("latin-1") for k, v in headers.items())
+    head.append(b"Content-Length: %d" % (len(body) if body else 0))
+    return b"\r\n".join(head) + b"\r\n\r\n" + (body or b"")
+
+
+def parse_response(buf: bytes, method: str, eof: bool = False) -> tuple[Response, bool, bytes] | None:
+    """The response at the start of ``buf``, whether the connection stays usable and the bytes
+    after it; None while it is incomplete (``eof``: no more bytes will come, which completes a
+    body delimited by the connection's end). Raises TransportError on a malformed status line."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    lines = buf[:end].split(b"\r\n")
+    rest = buf[end + 4 :]
+    parts = lines[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+        raise TransportError(f"BadStatusLine: {lines[0][:80]!r}", sent=True)
+    status = int(parts[1])
+    reason = parts[2].decode("latin-1") if len(parts) > 2 else ""
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
+    keep = headers.get("connection", "").lower() != "close" and parts[0] == b"HTTP/1.1"
+    if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        body = b""
+    elif "content-length" in headers:
+        n = int(headers["content-length"])
+        if len(rest) < n:
+            return None
+        body, rest = rest[:n], rest[n:]
+    elif "chunked" in headers.get("transfer-encoding", "").lower():
+        chunked = _dechunk(rest)
+        if chunked is None:
+            return None
+        body, rest = chunked
+    else:
+        # Delimited by the server closing the connection.
+        if not eof:
+            return None
+        body, rest, keep = rest, b"", False
+    return Response(status, reason, headers, body), keep, rest
+
+
+def _dechunk(data: bytes) -> tuple[bytes, bytes] | None:
+    """A chunked body at the start of ``data`` and the bytes after it; None while incomplete."""
+    out: list[bytes] = []
+    pos = 0
+    while True:
+        eol = data.find(b"\r\n", pos)
+        if eol < 0:
+            return None
+        size = int(data[pos:eol].split(b";", 1)[0].strip() or b"0", 16)
+        pos = eol + 2
+        if size == 0:
+            # Trailers (none from the API server), then the empty line that ends the body.
+            while True:
+                eol = data.find(b"\r\n", pos)
+                if eol < 0:
+                    return None
+                if eol == pos:
+                    return b"".join(out), data[pos + 2 :]
+                pos = eol + 2
+        if len(data) < pos + size + 2:
+            return None
+        out.append(data[pos : pos + size])
+        pos += size + 2

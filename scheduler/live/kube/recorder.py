@@ -313,7 +313,10 @@ class Recorder:
         if len(self._series) > MAX_CACHED_EVENTS:
             self._prune(now)
         try:
-            await self.lane.run(self.api.create_event, pod.namespace, body)
+            if self.lane.loop_io:
+                await self.lane.run_async(self.api.create_event_async, pod.namespace, body)  # type: ignore[attr-defined]
+            else:
+                await self.lane.run(self.api.create_event, pod.namespace, body)
         except ApiError as exc:
             # Events are best effort, as in client-go.
             log.warning("event_write_failed", pod=pod.key, reason=reason, status=exc.status, error=exc.message)

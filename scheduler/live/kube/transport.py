@@ -2,10 +2,12 @@
 the write lanes, and the API protocol (``CoreAPI``) with its real implementation.
 
 Everything goes through ``CoreAPI`` so tests inject a fake; the real one (``KubeCoreAPI``)
-sends through the kubernetes client's connection pool, whose calls block, in a thread pool.
+sends over plain keep-alive sockets (rawhttp.py; through a proxy, the kubernetes client's
+urllib3 pool). Its calls block and run in a lane's threads, except the two writes every pod
+takes, Bindings and Events, which the event loop sends itself (``*_async``, loophttp.py).
 Each kind of write has a lane: its own API client, token bucket (clientConnection qps/burst,
-like client-go's per-clientset rate limiter) and threads, as kube-scheduler has a scheduler
-client and a separate events client.
+like client-go's per-clientset rate limiter), connections and threads, as kube-scheduler has a
+scheduler client and a separate events client.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 import structlog
@@ -27,10 +29,13 @@ from urllib3.exceptions import NewConnectionError
 
 from scheduler.live.kube import wire
 from scheduler.live.kube.lanethreads import LaneThreads
+from scheduler.live.kube.loophttp import LoopTransport
 from scheduler.live.kube.rawhttp import RawTransport, TransportError
 from scheduler.live.metrics.client import REST
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 REQUEST_TIMEOUT = 30.0  # seconds per API call; a hung call must not hold a binding forever
 MAX_RETRIES = 10  # client-go rest.Request's default: answers with Retry-After are retried this often
@@ -226,6 +231,20 @@ class KubeCoreAPI:
         self._manager = manager
         if not conf.proxy:
             self._raw = RawTransport(conf)
+        self._loop_io: LoopTransport | None = None
+
+    def loop_ready(self, max_conns: int) -> bool:
+        """Send the ``*_async`` writes on the event loop, at most ``max_conns`` at once. False
+        where they go through urllib3 (a proxy): they stay on lane threads then."""
+        if self._raw is None:
+            return False
+        if self._loop_io is None:
+            self._loop_io = LoopTransport(self._raw, max_conns)
+        return True
+
+    def close_loop_io(self) -> None:
+        if self._loop_io is not None:
+            self._loop_io.close()
 
     def _send(
         self, method: str, path: str, headers: dict[str, str], data: bytes | None, timeout: float
@@ -268,41 +287,82 @@ class KubeCoreAPI:
             data = encode_body(body)
         return self._exchange(method, path, headers, data, timeout)
 
+    def _protobuf_create(self, body: dict[str, Any]) -> tuple[dict[str, str], bytes] | None:
+        """The headers and protobuf bytes of a create, or None to send it as JSON."""
+        data = None if self._json_only else wire.encode(body)
+        if data is None:
+            return None
+        headers = request_headers(self.api)
+        headers["Content-Type"], headers["Accept"] = wire.PROTOBUF, wire.ACCEPT
+        return headers, data
+
+    def _protobuf_refused(self, exc: ApiError, path: str) -> bool:
+        """Whether ``exc`` is the server refusing protobuf (415): JSON from then on."""
+        if exc.status != 415:
+            return False
+        log.warning("api_protobuf_refused", path=path, error=exc.message)
+        self._json_only = True
+        return True
+
     def create(self, path: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> bytes:
         """POST a new object, in protobuf where ``wire`` can encode it (as kube-scheduler's
         clients do: the API server decodes it for less CPU than JSON), else in JSON, as it is
         with a JSON ``contentType``. A server that refuses protobuf (415) gets JSON from then on."""
-        data = None if self._json_only else wire.encode(body)
-        if data is None:
-            return self.request("POST", path, body, timeout=timeout)
+        req = self._protobuf_create(body)
+        if req is not None:
+            try:
+                return self._exchange("POST", path, req[0], req[1], timeout)
+            except ApiError as exc:
+                if not self._protobuf_refused(exc, path):
+                    raise
+        return self.request("POST", path, body, timeout=timeout)
+
+    async def create_async(
+        self, path: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT, guard: Callable[[], None] | None = None
+    ) -> bytes:
+        """``create`` on the event loop (``loop_ready`` first), ``guard`` run right before the
+        bytes leave."""
+        req = self._protobuf_create(body)
+        if req is not None:
+            try:
+                return await self._exchange_async("POST", path, req[0], req[1], timeout, guard)
+            except ApiError as exc:
+                if not self._protobuf_refused(exc, path):
+                    raise
         headers = request_headers(self.api)
-        headers["Content-Type"], headers["Accept"] = wire.PROTOBUF, wire.ACCEPT
-        try:
-            return self._exchange("POST", path, headers, data, timeout)
-        except ApiError as exc:
-            if exc.status != 415:
-                raise
-            log.warning("api_protobuf_refused", path=path, error=exc.message)
-            self._json_only = True
-            return self.request("POST", path, body, timeout=timeout)
+        headers["Content-Type"] = JSON
+        return await self._exchange_async("POST", path, headers, encode_body(body), timeout, guard)
 
     def _exchange(
         self, method: str, path: str, headers: dict[str, str], data: bytes | None, timeout: float
     ) -> bytes:
         deadline = time.monotonic() + timeout
         for attempt in range(MAX_RETRIES + 1):
-            status, reason, after, raw = self._send(method, path, headers, data,
-                                                    max(0.1, deadline - time.monotonic()))
-            if 200 <= status <= 299:
-                return raw
-            # client-go's withRetry: a 429 or 5xx that says when to come back is retried then
-            # (API Priority and Fairness answers 429 with Retry-After), within the call's time.
-            wait = retry_after(status, after)
-            if wait is None or attempt == MAX_RETRIES or time.monotonic() + wait >= deadline:
-                raise ApiError(status, message_of(raw) or reason)
-            log.info("api_retry_after", method=method, path=path, status=status, retry_after=wait,
-                     attempt=attempt + 1)
+            answer = self._send(method, path, headers, data, max(0.1, deadline - time.monotonic()))
+            wait = _retry_wait(answer, attempt, deadline, method, path)
+            if wait is None:
+                return answer[3]
             self.sleep(wait)  # the fence is checked again before the resend
+        raise AssertionError("unreachable")
+
+    async def _exchange_async(
+        self, method: str, path: str, headers: dict[str, str], data: bytes | None, timeout: float,
+        guard: Callable[[], None] | None,
+    ) -> bytes:
+        if self._loop_io is None:
+            raise RuntimeError("loop_ready() was not called, or said no")
+        deadline = time.monotonic() + timeout
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                r = await self._loop_io.exchange(method, path, headers, data,
+                                                 max(0.1, deadline - time.monotonic()), guard)
+            except TransportError as exc:
+                raise ApiError(0, str(exc), sent=exc.sent) from exc
+            answer = (r.status, r.reason, r.headers.get("retry-after"), r.body)
+            wait = _retry_wait(answer, attempt, deadline, method, path)
+            if wait is None:
+                return r.body
+            await asyncio.sleep(wait)  # the guard runs again before the resend
         raise AssertionError("unreachable")
 
     def create_binding(self, namespace: str, name: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> None:
@@ -310,6 +370,15 @@ class KubeCoreAPI:
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         self.create(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
+
+    async def create_binding_async(
+        self, namespace: str, name: str, body: dict[str, Any], timeout: float = REQUEST_TIMEOUT,
+        guard: Callable[[], None] | None = None,
+    ) -> None:
+        await self.create_async(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body, timeout, guard)
+
+    async def create_event_async(self, namespace: str, body: dict[str, Any]) -> None:
+        await self.create_async(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
 
     def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         self.request(
@@ -341,6 +410,23 @@ class KubeCoreAPI:
         )
 
 
+def _retry_wait(
+    answer: tuple[int, str, str | None, bytes], attempt: int, deadline: float, method: str, path: str
+) -> float | None:
+    """After one exchange's ``answer`` (status, reason, Retry-After, body): None when it
+    succeeded, else the seconds to wait before trying again, or ApiError when it is not tried
+    again. client-go's withRetry: a 429 or 5xx that says when to come back is retried then
+    (API Priority and Fairness answers 429 with Retry-After), within the call's time."""
+    status, reason, after, raw = answer
+    if 200 <= status <= 299:
+        return None
+    wait = retry_after(status, after)
+    if wait is None or attempt == MAX_RETRIES or time.monotonic() + wait >= deadline:
+        raise ApiError(status, message_of(raw) or reason)
+    log.info("api_retry_after", method=method, path=path, status=status, retry_after=wait, attempt=attempt + 1)
+    return float(wait)
+
+
 def _after_wait(waited: float, fn: Callable[..., Any], *args: Any) -> Any:
     REST.limiter_waited(waited)
     return fn(*args)
@@ -362,6 +448,9 @@ class Lane:
         self._name = name
         self.writes = 0
         self._blocking_lock = threading.Lock()
+        # Whether the API object's ``*_async`` writes go out from the event loop (run_async).
+        self.loop_io = False
+        self._turns: asyncio.Semaphore | None = None
 
     @property
     def workers(self) -> int:
@@ -379,6 +468,22 @@ class Lane:
         if self._threads is None:
             self._threads = LaneThreads(self._workers, self._name)
         return await self._threads.submit(_after_wait, waited, fn, *args)
+
+    async def run_async(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """``run`` for a write the event loop sends itself (``fn`` a coroutine function): the
+        same token bucket and counts, and at most ``workers`` at once, as many as the lane has
+        threads. A write waits for its turn before ``fn`` starts, as it would for a thread, so
+        the fence's check and the request's timeout count from the turn, not from the queue
+        (a Binding whose timeout ran out in the queue would leave with no time to be answered,
+        and its outcome would be unknown)."""
+        started = time.perf_counter()
+        await self.limiter.take()
+        self.writes += 1
+        REST.limiter_waited(time.perf_counter() - started)
+        if self._turns is None:
+            self._turns = asyncio.Semaphore(self._workers)
+        async with self._turns:
+            return await fn(*args)
 
     def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``run`` for a caller that blocks the event loop until the call is done (synchronous
