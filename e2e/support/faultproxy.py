@@ -173,6 +173,12 @@ class FaultProxy:
                 self._server.close()
             for c in list(self._conns):
                 _abort(c.writer)
+            # Every client's handler and pump ends here, on its own loop: left pending, each
+            # would be collected after the loop stopped and warn that it never finished.
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in others:
+                t.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
