@@ -29,7 +29,6 @@ from scheduler.live.kube.rawhttp import (
     Response,
     TransportError,
     _Conn,
-    check_send_guard,
     exchange_answered,
     exchange_failed,
     parse_response,
@@ -194,8 +193,6 @@ class LoopTransport:
         """What RawTransport.exchange returns, awaited; ``guard`` (default: the transport's)
         runs before a connection is taken and right before the bytes leave."""
         check = guard if guard is not None else self.raw.guard
-        if check is check_send_guard:
-            check = _no_guard  # the thread-local guard belongs to lane threads, not the loop
         raw = self.raw
         started = time.perf_counter()
         deadline = time.monotonic() + timeout
@@ -228,10 +225,6 @@ class LoopTransport:
             self._discard(lc)
         exchange_answered(resp, method, raw.metric_host, started, sent)
         return resp
-
-
-def _no_guard() -> None:
-    return None
 
 
 def _expire(waiter: asyncio.Future[tuple[Response, bool]]) -> None:
