@@ -100,9 +100,9 @@ class WriteClient:
     """One write transport to ``port`` as tests drive it, blocking calls either way: ``thread``
     is RawTransport (a lane thread's), ``loop`` is LoopTransport on an event loop of its own."""
 
-    def __init__(self, mode: str, port: int, guard: Callable[[], None] | None = None, max_conns: int = 4) -> None:
+    def __init__(self, mode: str, port: int, guard: Callable[[], None] | None = None) -> None:
         self.raw = RawTransport(plain_conf(port), guard) if guard is not None else RawTransport(plain_conf(port))
-        self.loop_io = LoopTransport(self.raw, max_conns) if mode == "loop" else None
+        self.loop_io = LoopTransport(self.raw) if mode == "loop" else None
         self.loop = asyncio.new_event_loop() if mode == "loop" else None
 
     def exchange(self, method: str, path: str, headers: dict[str, str], body: bytes | None, timeout: float) -> Response:

@@ -34,9 +34,9 @@ def binding_body(pod: PodInfo, node: str) -> dict[str, Any]:
     }
 
 
-def _loop_ready(api: Any, workers: int) -> bool:
+def _loop_ready(api: Any) -> bool:
     ready = getattr(api, "loop_ready", None)
-    return bool(ready is not None and ready(workers))
+    return bool(ready is not None and ready())
 
 
 class BindConflict(ApiError):
@@ -75,8 +75,8 @@ class Binder:
         self.fence = fence
         # Bindings and Events sent by the event loop itself where the API objects can (see
         # loophttp.py); injected executors (tests) keep the threads.
-        self.binds.loop_io = executor is None and _loop_ready(api, workers)
-        self.events.loop_io = events_executor is None and _loop_ready(self.events_api, events_workers)
+        self.binds.loop_io = executor is None and _loop_ready(api)
+        self.events.loop_io = events_executor is None and _loop_ready(self.events_api)
 
     @property
     def limiter(self) -> TokenBucket:

@@ -10,7 +10,7 @@ answer arrives; the TLS work is the same OpenSSL calls, without asyncio's Python
 
 The exchange is the one RawTransport makes (same request bytes, same parser, same metrics,
 the guard checked right before the bytes leave); only the waiting differs. Connections are
-opened in a thread (connect and TLS handshake block), at most ``max_conns`` at once, each
+opened in a thread (connect and TLS handshake block) as writes in flight need them, each
 carrying one request at a time; the selector watches every connection, so one the server
 closes while idle is dropped as soon as the loop sees it.
 """
@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import ssl
 import time
-from collections import deque
 from collections.abc import Callable
 
 from scheduler.live.kube.rawhttp import (
@@ -56,61 +55,34 @@ class _LoopConn:
 
 class LoopTransport:
     """RawTransport's exchanges (``raw``: its host, TLS settings and guard) awaited on the
-    running event loop."""
+    running event loop, one connection per exchange in flight (``Lane.run_async`` bounds
+    those, as a lane's threads bound its blocking calls)."""
 
-    def __init__(self, raw: RawTransport, max_conns: int = 16) -> None:
+    def __init__(self, raw: RawTransport) -> None:
         self.raw = raw
-        self.max_conns = max(1, max_conns)
         self._idle: list[_LoopConn] = []
-        self._open = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- connections ---------------------------------------------------------------------------
     async def _acquire(self, deadline: float) -> _LoopConn:
-        loop = asyncio.get_running_loop()
-        while True:
-            while self._idle:
-                lc = self._idle.pop()
-                # Closed by the server since the selector last looked: not reusable either.
-                if not lc.eof and lc.error is None and not lc.conn.dropped():
-                    return lc
-                self._discard(lc)
-            if self._open < self.max_conns:
-                self._open += 1
-                try:
-                    conn = await asyncio.to_thread(self.raw._connect, max(0.01, deadline - time.monotonic()))
-                except BaseException:
-                    self._open -= 1
-                    self._wake()
-                    raise
-                conn.sock.setblocking(False)
-                lc = _LoopConn(conn)
-                self._loop = loop
-                loop.add_reader(lc.fd, self._readable, lc)
+        """An idle connection, or a new one: the lane's turns bound how many are in use."""
+        while self._idle:
+            lc = self._idle.pop()
+            # Closed by the server since the selector last looked: not reusable either.
+            if not lc.eof and lc.error is None and not lc.conn.dropped():
                 return lc
-            # Every connection is busy: wait for one to come back (or close).
-            w: asyncio.Future[None] = loop.create_future()
-            self._waiters.append(w)
-            try:
-                await asyncio.wait_for(w, max(0.01, deadline - time.monotonic()))
-            except TimeoutError:
-                raise TransportError("PoolTimeout: every connection stayed busy", sent=False) from None
-            finally:
-                if not w.done():
-                    w.cancel()
-
-    def _wake(self) -> None:
-        while self._waiters:
-            w = self._waiters.popleft()
-            if not w.done():
-                w.set_result(None)
-                return
+            self._discard(lc)
+        loop = asyncio.get_running_loop()
+        conn = await asyncio.to_thread(self.raw._connect, max(0.01, deadline - time.monotonic()))
+        conn.sock.setblocking(False)
+        lc = _LoopConn(conn)
+        self._loop = loop
+        loop.add_reader(lc.fd, self._readable, lc)
+        return lc
 
     def _release(self, lc: _LoopConn) -> None:
         lc.waiter = None
         self._idle.append(lc)
-        self._wake()
 
     def _discard(self, lc: _LoopConn) -> None:
         if lc.fd < 0:
@@ -119,8 +91,6 @@ class LoopTransport:
             self._loop.remove_reader(lc.fd)
         lc.fd = -1
         lc.conn.close()
-        self._open -= 1
-        self._wake()
 
     def close(self) -> None:
         """Close every idle connection (those in use close when their exchange ends)."""

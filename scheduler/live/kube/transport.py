@@ -233,13 +233,14 @@ class KubeCoreAPI:
             self._raw = RawTransport(conf)
         self._loop_io: LoopTransport | None = None
 
-    def loop_ready(self, max_conns: int) -> bool:
-        """Send the ``*_async`` writes on the event loop, at most ``max_conns`` at once. False
-        where they go through urllib3 (a proxy): they stay on lane threads then."""
+    def loop_ready(self) -> bool:
+        """Send the ``*_async`` writes on the event loop (through ``Lane.run_async``, which
+        bounds them). False where they go through urllib3 (a proxy): they stay on lane
+        threads then."""
         if self._raw is None:
             return False
         if self._loop_io is None:
-            self._loop_io = LoopTransport(self._raw, max_conns)
+            self._loop_io = LoopTransport(self._raw)
         return True
 
     def close_loop_io(self) -> None:

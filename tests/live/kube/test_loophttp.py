@@ -1,5 +1,5 @@
 """The per-pod writes sent by the event loop (scheduler/live/kube/loophttp.py): what only that
-transport has (a bound on connections, timers, cancellation), and the Binding and Event writes
+transport has (connections as many as the lane's turns, timers, cancellation), and the Binding and Event writes
 that go through it. The exchange itself is tested on both transports in test_rawhttp.py."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from scheduler.live.kube.binder import Binder
 from scheduler.live.kube.loophttp import LoopTransport
 from scheduler.live.kube.rawhttp import RawTransport, TransportError
-from scheduler.live.kube.transport import ApiError, Fenced, TokenBucket
+from scheduler.live.kube.transport import ApiError, Fenced, Lane, TokenBucket
 from scheduler.model.pod import PodInfo
 from scheduler.testing.builders import make_pod
 from scheduler.testing.canned_http import HANG, CannedServer, plain_conf, plain_core_api
@@ -36,14 +36,15 @@ def server(request: pytest.FixtureRequest) -> Iterator[CannedServer]:
     s.close()
 
 
-def loop_transport(port: int, max_conns: int = 4) -> LoopTransport:
-    return LoopTransport(RawTransport(plain_conf(port)), max_conns)
+def loop_transport(port: int) -> LoopTransport:
+    return LoopTransport(RawTransport(plain_conf(port)))
 
 
 @pytest.mark.parametrize("server", [[OK] * 6], indirect=True)
-async def test_writes_at_once_share_at_most_max_conns_connections(server: CannedServer) -> None:
-    t = loop_transport(server.port, max_conns=2)
-    answers = await asyncio.gather(*(t.exchange("POST", "/b", {}, b"{}", 5.0) for _ in range(6)))
+async def test_writes_at_once_share_as_many_connections_as_the_lane_has_workers(server: CannedServer) -> None:
+    t = loop_transport(server.port)
+    lane = Lane(TokenBucket(100, 100), workers=2)
+    answers = await asyncio.gather(*(lane.run_async(t.exchange, "POST", "/b", {}, b"{}", 5.0) for _ in range(6)))
     assert [r.status for r in answers] == [201] * 6
     assert server.connections == 2
     t.close()
@@ -89,7 +90,7 @@ async def test_an_event_from_the_loop_is_retried_as_the_threads_would(
     server: CannedServer, sent_types: list[str]
 ) -> None:
     api = plain_core_api(server.port)
-    assert api.loop_ready(4)
+    assert api.loop_ready()
     await api.create_event_async("ns", EVENT)
     got = [next(line.split(b": ", 1)[1].decode() for line in req.split(b"\r\n") if line.startswith(b"Content-Type"))
            for req in server.requests]
@@ -100,7 +101,7 @@ async def test_an_event_from_the_loop_is_retried_as_the_threads_would(
 @pytest.mark.parametrize("server", [[]], indirect=True)
 async def test_an_unanswered_write_is_an_api_error_that_may_have_been_stored(server: CannedServer) -> None:
     api = plain_core_api(server.port)
-    api.loop_ready(4)
+    api.loop_ready()
     with pytest.raises(ApiError) as info:
         await api.create_event_async("ns", EVENT)
     assert (info.value.status, info.value.sent) == (0, True)
